@@ -1,0 +1,27 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test test-spark bench clean
+
+$(BIN)/daedalus-spark: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(BIN)/daedalus-spark
+	$(BIN)/daedalus-spark demo
+
+test: $(BIN)/daedalus-spark
+	$(BIN)/python -m pytest -q
+
+test-spark: $(BIN)/daedalus-spark
+	$(BIN)/python -m pytest -q -m spark
+
+bench: $(BIN)/daedalus-spark
+	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,212 @@
+"""Knowledge settings: the one YAML file that tunes the controller, validated at the boundary (pydantic)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
+    return Field(default, description=description, json_schema_extra={"unit": unit}, **bounds)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class ControllerConfig(_Section):
+    loop_interval_s: float = _field(60, "s", "How often the MAPE-K loop runs.", ge=5, le=3600)
+    min_scaleout: int = _field(1, "workers", "Fewest workers the controller may set.", ge=1, le=10000)
+    max_scaleout: int = _field(
+        12, "workers", "Most workers the controller may set (cap it at the Kafka partition count).", ge=1, le=10000
+    )
+    target_recovery_s: float = _field(
+        600, "s", "Longest acceptable time from a rescale's stop until the backlog is worked off.", gt=0, le=86400
+    )
+    checkpoint_interval_s: float = _field(
+        10, "s", "Streaming checkpoint (micro-batch commit) interval; the worst-case replay after a restart.",
+        ge=0, le=3600,
+    )
+    recent_rescale_window_s: float = _field(
+        600, "s", "After a rescale this recent, keep the scale-out while it still carries the load (Alg. 1).",
+        ge=0, le=86400,
+    )
+    cooldown_s: float = _field(180, "s", "No new rescale this soon after the previous one.", ge=0, le=86400)
+    warmup_s: float = _field(
+        60, "s", "Samples from this soon after a (re)start are not learned from (JIT, state reload).", ge=0, le=3600
+    )
+    utilization_signal: Literal["cpu", "busy_time"] = _field(
+        "cpu", "-", "Worker utilization: CPU ratio (the paper's) or Spark busy time per core-second."
+    )
+    knowledge_path: str = _field(
+        "daedalus-knowledge.sqlite", "path", "SQLite file holding everything learned; survives restarts."
+    )
+
+
+class CapacityConfig(_Section):
+    expected_max_utilization_ratio: float = _field(
+        1.0, "ratio", "Utilization a worker reaches when saturated; capacity is read off the regression there.",
+        gt=0.1, le=1.0,
+    )
+    min_points: int = _field(
+        5, "samples", "Fewer samples than this and a worker's capacity is throughput / utilization instead.",
+        ge=2, le=100000,
+    )
+    min_utilization_stddev_ratio: float = _field(
+        0.01, "ratio", "Below this spread of utilization the slope is not trusted (ratio estimate instead).",
+        ge=0, le=0.5,
+    )
+
+
+class ForecastConfig(_Section):
+    horizon_s: float = _field(900, "s", "How far ahead the workload is forecast.", ge=60, le=86400)
+    resolution_s: float = _field(
+        10, "s", "The workload is averaged over steps this long before ARIMA sees it (1-s data is slow).",
+        ge=1, le=600,
+    )
+    history_window_s: float = _field(
+        3600, "s", "How much recent workload an (re)fit of auto-ARIMA uses.", ge=300, le=7 * 86400
+    )
+    min_history_s: float = _field(
+        600, "s", "Until this much history exists, the linear forecast is used.", ge=60, le=86400
+    )
+    seasonal_period_s: float = _field(
+        0, "s", "Seasonal period for auto-ARIMA (0 = non-seasonal).", ge=0, le=86400
+    )
+    wape_threshold_ratio: float = _field(
+        0.15, "ratio", "A previous forecast with a WAPE above this was poor; the linear fallback is used.",
+        gt=0, le=10,
+    )
+    poor_forecasts_before_refit: int = _field(
+        15, "ticks", "This many poor forecasts in a row trigger a background refit.", ge=1, le=10000
+    )
+    linear_window_s: float = _field(
+        300, "s", "The linear fallback projects the slope of this much recent workload.", ge=10, le=86400
+    )
+    background_refit: bool = _field(
+        True, "-", "Refit in a background thread (false: refit inside the tick; the simulator's choice)."
+    )
+
+
+class RecoveryConfig(_Section):
+    initial_downtime_scale_out_s: float = _field(
+        30, "s", "Downtime of a scale-out until one has been measured.", ge=0, le=3600
+    )
+    initial_downtime_scale_in_s: float = _field(
+        15, "s", "Downtime of a scale-in until one has been measured.", ge=0, le=3600
+    )
+    anomaly_threshold_stddevs: float = _field(
+        1.0, "stddevs", "(workload - throughput) further than this from its mean is anomalous.", gt=0, le=10
+    )
+    stable_samples: int = _field(
+        5, "samples", "Consecutive normal samples that end a recovery.", ge=1, le=3600
+    )
+    max_recovery_s: float = _field(
+        3600, "s", "Stop measuring a recovery that has not ended after this long.", ge=60, le=86400
+    )
+    downtime_learning_ratio: float = _field(
+        0.5, "ratio", "Weight of a newly measured downtime against the previous estimate.", gt=0, le=1
+    )
+
+
+class Config(_Section):
+    controller: ControllerConfig = ControllerConfig()
+    capacity: CapacityConfig = CapacityConfig()
+    forecast: ForecastConfig = ForecastConfig()
+    recovery: RecoveryConfig = RecoveryConfig()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Config:
+        c = self.controller
+        if c.min_scaleout > c.max_scaleout:
+            raise ValueError(
+                f"controller.min_scaleout ({c.min_scaleout}) must not exceed controller.max_scaleout ({c.max_scaleout})"
+            )
+        if self.forecast.resolution_s > self.forecast.horizon_s:
+            raise ValueError("forecast.resolution_s must not exceed forecast.horizon_s")
+        return self
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; `errors` holds one line per problem, each naming its YAML path."""
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        super().__init__(f"{source}: invalid config\n" + "\n".join(f"  {e}" for e in errors))
+        self.errors = errors
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    for part in loc[:-1]:
+        info = model.model_fields.get(str(part))
+        if info is None or not isinstance(info.annotation, type) or not issubclass(info.annotation, BaseModel):
+            return []
+        model = info.annotation
+    return sorted(model.model_fields)
+
+
+def _explain(err: dict[str, Any]) -> str:
+    path = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        allowed = ", ".join(_allowed_keys(Config, err["loc"]))
+        return f"{path}: unknown key (allowed here: {allowed})"
+    msg = err["msg"].removeprefix("Value error, ")
+    got = err.get("input")
+    return f"{path}: {msg} (got {got!r})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
+
+
+def parse_config(data: Any, source: str = "config") -> Config:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(source, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, [_explain(e) for e in exc.errors()]) from None
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Read a YAML config; None gives the defaults."""
+    if path is None:
+        return Config()
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), [f"cannot read: {exc.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), [f"not valid YAML: {exc}".replace("\n", " ")]) from None
+    return parse_config(data, str(path))
+
+
+def _bounds(info: Any) -> str:
+    parts = []
+    for m in info.metadata:
+        for attr, sym in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            value = getattr(m, attr, None)
+            if value is not None:
+                parts.append(f"{sym} {value}")
+    args = getattr(info.annotation, "__args__", None)
+    if args and all(isinstance(a, str) for a in args):
+        parts.append("one of " + ", ".join(args))
+    return ", ".join(parts) or "any"
+
+
+def render_yaml(config: Config) -> str:
+    """The config as YAML with every field's unit, allowed range and description as a comment."""
+    lines = ["# daedalus-spark configuration. Every key is optional; unknown keys are errors."]
+    for section_name, section_info in Config.model_fields.items():
+        section = getattr(config, section_name)
+        lines.append(f"{section_name}:")
+        for name, info in type(section).model_fields.items():
+            unit = (info.json_schema_extra or {}).get("unit", "-")
+            lines.append(f"  # {info.description} Unit: {unit}. Allowed: {_bounds(info)}.")
+            value = yaml.safe_dump(getattr(section, name), default_flow_style=True).strip()
+            value = value.removesuffix("\n...").removesuffix("...").strip()
+            lines.append(f"  {name}: {value}")
+    return "\n".join(lines) + "\n"
