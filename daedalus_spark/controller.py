@@ -2,17 +2,120 @@
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import Executor
 
+from daedalus_spark.analyze.anomaly import PendingRecovery
 from daedalus_spark.config import Config
-from daedalus_spark.domain import Decision, Observation
+from daedalus_spark.domain import Decision, Observation, Reason
+from daedalus_spark.knowledge.state import Knowledge, restore, snapshot, KnowledgeStore
+from daedalus_spark.plan.algorithm import PlanInputs, plan
 
 
 class Controller:
     """`tick(observation, now_s) -> Decision`; the runtime and the simulator both drive this."""
 
-    def __init__(self, config: Config, *, knowledge: object | None = None, refit_executor: Executor | None = None):
-        raise NotImplementedError("being written")
+    def __init__(
+        self, config: Config, *, knowledge: Knowledge | None = None, refit_executor: Executor | None = None
+    ) -> None:
+        self.config = config
+        self.knowledge = knowledge or Knowledge.fresh(config, refit_executor=refit_executor)
+
+    @classmethod
+    def resume(cls, config: Config, store: KnowledgeStore, *, refit_executor: Executor | None = None) -> Controller:
+        """A controller that continues from the store's knowledge (fresh if the store is empty)."""
+        saved = store.load()
+        knowledge = restore(saved, config, refit_executor=refit_executor) if saved else None
+        return cls(config, knowledge=knowledge, refit_executor=refit_executor)
+
+    def save(self, store: KnowledgeStore) -> None:
+        store.save(snapshot(self.knowledge))
 
     def tick(self, observation: Observation, now_s: float) -> Decision:
-        raise NotImplementedError("being written")
+        decision = self._decide(observation, now_s)
+        k = self.knowledge
+        k.decisions.append(decision)
+        if decision.rescale:
+            k.last_rescale_s = now_s
+            direction = "out" if decision.target_scaleout > decision.current_scaleout else "in"
+            k.recovery.start(
+                PendingRecovery(
+                    rescale_time_s=now_s,
+                    direction=direction,
+                    from_scaleout=decision.current_scaleout,
+                    to_scaleout=decision.target_scaleout,
+                    predicted_recovery_s=float(decision.evidence.get("predicted_recovery_s") or math.inf),
+                    downtime_used_s=k.recovery.downtime_s(direction),
+                )
+            )
+        return decision
+
+    def _decide(self, obs: Observation, now_s: float) -> Decision:
+        missing = _missing(obs)
+        if missing:
+            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem=missing)
+        k, settings = self.knowledge, self.config.controller
+        warmup_samples = _samples_in_warmup(obs, settings.warmup_s)
+        k.capacity.learn(obs, skip_first=warmup_samples)
+        self._measure_recovery(obs)
+        k.forecaster.observe(obs.workload_per_s, step_s=obs.step_s, end_s=obs.time_s)
+        if warmup_samples >= len(obs.workload_per_s):
+            return self._hold(obs, now_s, Reason.SKIP_WARMUP, uptime_s=obs.uptime_s)
+        table = k.capacity.table(obs, settings.max_scaleout)
+        if table is None:
+            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem="no worker capacity known yet")
+        k.capacity.remember(table)
+        inputs = PlanInputs(
+            now_s=now_s,
+            current_scaleout=obs.scaleout,
+            capacities=table,
+            workload_avg_per_s=sum(obs.workload_per_s) / len(obs.workload_per_s),
+            recent_workload_per_s=obs.workload_per_s,
+            step_s=obs.step_s,
+            forecast=k.forecaster.predict(now_s),
+            consumer_lag_records=obs.consumer_lag_records,
+            last_rescale_s=k.last_rescale_s,
+            downtime_scale_out_s=k.recovery.downtime_scale_out_s,
+            downtime_scale_in_s=k.recovery.downtime_scale_in_s,
+        )
+        return plan(inputs, settings)
+
+    def _measure_recovery(self, obs: Observation) -> None:
+        k = self.knowledge
+        totals = [sum(col) for col in zip(*(w.throughput_per_s for w in obs.workers))]
+        n = len(obs.workload_per_s)
+        for i, (workload, throughput) in enumerate(zip(obs.workload_per_s, totals)):
+            time_s = obs.time_s - (n - 1 - i) * obs.step_s
+            if not (math.isfinite(workload) and math.isfinite(throughput)):
+                continue
+            measured = k.recovery.feed(time_s, workload, throughput)
+            if measured is not None:
+                k.recoveries.append(measured)
+
+    def _hold(self, obs: Observation, now_s: float, reason: Reason, **evidence: float | str) -> Decision:
+        return Decision(now_s, obs.scaleout, obs.scaleout, reason, dict(evidence))
+
+
+def _missing(obs: Observation) -> str:
+    """What makes an observation unusable for scaling ('' if nothing)."""
+    if obs.scaleout < 1:
+        return f"scale-out {obs.scaleout} is not a worker count"
+    if not obs.workload_per_s:
+        return "no workload samples"
+    if not all(math.isfinite(x) and x >= 0 for x in obs.workload_per_s):
+        return "workload has missing or negative samples"
+    if not obs.workers:
+        return "no worker metrics"
+    if not (math.isfinite(obs.consumer_lag_records) and obs.consumer_lag_records >= 0):
+        return f"consumer lag {obs.consumer_lag_records} is not a record count"
+    if obs.step_s <= 0:
+        return f"sample step {obs.step_s} s is not positive"
+    return ""
+
+
+def _samples_in_warmup(obs: Observation, warmup_s: float) -> int:
+    """How many leading samples of the window fall within warm-up after the job's last (re)start."""
+    n = len(obs.workload_per_s)
+    started_s = obs.time_s - obs.uptime_s
+    first_s = obs.time_s - (n - 1) * obs.step_s
+    return max(0, min(n, math.ceil((started_s + warmup_s - first_s) / obs.step_s)))

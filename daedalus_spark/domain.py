@@ -115,6 +115,7 @@ class Reason(StrEnum):
     CURRENT_IS_SMALLEST_VALID = "current_is_smallest_valid"
     SCALE_OUT_SMALLEST_VALID = "scale_out_smallest_valid"
     SCALE_IN_SMALLEST_VALID = "scale_in_smallest_valid"
+    SCALE_IN_DEFERRED_LAG = "scale_in_deferred_lag"
     NO_VALID_SCALEOUT_USE_MAX = "no_valid_scaleout_use_max"
     COOLDOWN = "cooldown_after_rescale"
     SKIP_MISSING_DATA = "skip_missing_data"

@@ -1,0 +1,110 @@
+"""Analyze: measured recovery time by anomaly detection on (workload − throughput), correcting downtimes (§3.5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from daedalus_spark.analyze.stats import RunningMoments
+from daedalus_spark.config import RecoveryConfig
+from daedalus_spark.domain import Recovery
+
+# A rescale that shows no anomaly this long after it was seamless (e.g. executors added in place).
+NO_ANOMALY_GRACE_S = 60.0
+# Below this relative gap, (workload - throughput) is never anomalous: stops noise-free data from never recovering.
+MIN_RELATIVE_THRESHOLD = 0.01
+
+
+@dataclass
+class PendingRecovery:
+    rescale_time_s: float
+    direction: str
+    from_scaleout: int
+    to_scaleout: int
+    predicted_recovery_s: float
+    downtime_used_s: float
+    anomaly_seen: bool = False
+    normal_streak_start_s: float | None = None
+    normal_streak: int = 0
+
+
+@dataclass
+class RecoveryMonitor:
+    """Learns the normal gap between workload and throughput; after a rescale, times the anomaly it causes."""
+
+    config: RecoveryConfig
+    moments: RunningMoments = field(default_factory=RunningMoments)
+    pending: PendingRecovery | None = None
+    downtime_scale_out_s: float = -1.0
+    downtime_scale_in_s: float = -1.0
+
+    def __post_init__(self) -> None:
+        if self.downtime_scale_out_s < 0:
+            self.downtime_scale_out_s = self.config.initial_downtime_scale_out_s
+        if self.downtime_scale_in_s < 0:
+            self.downtime_scale_in_s = self.config.initial_downtime_scale_in_s
+
+    def downtime_s(self, direction: str) -> float:
+        return self.downtime_scale_in_s if direction == "in" else self.downtime_scale_out_s
+
+    def start(self, pending: PendingRecovery) -> None:
+        """A rescale was made: from now on, samples are timed rather than learned from."""
+        self.pending = pending
+
+    def is_anomalous(self, workload_per_s: float, throughput_per_s: float) -> bool:
+        gap = workload_per_s - throughput_per_s
+        threshold = max(
+            self.config.anomaly_threshold_stddevs * self.moments.stddev(),
+            MIN_RELATIVE_THRESHOLD * abs(workload_per_s),
+        )
+        return abs(gap - self.moments.mean) > threshold
+
+    def feed(self, time_s: float, workload_per_s: float, throughput_per_s: float) -> Recovery | None:
+        """One sample; returns the measured recovery when this sample completes one."""
+        p = self.pending
+        if p is None:
+            self.moments.update(workload_per_s - throughput_per_s)
+            return None
+        elapsed = time_s - p.rescale_time_s
+        if elapsed < 0:
+            return None
+        if self.is_anomalous(workload_per_s, throughput_per_s):
+            p.anomaly_seen, p.normal_streak, p.normal_streak_start_s = True, 0, None
+        else:
+            if p.normal_streak == 0:
+                p.normal_streak_start_s = time_s
+            p.normal_streak += 1
+        if p.anomaly_seen and p.normal_streak >= self.config.stable_samples:
+            assert p.normal_streak_start_s is not None
+            return self._finish(p.normal_streak_start_s - p.rescale_time_s)
+        if not p.anomaly_seen and elapsed >= NO_ANOMALY_GRACE_S:
+            return self._finish(0.0)
+        if elapsed >= self.config.max_recovery_s:
+            self.pending = None  # never settled: no measurement beats a wrong one
+        return None
+
+    def _finish(self, recovery_s: float) -> Recovery:
+        p = self.pending
+        assert p is not None
+        self.pending = None
+        self._correct_downtime(p, recovery_s)
+        return Recovery(
+            rescale_time_s=p.rescale_time_s,
+            direction=p.direction,
+            from_scaleout=p.from_scaleout,
+            to_scaleout=p.to_scaleout,
+            recovery_s=recovery_s,
+            predicted_downtime_s=p.downtime_used_s,
+        )
+
+    def _correct_downtime(self, p: PendingRecovery, measured_s: float) -> None:
+        # Each extra second of downtime delays the recovery by at least a second, so the recovery error is the
+        # downtime error at most; a downtime can never exceed the whole recovery.
+        if p.predicted_recovery_s == float("inf"):
+            implied = min(p.downtime_used_s, measured_s)
+        else:
+            implied = min(max(p.downtime_used_s + measured_s - p.predicted_recovery_s, 0.0), measured_s)
+        rate = self.config.downtime_learning_ratio
+        if p.direction == "in":
+            self.downtime_scale_in_s += rate * (implied - self.downtime_scale_in_s)
+        else:
+            self.downtime_scale_out_s += rate * (implied - self.downtime_scale_out_s)

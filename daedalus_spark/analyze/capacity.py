@@ -1,0 +1,136 @@
+"""Analyze: per-worker throughput/utilization regressions turned into capacity per scale-out, skew included (§3.1)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from daedalus_spark.analyze.stats import OnlineRegression
+from daedalus_spark.config import CapacityConfig
+from daedalus_spark.domain import CapacityTable, Observation, WorkerCapacity, WorkerSeries
+
+# Utilization slightly above 1 happens (sampling jitter, cgroup accounting); beyond this it is garbage.
+MAX_PLAUSIBLE_UTILIZATION = 1.2
+# Spark executor ids are never reused, so a worker unseen this long is gone for good.
+FORGET_WORKER_AFTER_S = 3600.0
+
+
+@dataclass
+class CapacityModel:
+    """What the loop has learned about capacity: one regression per worker and capacities seen per scale-out."""
+
+    config: CapacityConfig
+    regressions: dict[str, OnlineRegression] = field(default_factory=dict)
+    last_seen_s: dict[str, float] = field(default_factory=dict)
+    observed_per_scaleout: dict[int, float] = field(default_factory=dict)
+
+    def learn(self, observation: Observation, *, skip_first: int = 0) -> int:
+        """Feed every plausible sample after the first `skip_first` ones; returns how many were learned from."""
+        learned = 0
+        for worker in observation.workers:
+            regression = self.regressions.setdefault(worker.worker_id, OnlineRegression())
+            self.last_seen_s[worker.worker_id] = observation.time_s
+            for x, y in _plausible_samples(worker, skip_first):
+                regression.update(min(x, 1.0), y)
+                learned += 1
+        self._forget_gone_workers(observation.time_s)
+        return learned
+
+    def _forget_gone_workers(self, now_s: float) -> None:
+        for worker_id, seen in list(self.last_seen_s.items()):
+            if now_s - seen > FORGET_WORKER_AFTER_S:
+                del self.last_seen_s[worker_id]
+                self.regressions.pop(worker_id, None)
+
+    def own_capacity(self, worker_id: str) -> tuple[float, str]:
+        """A worker's capacity at the expected maximum utilization as if it got all the load it could take."""
+        reg = self.regressions.get(worker_id)
+        u_max = self.config.expected_max_utilization_ratio
+        if reg is None or reg.n == 0 or reg.mean_x <= 0:
+            return math.nan, "peer_mean"
+        trusted_slope = (
+            reg.n >= self.config.min_points
+            and math.sqrt(reg.variance_x()) >= self.config.min_utilization_stddev_ratio
+            and reg.slope > 0
+        )
+        if trusted_slope:
+            return max(reg.predict(u_max), 0.0), "regression"
+        # Throughput / utilization underestimates when the CPU has an idle floor: a safe side to err on.
+        return reg.mean_y / reg.mean_x * u_max, "ratio"
+
+    def table(self, observation: Observation, max_scaleout: int) -> CapacityTable | None:
+        """Capacity of the current workers and of every scale-out 1..max; None when nothing is known yet."""
+        workers = _current_workers(observation)
+        if not workers:
+            return None
+        owns = {w: self.own_capacity(w) for w in workers}
+        known = [c for c, _ in owns.values() if math.isfinite(c) and c > 0]
+        if not known:
+            return None
+        peer_mean = sum(known) / len(known)
+        owns = {w: (c, m) if math.isfinite(c) and c > 0 else (peer_mean, "peer_mean") for w, (c, m) in owns.items()}
+        shares = _load_shares(workers)
+        # The job saturates when its most constrained worker does: each worker only reaches its share of that.
+        saturation = min(owns[w][0] / s for w, s in shares.items() if s > 0)
+        capacities = tuple(
+            WorkerCapacity(
+                worker_id=w,
+                samples=self.regressions[w].n if w in self.regressions else 0,
+                intercept_per_s=self.regressions[w].intercept if w in self.regressions else 0.0,
+                slope_per_s=self.regressions[w].slope if w in self.regressions else 0.0,
+                own_capacity_per_s=owns[w][0],
+                load_share_ratio=shares[w],
+                capacity_per_s=shares[w] * saturation,
+                method=owns[w][1],
+            )
+            for w in workers
+        )
+        return self._table(observation.scaleout, saturation, capacities, max_scaleout)
+
+    def remember(self, table: CapacityTable) -> None:
+        """Keep the current scale-out's capacity so later decisions prefer it over extrapolation."""
+        if all(w.method == "regression" for w in table.workers):
+            self.observed_per_scaleout[table.current_scaleout] = table.current_per_s
+
+    def _table(
+        self, scaleout: int, current: float, workers: tuple[WorkerCapacity, ...], max_scaleout: int
+    ) -> CapacityTable:
+        mean_worker = current / len(workers)
+        per_scaleout = tuple(
+            current
+            if n == scaleout
+            else self.observed_per_scaleout.get(n, mean_worker * n)
+            for n in range(1, max(max_scaleout, scaleout) + 1)
+        )
+        return CapacityTable(
+            current_scaleout=scaleout,
+            current_per_s=current,
+            per_scaleout_per_s=per_scaleout,
+            observed_scaleouts=frozenset(self.observed_per_scaleout) | {scaleout},
+            workers=workers,
+        )
+
+
+def _plausible_samples(worker: WorkerSeries, skip_first: int) -> list[tuple[float, float]]:
+    pairs = zip(worker.utilization_ratio[skip_first:], worker.throughput_per_s[skip_first:])
+    return [
+        (x, y)
+        for x, y in pairs
+        if math.isfinite(x) and math.isfinite(y) and 0.0 <= x <= MAX_PLAUSIBLE_UTILIZATION and y >= 0.0
+    ]
+
+
+def _current_workers(observation: Observation) -> dict[str, list[float]]:
+    """Worker id -> its plausible throughput samples in this window (all of them, warm-up included)."""
+    return {
+        w.worker_id: [y for _, y in _plausible_samples(w, 0)]
+        for w in observation.workers
+    }
+
+
+def _load_shares(workers: dict[str, list[float]]) -> dict[str, float]:
+    means = {w: (sum(ys) / len(ys) if ys else 0.0) for w, ys in workers.items()}
+    total = sum(means.values())
+    if total <= 0:
+        return {w: 1.0 / len(workers) for w in workers}
+    return {w: m / total for w, m in means.items()}

@@ -1,0 +1,69 @@
+"""Analyze: Welford-style online statistics (mean, variance, covariance, simple regression) in constant memory."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass
+class RunningMoments:
+    """Running count, mean and variance of one variable (Welford, 1962)."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0  # sum of squared deviations from the running mean
+
+    def update(self, x: float) -> None:
+        self.n += 1
+        delta = x - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (x - self.mean)
+
+    def variance(self, ddof: int = 0) -> float:
+        return self.m2 / (self.n - ddof) if self.n > ddof else 0.0
+
+    def stddev(self, ddof: int = 0) -> float:
+        return math.sqrt(self.variance(ddof))
+
+
+@dataclass
+class OnlineRegression:
+    """Online simple linear regression y = intercept + slope * x from running means, variance and covariance."""
+
+    n: int = 0
+    mean_x: float = 0.0
+    mean_y: float = 0.0
+    m2_x: float = 0.0  # sum of squared deviations of x
+    m2_y: float = 0.0
+    c_xy: float = 0.0  # co-moment: sum of (x - mean_x)(y - mean_y)
+
+    def update(self, x: float, y: float) -> None:
+        self.n += 1
+        dx = x - self.mean_x
+        dy = y - self.mean_y
+        self.mean_x += dx / self.n
+        self.mean_y += dy / self.n
+        self.m2_x += dx * (x - self.mean_x)
+        self.m2_y += dy * (y - self.mean_y)
+        self.c_xy += dx * (y - self.mean_y)
+
+    def variance_x(self, ddof: int = 0) -> float:
+        return self.m2_x / (self.n - ddof) if self.n > ddof else 0.0
+
+    def variance_y(self, ddof: int = 0) -> float:
+        return self.m2_y / (self.n - ddof) if self.n > ddof else 0.0
+
+    def covariance(self, ddof: int = 0) -> float:
+        return self.c_xy / (self.n - ddof) if self.n > ddof else 0.0
+
+    @property
+    def slope(self) -> float:
+        return self.c_xy / self.m2_x if self.m2_x > 0 else 0.0
+
+    @property
+    def intercept(self) -> float:
+        return self.mean_y - self.slope * self.mean_x
+
+    def predict(self, x: float) -> float:
+        return self.intercept + self.slope * x

@@ -1,0 +1,118 @@
+"""Command line: offline capacity and forecast reports, config validation, the simulator and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from daedalus_spark.config import ConfigError, load_config, render_yaml
+from daedalus_spark.monitor.files import InputFileError
+
+BUNDLED_TRACES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
+
+
+def _validate_config(args: argparse.Namespace) -> int:
+    config = load_config(args.file)
+    print(render_yaml(config), end="")
+    return 0
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from daedalus_spark.report.capacity_report import capacity_from_csv, format_text, to_json
+
+    config = load_config(args.config)
+    report = capacity_from_csv(
+        args.utilization, args.throughput, config.capacity, max_scaleout=args.max_scaleout
+    )
+    print(json.dumps(to_json(report), indent=2) if args.json else format_text(report))
+    return 0
+
+
+def _forecast_evaluate(args: argparse.Namespace) -> int:
+    from daedalus_spark.monitor.files import read_trace
+    from daedalus_spark.report.forecast_backtest import evaluate_trace, format_text
+
+    config = load_config(args.config)
+    trace = read_trace(args.trace)
+    result = evaluate_trace(
+        trace, config.forecast, loop_interval_s=config.controller.loop_interval_s, horizon_s=args.horizon
+    )
+    if args.json:
+        keys = ("wape_median", "wape_p90", "fallback_share", "fit_seconds", "update_seconds_p95", "ticks")
+        print(json.dumps({"trace": str(args.trace), **{k: getattr(result, k) for k in keys}}, indent=2))
+    else:
+        print(format_text(result, str(args.trace)))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """What `make demo` runs: the simulator on a bundled trace if present, else the offline reports."""
+    try:
+        from daedalus_spark.sim.cli import demo
+    except ImportError:
+        demo = None
+    if demo is not None:
+        return int(demo(args))
+    measurements = Path(__file__).resolve().parent.parent / "tests" / "data" / "measurements"
+    trace = BUNDLED_TRACES / "wordcount_sine_40000_6h.csv"
+    print("== capacity of 12 workers at saturation (paper Fig. 3 data)")
+    _capacity(argparse.Namespace(
+        utilization=measurements / "data_skew_cpu_12.csv", throughput=measurements / "data_skew_throughput_12.csv",
+        config=args.config, max_scaleout=None, json=False,
+    ))
+    print(f"\n== 15-minute forecast backtest on {trace.name}")
+    return _forecast_evaluate(argparse.Namespace(trace=trace, config=args.config, horizon=None, json=False))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="daedalus-spark", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate-config", help="check a YAML config and print the effective one")
+    p.add_argument("file", type=Path)
+    p.set_defaults(handler=_validate_config)
+
+    p = sub.add_parser("capacity", help="capacity per worker and per scale-out from exported metric CSVs")
+    p.add_argument("--utilization", required=True, type=Path, help="CSV: time column, one column per worker")
+    p.add_argument("--throughput", required=True, type=Path, help="CSV with the same columns, records/s")
+    p.add_argument("--max-scaleout", type=int, default=None, help="list capacities up to this scale-out")
+    p.add_argument("--config", type=Path, default=None)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_capacity)
+
+    forecast = sub.add_parser("forecast", help="workload forecasting tools").add_subparsers(dest="action", required=True)
+    p = forecast.add_parser("evaluate", help="rolling-origin backtest of the forecaster on a trace")
+    p.add_argument("--trace", required=True, type=Path, help="'second|count' file, one row per second")
+    p.add_argument("--horizon", type=float, default=None, help="seconds ahead (default: forecast.horizon_s)")
+    p.add_argument("--config", type=Path, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_forecast_evaluate)
+
+    p = sub.add_parser("demo", help="what `make demo` runs")
+    p.add_argument("--config", type=Path, default=None)
+    p.add_argument("--out", type=Path, default=Path("out/demo"))
+    p.set_defaults(handler=_demo)
+
+    try:
+        from daedalus_spark.sim.cli import register
+    except ImportError:
+        pass
+    else:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (ConfigError, InputFileError) as exc:
+        print(f"daedalus-spark: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

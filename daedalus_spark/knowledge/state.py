@@ -1,0 +1,147 @@
+"""Knowledge: everything the loop learns, and its conversion to and from plain records for any store."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from concurrent.futures import Executor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from daedalus_spark.analyze.anomaly import PendingRecovery, RecoveryMonitor
+from daedalus_spark.analyze.capacity import CapacityModel
+from daedalus_spark.analyze.forecast import WorkloadForecaster
+from daedalus_spark.analyze.stats import OnlineRegression, RunningMoments
+from daedalus_spark.config import Config
+from daedalus_spark.domain import Decision, Reason, Recovery
+
+FORMAT_VERSION = 1
+HISTORY_LIMIT = 1000  # decisions and recoveries kept in memory; stores may keep more
+
+
+@dataclass
+class Knowledge:
+    capacity: CapacityModel
+    forecaster: WorkloadForecaster
+    recovery: RecoveryMonitor
+    last_rescale_s: float | None = None
+    decisions: deque[Decision] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
+    recoveries: deque[Recovery] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
+
+    @classmethod
+    def fresh(cls, config: Config, *, refit_executor: Executor | None = None) -> Knowledge:
+        return cls(
+            capacity=CapacityModel(config.capacity),
+            forecaster=WorkloadForecaster(config.forecast, refit_executor=refit_executor),
+            recovery=RecoveryMonitor(config.recovery),
+        )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Knowledge as records: JSON for what people may read, bytes for the forecaster model."""
+
+    format_version: int
+    components: dict[str, str]  # name -> JSON text
+    forecaster: bytes
+    decisions: tuple[str, ...]  # JSON text each, oldest first
+    recoveries: tuple[str, ...]
+
+
+class KnowledgeStore(Protocol):
+    def save(self, snapshot: Snapshot) -> None: ...
+
+    def load(self) -> Snapshot | None:
+        """The latest snapshot, or None if nothing was saved yet."""
+        ...
+
+
+def decision_to_json(d: Decision) -> str:
+    return json.dumps({**asdict(d), "reason": d.reason.value}, sort_keys=True)
+
+
+def decision_from_json(text: str) -> Decision:
+    raw = json.loads(text)
+    return Decision(
+        time_s=raw["time_s"],
+        current_scaleout=raw["current_scaleout"],
+        target_scaleout=raw["target_scaleout"],
+        reason=Reason(raw["reason"]),
+        evidence=raw["evidence"],
+        notes=tuple(raw["notes"]),
+    )
+
+
+def snapshot(k: Knowledge) -> Snapshot:
+    capacity = {
+        "regressions": {w: asdict(r) for w, r in k.capacity.regressions.items()},
+        "last_seen_s": k.capacity.last_seen_s,
+        "observed_per_scaleout": {str(n): c for n, c in k.capacity.observed_per_scaleout.items()},
+    }
+    recovery = {
+        "moments": asdict(k.recovery.moments),
+        "pending": asdict(k.recovery.pending) if k.recovery.pending else None,
+        "downtime_scale_out_s": k.recovery.downtime_scale_out_s,
+        "downtime_scale_in_s": k.recovery.downtime_scale_in_s,
+    }
+    return Snapshot(
+        format_version=FORMAT_VERSION,
+        components={
+            "capacity": json.dumps(capacity, sort_keys=True),
+            "recovery": json.dumps(recovery, sort_keys=True),
+            "controller": json.dumps({"last_rescale_s": k.last_rescale_s}),
+        },
+        forecaster=k.forecaster.to_bytes(),
+        decisions=tuple(decision_to_json(d) for d in k.decisions),
+        recoveries=tuple(json.dumps(asdict(r), sort_keys=True) for r in k.recoveries),
+    )
+
+
+class IncompatibleKnowledge(ValueError):
+    """A knowledge file written by a newer daedalus-spark, or damaged."""
+
+
+def restore(s: Snapshot, config: Config, *, refit_executor: Executor | None = None) -> Knowledge:
+    if s.format_version > FORMAT_VERSION:
+        raise IncompatibleKnowledge(
+            f"knowledge format {s.format_version} is newer than this version understands ({FORMAT_VERSION})"
+        )
+    try:
+        capacity: dict[str, Any] = json.loads(s.components["capacity"])
+        recovery: dict[str, Any] = json.loads(s.components["recovery"])
+        controller: dict[str, Any] = json.loads(s.components["controller"])
+    except (KeyError, json.JSONDecodeError) as exc:
+        raise IncompatibleKnowledge(f"knowledge component unreadable: {exc}") from None
+    pending = recovery["pending"]
+    return Knowledge(
+        capacity=CapacityModel(
+            config.capacity,
+            regressions={w: OnlineRegression(**r) for w, r in capacity["regressions"].items()},
+            last_seen_s=dict(capacity["last_seen_s"]),
+            observed_per_scaleout={int(n): c for n, c in capacity["observed_per_scaleout"].items()},
+        ),
+        forecaster=WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refit_executor=refit_executor),
+        recovery=RecoveryMonitor(
+            config.recovery,
+            moments=RunningMoments(**recovery["moments"]),
+            pending=PendingRecovery(**pending) if pending else None,
+            downtime_scale_out_s=recovery["downtime_scale_out_s"],
+            downtime_scale_in_s=recovery["downtime_scale_in_s"],
+        ),
+        last_rescale_s=controller["last_rescale_s"],
+        decisions=deque((decision_from_json(d) for d in s.decisions), maxlen=HISTORY_LIMIT),
+        recoveries=deque((Recovery(**json.loads(r)) for r in s.recoveries), maxlen=HISTORY_LIMIT),
+    )
+
+
+class InMemoryKnowledgeStore:
+    """Keeps the latest snapshot in memory (tests, the simulator)."""
+
+    def __init__(self) -> None:
+        self._snapshot: Snapshot | None = None
+
+    def save(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def load(self) -> Snapshot | None:
+        return self._snapshot

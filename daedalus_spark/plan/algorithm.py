@@ -1,0 +1,117 @@
+"""Plan: Algorithm 1 of the paper — the smallest scale-out that carries the load and recovers in time (§3.2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from daedalus_spark.analyze.recovery import predict_recovery_s, replay_backlog_records
+from daedalus_spark.config import ControllerConfig
+from daedalus_spark.domain import CapacityTable, Decision, Forecast, Reason
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything Algorithm 1 looks at, already analyzed."""
+
+    now_s: float
+    current_scaleout: int
+    capacities: CapacityTable
+    workload_avg_per_s: float
+    recent_workload_per_s: tuple[float, ...]  # the latest samples, for the checkpoint replay
+    step_s: float
+    forecast: Forecast
+    consumer_lag_records: float
+    last_rescale_s: float | None
+    downtime_scale_out_s: float
+    downtime_scale_in_s: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    scaleout: int
+    capacity_per_s: float
+    downtime_s: float
+    recovery_s: float
+
+
+def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
+    """Algorithm 1 with bounds and cool-down; every return carries a reason and its numbers."""
+    current = inputs.current_scaleout
+    forecast_max = inputs.forecast.max_within(math.inf)
+    evidence: dict[str, float | int | str | None] = {
+        "workload_avg_per_s": round(inputs.workload_avg_per_s, 3),
+        "forecast_max_per_s": round(forecast_max, 3),
+        "forecast_model": inputs.forecast.model,
+        "capacity_current_per_s": round(inputs.capacities.current_per_s, 3),
+        "consumer_lag_records": round(inputs.consumer_lag_records, 3),
+    }
+    since_rescale = math.inf if inputs.last_rescale_s is None else inputs.now_s - inputs.last_rescale_s
+    evidence["since_rescale_s"] = None if math.isinf(since_rescale) else round(since_rescale, 3)
+
+    def decide(target: int, reason: Reason, notes: tuple[str, ...] = (), chosen: Candidate | None = None) -> Decision:
+        if chosen is not None:
+            evidence.update(
+                capacity_target_per_s=round(chosen.capacity_per_s, 3),
+                predicted_recovery_s=chosen.recovery_s,
+                downtime_used_s=chosen.downtime_s,
+            )
+        return Decision(inputs.now_s, current, target, reason, evidence, notes)
+
+    if since_rescale < settings.cooldown_s:
+        return decide(current, Reason.COOLDOWN)
+    if since_rescale < settings.recent_rescale_window_s and _still_fine(inputs, settings.loop_interval_s, evidence):
+        return decide(current, Reason.RECENT_RESCALE_STILL_FINE)
+    notes: list[str] = []
+    deferred = False
+    for n in range(settings.min_scaleout, min(settings.max_scaleout, inputs.capacities.max_scaleout) + 1):
+        cand = _candidate(inputs, n, settings)
+        rejection = _reject(inputs, cand, forecast_max, settings.target_recovery_s)
+        if rejection is None and n == current:
+            reason = Reason.SCALE_IN_DEFERRED_LAG if deferred else Reason.CURRENT_IS_SMALLEST_VALID
+            return decide(n, reason, tuple(notes), cand)
+        if rejection is None and n < current and cand.capacity_per_s < inputs.consumer_lag_records:
+            rejection, deferred = f"scale-in deferred: capacity below the consumer lag {inputs.consumer_lag_records:.0f}", True
+        if rejection is None and cand.capacity_per_s <= forecast_max:
+            rejection = f"capacity {cand.capacity_per_s:.0f}/s below the {inputs.forecast.horizon_s:.0f}-s forecast peak"
+        if rejection is None:
+            reason = Reason.SCALE_OUT_SMALLEST_VALID if n > current else Reason.SCALE_IN_SMALLEST_VALID
+            return decide(n, reason, tuple(notes), cand)
+        notes.append(f"{n}: {rejection}")
+    return decide(settings.max_scaleout, Reason.NO_VALID_SCALEOUT_USE_MAX, tuple(notes))
+
+
+def _still_fine(inputs: PlanInputs, loop_interval_s: float, evidence: dict[str, float | int | str | None]) -> bool:
+    next_loop_max = inputs.forecast.max_within(loop_interval_s)
+    evidence["forecast_next_loop_max_per_s"] = round(next_loop_max, 3)
+    capacity = inputs.capacities.current_per_s
+    return capacity > inputs.workload_avg_per_s and capacity > next_loop_max
+
+
+def _candidate(inputs: PlanInputs, n: int, settings: ControllerConfig) -> Candidate:
+    capacity = inputs.capacities.at(n)
+    # Keeping the scale-out is judged against a failure restart, which costs what a scale-out does.
+    downtime = inputs.downtime_scale_in_s if n < inputs.current_scaleout else inputs.downtime_scale_out_s
+    replay = replay_backlog_records(
+        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
+    )
+    recovery = predict_recovery_s(
+        capacity_per_s=capacity,
+        forecast_per_second=inputs.forecast.per_second(),
+        downtime_s=downtime,
+        replay_records=replay,
+        lag_records=inputs.consumer_lag_records,
+    )
+    return Candidate(n, capacity, downtime, recovery)
+
+
+def _reject(inputs: PlanInputs, cand: Candidate, forecast_max: float, target_recovery_s: float) -> str | None:
+    """Why a scale-out fails the checks every candidate must pass (None: it passes)."""
+    if cand.capacity_per_s <= inputs.workload_avg_per_s:
+        return f"capacity {cand.capacity_per_s:.0f}/s not above the average workload {inputs.workload_avg_per_s:.0f}/s"
+    if cand.recovery_s > target_recovery_s:
+        return f"predicted recovery {cand.recovery_s:.0f} s exceeds the target {target_recovery_s:.0f} s"
+    peak_while_recovering = inputs.forecast.max_within(cand.recovery_s)
+    if cand.capacity_per_s < peak_while_recovering:
+        return f"capacity {cand.capacity_per_s:.0f}/s below the forecast peak {peak_while_recovering:.0f}/s while recovering"
+    return None
