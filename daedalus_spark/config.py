@@ -101,6 +101,14 @@ class RecoveryConfig(_Section):
     anomaly_threshold_stddevs: float = _field(
         1.0, "stddevs", "(workload - throughput) further than this from its mean is anomalous.", gt=0, le=10
     )
+    anomaly_halflife_s: float = _field(
+        120, "s", "Half-life of the running mean/variance of (workload - throughput): old regimes fade out.",
+        ge=1, le=86400,
+    )
+    anomaly_min_relative_gap_ratio: float = _field(
+        0.05, "ratio", "A gap below this share of the workload is never anomalous (absorbs metric skew).",
+        ge=0, le=1,
+    )
     stable_samples: int = _field(
         5, "samples", "Consecutive normal samples that end a recovery.", ge=1, le=3600
     )

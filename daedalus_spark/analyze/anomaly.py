@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from daedalus_spark.analyze.stats import RunningMoments
+from daedalus_spark.analyze.stats import ExponentialMoments
 from daedalus_spark.config import RecoveryConfig
 from daedalus_spark.domain import Recovery
 
 # A rescale that shows no anomaly this long after it was seamless (e.g. executors added in place).
 NO_ANOMALY_GRACE_S = 60.0
-# Below this relative gap, (workload - throughput) is never anomalous: stops noise-free data from never recovering.
-MIN_RELATIVE_THRESHOLD = 0.01
 
 
 @dataclass
@@ -29,15 +27,21 @@ class PendingRecovery:
 
 @dataclass
 class RecoveryMonitor:
-    """Learns the normal gap between workload and throughput; after a rescale, times the anomaly it causes."""
+    """Learns the normal gap between workload and throughput; after a rescale, times the anomaly it causes.
+
+    The paper keeps all-time Welford moments; measured data shows the normal gap drifting with the workload's
+    slope (metrics are sampled a few seconds apart), so the moments here forget with a half-life instead.
+    """
 
     config: RecoveryConfig
-    moments: RunningMoments = field(default_factory=RunningMoments)
+    moments: ExponentialMoments = field(default_factory=lambda: ExponentialMoments(alpha=0.0))
     pending: PendingRecovery | None = None
     downtime_scale_out_s: float = -1.0
     downtime_scale_in_s: float = -1.0
 
     def __post_init__(self) -> None:
+        if self.moments.alpha == 0.0:
+            self.moments.alpha = 1 - 0.5 ** (1 / self.config.anomaly_halflife_s)
         if self.downtime_scale_out_s < 0:
             self.downtime_scale_out_s = self.config.initial_downtime_scale_out_s
         if self.downtime_scale_in_s < 0:
@@ -54,7 +58,7 @@ class RecoveryMonitor:
         gap = workload_per_s - throughput_per_s
         threshold = max(
             self.config.anomaly_threshold_stddevs * self.moments.stddev(),
-            MIN_RELATIVE_THRESHOLD * abs(workload_per_s),
+            self.config.anomaly_min_relative_gap_ratio * abs(workload_per_s),
         )
         return abs(gap - self.moments.mean) > threshold
 

@@ -67,3 +67,28 @@ class OnlineRegression:
 
     def predict(self, x: float) -> float:
         return self.intercept + self.slope * x
+
+
+@dataclass
+class ExponentialMoments:
+    """Exponentially weighted running mean and variance: recent behaviour counts, old regimes fade out.
+
+    Same one-pass update as Welford's, with weight `alpha` on the newest sample (West, 1979).
+    """
+
+    alpha: float
+    n: int = 0
+    mean: float = 0.0
+    var: float = 0.0
+
+    def update(self, x: float) -> None:
+        self.n += 1
+        if self.n == 1:
+            self.mean, self.var = x, 0.0
+            return
+        delta = x - self.mean
+        self.mean += self.alpha * delta
+        self.var = (1 - self.alpha) * (self.var + self.alpha * delta * delta)
+
+    def stddev(self) -> float:
+        return math.sqrt(self.var)

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from daedalus_spark.analyze.anomaly import PendingRecovery, RecoveryMonitor
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.analyze.forecast import WorkloadForecaster
-from daedalus_spark.analyze.stats import OnlineRegression, RunningMoments
+from daedalus_spark.analyze.stats import ExponentialMoments, OnlineRegression
 from daedalus_spark.config import Config
 from daedalus_spark.domain import Decision, Reason, Recovery
 
@@ -123,7 +123,7 @@ def restore(s: Snapshot, config: Config, *, refit_executor: Executor | None = No
         forecaster=WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refit_executor=refit_executor),
         recovery=RecoveryMonitor(
             config.recovery,
-            moments=RunningMoments(**recovery["moments"]),
+            moments=ExponentialMoments(**recovery["moments"]),
             pending=PendingRecovery(**pending) if pending else None,
             downtime_scale_out_s=recovery["downtime_scale_out_s"],
             downtime_scale_in_s=recovery["downtime_scale_in_s"],

@@ -1,0 +1,39 @@
+"""Shared test helpers: paths to the bundled data and a builder for observations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from daedalus_spark.domain import Observation, WorkerSeries
+
+ROOT = Path(__file__).resolve().parent.parent
+MEASUREMENTS = ROOT / "tests" / "data" / "measurements"
+TRACES = ROOT / "workloads" / "traces"
+
+
+def observation(
+    *,
+    time_s: float = 600.0,
+    workload: float | list[float] = 1000.0,
+    workers: dict[str, tuple[list[float], list[float]]] | None = None,
+    samples: int = 60,
+    lag: float = 0.0,
+    scaleout: int | None = None,
+    uptime_s: float = 1e6,
+    step_s: float = 1.0,
+) -> Observation:
+    """An observation; `workers` maps id -> (throughput series, utilization series)."""
+    series = [float(workload)] * samples if isinstance(workload, (int, float)) else [float(x) for x in workload]
+    workers = workers or {"w1": ([1000.0] * len(series), [0.5] * len(series))}
+    ws = tuple(WorkerSeries(w, tuple(map(float, t)), tuple(map(float, u))) for w, (t, u) in workers.items())
+    return Observation(
+        time_s=time_s, step_s=step_s, workload_per_s=tuple(series), workers=ws,
+        consumer_lag_records=lag, scaleout=scaleout if scaleout is not None else len(ws), uptime_s=uptime_s,
+    )
+
+
+@pytest.fixture
+def measurements() -> Path:
+    return MEASUREMENTS

@@ -1,0 +1,86 @@
+"""Measured recovery (§3.5) on the paper's rescale measurements and on hand-made series."""
+
+import pytest
+
+from daedalus_spark.analyze.anomaly import NO_ANOMALY_GRACE_S, PendingRecovery, RecoveryMonitor
+from daedalus_spark.config import RecoveryConfig
+from daedalus_spark.monitor.files import read_metric_csv
+from tests.conftest import MEASUREMENTS
+
+RESCALE_S = 349  # the measured throughput drops to zero at second 350
+
+
+def measured_series():
+    w = read_metric_csv(MEASUREMENTS / "anomaly_detection_workload.csv")
+    t = read_metric_csv(MEASUREMENTS / "anomaly_detect_throughput.csv")
+    workload = dict(zip(map(int, w.times), next(iter(w.columns.values()))))
+    throughput = dict(zip(map(int, t.times), next(iter(t.columns.values()))))
+    seconds = sorted(set(workload) & set(throughput))
+    return [(s, workload[s], throughput[s]) for s in seconds]
+
+
+def pending(at_s, predicted=100.0, downtime=30.0, direction="out"):
+    return PendingRecovery(at_s, direction, 2, 3 if direction == "out" else 1, predicted, downtime)
+
+
+def test_recovery_measured_on_the_paper_data_ends_when_throughput_settles():
+    monitor = RecoveryMonitor(RecoveryConfig())
+    result = None
+    for s, w, t in measured_series():
+        if s == RESCALE_S:
+            monitor.start(pending(s))
+        result = monitor.feed(s, w, t) or result
+        if result:
+            break
+    # Throughput is 0 for ~10 s, catches up above the workload, and is back to its normal gap by ~418 s.
+    assert result is not None
+    assert 60 <= result.recovery_s <= 80
+
+
+def test_downtime_estimate_moves_towards_what_the_recovery_implies():
+    config = RecoveryConfig(initial_downtime_scale_out_s=30, downtime_learning_ratio=0.5)
+    monitor = RecoveryMonitor(config)
+    for i in range(200):
+        monitor.feed(i, 1000.0, 1000.0 + (i % 3 - 1) * 5)
+    # Predicted 60 s with 30 s of downtime; the stream took 100 s: 40 s more, so the downtime was ~70 s.
+    monitor.start(pending(200, predicted=60, downtime=30))
+    for i in range(200, 400):
+        throughput = 0.0 if i < 260 else (1500.0 if i < 300 else 1000.0)
+        if monitor.feed(i, 1000.0, throughput):
+            break
+    assert monitor.downtime_scale_out_s == pytest.approx(30 + 0.5 * (70 - 30))
+    assert monitor.downtime_scale_in_s == config.initial_downtime_scale_in_s
+
+
+def test_scale_in_corrects_only_the_scale_in_downtime():
+    monitor = RecoveryMonitor(RecoveryConfig(initial_downtime_scale_in_s=15, downtime_learning_ratio=1.0))
+    for i in range(100):
+        monitor.feed(i, 1000.0, 1000.0)
+    monitor.start(pending(100, predicted=20, downtime=15, direction="in"))
+    result = None
+    for i in range(100, 200):
+        result = monitor.feed(i, 1000.0, 0.0 if i < 105 else 1000.0) or result
+        if result:
+            break
+    assert result.recovery_s == 5
+    assert monitor.downtime_scale_in_s == 0.0  # recovered 15 s earlier than predicted: the downtime was ~0
+    assert monitor.downtime_scale_out_s == 30
+
+
+def test_seamless_rescale_measures_zero_after_the_grace_period():
+    monitor = RecoveryMonitor(RecoveryConfig())
+    for i in range(100):
+        monitor.feed(i, 1000.0, 1000.0)
+    monitor.start(pending(100))
+    results = [monitor.feed(100 + i, 1000.0, 1000.0) for i in range(int(NO_ANOMALY_GRACE_S) + 1)]
+    assert [r.recovery_s for r in results if r] == [0.0]
+
+
+def test_a_recovery_that_never_settles_is_dropped_not_measured():
+    monitor = RecoveryMonitor(RecoveryConfig(max_recovery_s=120))
+    for i in range(100):
+        monitor.feed(i, 1000.0, 1000.0)
+    monitor.start(pending(100))
+    assert all(monitor.feed(100 + i, 1000.0, 0.0) is None for i in range(200))
+    assert monitor.pending is None
+    assert monitor.downtime_scale_out_s == 30

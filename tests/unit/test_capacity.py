@@ -1,0 +1,163 @@
+"""Capacity models (§3.1): regression on measured data, skew in throughput shares, and the guarded edge cases."""
+
+import math
+
+import numpy as np
+import pytest
+
+from daedalus_spark.analyze.capacity import FORGET_WORKER_AFTER_S, CapacityModel
+from daedalus_spark.config import CapacityConfig
+from daedalus_spark.monitor.files import read_metric_csv
+from daedalus_spark.report.capacity_report import capacity_from_csv
+from tests.conftest import MEASUREMENTS, observation
+
+
+def single_worker():
+    cpu = next(iter(read_metric_csv(MEASUREMENTS / "assumptions_cpu_1.csv").columns.values()))
+    thr = next(iter(read_metric_csv(MEASUREMENTS / "assumptions_throughput_1.csv").columns.values()))
+    return cpu, thr
+
+
+def learn(model, cpu, thr, worker="w"):
+    model.learn(observation(workload=list(thr), workers={worker: (list(thr), list(cpu))}))
+
+
+def test_regression_on_measured_single_worker_matches_numpy_fit():
+    cpu, thr = single_worker()
+    model = CapacityModel(CapacityConfig())
+    learn(model, cpu, thr)
+    slope, intercept = np.polyfit(cpu, thr, 1)
+    reg = model.regressions["w"]
+    assert reg.slope == pytest.approx(slope, rel=1e-9)
+    assert reg.intercept == pytest.approx(intercept, rel=1e-9)
+    assert np.corrcoef(cpu, thr)[0, 1] > 0.98  # the linearity the paper relies on (Fig. 2)
+
+
+def test_capacity_trained_below_70_percent_predicts_the_high_utilization_throughput():
+    cpu, thr = single_worker()
+    low = cpu <= 0.7
+    model = CapacityModel(CapacityConfig())
+    learn(model, cpu[low], thr[low])
+    high = cpu >= 0.9
+    predicted = np.array([model.regressions["w"].predict(x) for x in cpu[high]])
+    error = np.abs(predicted - thr[high]).sum() / thr[high].sum()
+    assert high.sum() >= 10
+    assert error <= 0.05
+
+
+def test_skew_at_saturation_matches_measured_total_throughput():
+    report = capacity_from_csv(
+        MEASUREMENTS / "data_skew_cpu_12.csv", MEASUREMENTS / "data_skew_throughput_12.csv", CapacityConfig()
+    )
+    total = read_metric_csv(MEASUREMENTS / "data_skew_total_throughput.csv").columns["Value"]
+    measured = float(np.mean(total[-4:]))
+    table = report.table
+    assert table.current_per_s == pytest.approx(measured, rel=0.05)
+    assert sum(w.capacity_per_s for w in table.workers) == pytest.approx(table.current_per_s)
+    assert all(w.skew_factor_ratio <= 1.0 + 1e-9 for w in table.workers)
+    assert min(abs(w.skew_factor_ratio - 1.0) for w in table.workers) < 1e-9  # the constraining worker
+    shares = [w.load_share_ratio for w in table.workers]
+    assert sum(shares) == pytest.approx(1.0)
+
+
+def idle_floor_worker(capacity, share_of, total, floor=0.1, samples=30, rng=None):
+    """Synthetic CPU with an idle floor: u = floor + (1 - floor) * throughput / capacity."""
+    rng = rng or np.random.default_rng(0)
+    thr = share_of * total * rng.uniform(0.6, 1.0, samples)
+    return list(thr), list(floor + (1 - floor) * thr / capacity)
+
+
+def test_skew_far_below_saturation_is_proportional_in_throughput_shares():
+    # Two identical workers, 60/40 key skew, observed at 15-30 % load with a 10 % idle CPU floor.
+    rng = np.random.default_rng(1)
+    t1, u1 = idle_floor_worker(1000, 0.6, 300, rng=rng)
+    t2 = [x * 0.4 / 0.6 for x in t1]
+    u2 = [0.1 + 0.9 * x / 1000 for x in t2]
+    model = CapacityModel(CapacityConfig())
+    obs = observation(workload=[a + b for a, b in zip(t1, t2)], workers={"a": (t1, u1), "b": (t2, u2)})
+    model.learn(obs)
+    table = model.table(obs, 4)
+    # The job saturates when worker a (60 % of the keys) reaches 1000/s: total 1000 / 0.6.
+    assert table.current_per_s == pytest.approx(1000 / 0.6, rel=1e-6)
+    assert table.at(4) == pytest.approx(2 * 1000 / 0.6, rel=1e-6)  # mean worker capacity x n
+
+
+def test_slow_worker_constrains_the_job_even_with_a_smaller_share():
+    u_fast = [0.1 + 0.02 * i for i in range(10)]
+    t_fast = [1000 * (u - 0.1) / 0.9 for u in u_fast]
+    t_slow = [x * 0.9 for x in t_fast]  # 47 % of the load ...
+    u_slow = [0.1 + 0.9 * x / 400 for x in t_slow]  # ... but only 400/s of capacity
+    model = CapacityModel(CapacityConfig())
+    obs = observation(workload=10.0, samples=10, workers={"fast": (t_fast, u_fast), "slow": (t_slow, u_slow)})
+    model.learn(obs)
+    table = model.table(obs, 2)
+    share_slow = 0.9 / 1.9
+    assert table.current_per_s == pytest.approx(400 / share_slow, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "thr,util,method",
+    [
+        pytest.param([100.0, 110.0], [0.2, 0.22], "ratio", id="too-few-points"),
+        pytest.param([100.0] * 10, [0.25] * 10, "ratio", id="no-utilization-variance"),
+        pytest.param([100.0 - i for i in range(10)], [0.2 + 0.02 * i for i in range(10)], "ratio", id="negative-slope"),
+        pytest.param([100.0 * (1 + i) for i in range(10)], [0.1 * (1 + i) for i in range(10)], "regression", id="clean"),
+    ],
+)
+def test_capacity_method_guards(thr, util, method):
+    model = CapacityModel(CapacityConfig())
+    obs = observation(workload=thr, workers={"w": (thr, util)})
+    model.learn(obs)
+    capacity, used = model.own_capacity("w")
+    assert used == method
+    if method == "ratio":
+        assert capacity == pytest.approx(np.mean(thr) / np.mean(util))
+    else:
+        assert capacity == pytest.approx(1000.0)
+
+
+def test_nan_negative_and_absurd_samples_are_not_learned():
+    thr = [100.0, math.nan, -5.0, 200.0, 300.0, 100.0]
+    util = [0.1, 0.5, 0.5, math.inf, 7.0, 0.1]
+    model = CapacityModel(CapacityConfig())
+    learned = model.learn(observation(workload=[1.0] * 6, workers={"w": (thr, util)}))
+    assert learned == 2
+    assert model.regressions["w"].mean_y == 100.0
+
+
+def test_new_worker_without_data_gets_the_peer_mean_and_gone_workers_are_forgotten():
+    model = CapacityModel(CapacityConfig())
+    thr = [100.0 * (1 + i) for i in range(10)]
+    util = [0.1 * (1 + i) for i in range(10)]
+    model.learn(observation(time_s=0.0, workload=thr, workers={"old": (thr, util)}))
+    obs = observation(time_s=60.0, workload=[1.0] * 10,
+                      workers={"old": (thr, util), "new": ([math.nan] * 10, [math.nan] * 10)})
+    model.learn(obs)
+    table = model.table(obs, 3)
+    methods = {w.worker_id: w.method for w in table.workers}
+    assert methods == {"old": "regression", "new": "peer_mean"}
+    later = observation(time_s=60.0 + FORGET_WORKER_AFTER_S + 1, workload=thr, workers={"new": (thr, util)})
+    model.learn(later)
+    assert "old" not in model.regressions
+
+
+def test_capacities_observed_at_a_scaleout_are_preferred_over_extrapolation():
+    model = CapacityModel(CapacityConfig())
+    thr = [100.0 * (1 + i) for i in range(10)]
+    util = [0.1 * (1 + i) for i in range(10)]
+    one = observation(workload=thr, workers={"a": (thr, util)})
+    model.learn(one)
+    model.remember(model.table(one, 3))  # 1 worker: 1000/s observed
+    two = observation(workload=thr, workers={"a": (thr, util), "b": ([x / 2 for x in thr], util)})
+    model.learn(two)
+    table = model.table(two, 3)
+    assert table.observed_scaleouts == {1, 2}
+    assert table.at(1) == pytest.approx(1000.0)  # observed, not the mean of the two workers now
+    assert table.at(3) == pytest.approx(table.current_per_s / 2 * 3)
+
+
+def test_no_table_without_any_usable_worker_data():
+    model = CapacityModel(CapacityConfig())
+    obs = observation(workers={"w": ([math.nan] * 3, [math.nan] * 3)}, workload=[1.0] * 3)
+    model.learn(obs)
+    assert model.table(obs, 4) is None
