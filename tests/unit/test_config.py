@@ -1,0 +1,86 @@
+"""The YAML config: defaults, every error naming its YAML path, and the shipped example staying in sync."""
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from daedalus_spark.config import Config, ConfigError, load_config, parse_config, render_yaml
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "deploy" / "daedalus.yaml"
+
+
+def test_defaults_are_the_papers():
+    c = Config()
+    assert (c.controller.loop_interval_s, c.controller.target_recovery_s, c.controller.checkpoint_interval_s) == (
+        60, 600, 10)
+    assert (c.recovery.initial_downtime_scale_out_s, c.recovery.initial_downtime_scale_in_s) == (30, 15)
+    assert (c.forecast.horizon_s, c.forecast.poor_forecasts_before_refit) == (900, 15)
+    assert (c.controller.recent_rescale_window_s, c.controller.cooldown_s) == (600, 180)
+
+
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        pytest.param({"controller": {"loop_interval_s": "soon"}}, "controller.loop_interval_s: Input should be a valid number",
+                     id="wrong-type"),
+        pytest.param({"controller": {"target_recovery_s": -1}}, "controller.target_recovery_s: Input should be greater than 0",
+                     id="out-of-range"),
+        pytest.param({"forecast": {"horizon_s": 10}}, "forecast.horizon_s: Input should be greater than or equal to 60",
+                     id="below-minimum"),
+        pytest.param({"controller": {"utilization_signal": "gpu"}},
+                     "controller.utilization_signal: Input should be 'cpu' or 'busy_time'", id="not-an-allowed-value"),
+        pytest.param({"controller": {"max_scaleot": 3}}, "controller.max_scaleot: unknown key (allowed here:",
+                     id="unknown-key-typo"),
+        pytest.param({"planner": {}}, "planner: unknown key (allowed here: capacity, controller, forecast, recovery)",
+                     id="unknown-section"),
+        pytest.param({"controller": {"min_scaleout": 5, "max_scaleout": 3}},
+                     "controller.min_scaleout (5) must not exceed controller.max_scaleout (3)", id="inconsistent"),
+        pytest.param([1, 2], "expected a mapping of sections", id="not-a-mapping"),
+    ],
+)
+def test_config_errors_name_the_yaml_path(data, expected):
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, "my.yaml")
+    assert expected in str(err.value)
+    assert str(err.value).startswith("my.yaml: invalid config")
+
+
+def test_every_error_is_reported_at_once():
+    with pytest.raises(ConfigError) as err:
+        parse_config({"controller": {"loop_interval_s": 0, "cooldown_s": "x"}, "forecast": {"nope": 1}})
+    assert len(err.value.errors) == 3
+
+
+def test_example_config_documents_every_field_and_equals_the_defaults():
+    text = EXAMPLE.read_text()
+    assert text == render_yaml(Config()), "regenerate deploy/daedalus.yaml with `daedalus-spark validate-config`"
+    assert load_config(EXAMPLE) == Config()
+    for section, info in Config.model_fields.items():
+        for name in info.annotation.model_fields:
+            assert f"  {name}:" in text
+
+
+def test_rendered_yaml_round_trips_a_changed_config():
+    changed = parse_config({"controller": {"max_scaleout": 40, "utilization_signal": "busy_time"}})
+    assert parse_config(yaml.safe_load(render_yaml(changed))) == changed
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "daedalus_spark.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_validate_config_command(tmp_path):
+    ok = run_cli("validate-config", str(EXAMPLE))
+    assert ok.returncode == 0 and "loop_interval_s: 60.0" in ok.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("controller:\n  loop_interval_s: 1\n  bogus: 2\n")
+    result = run_cli("validate-config", str(bad))
+    assert result.returncode == 2
+    assert "controller.loop_interval_s" in result.stderr and "controller.bogus: unknown key" in result.stderr
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("controller: [1,\n")
+    assert "not valid YAML" in run_cli("validate-config", str(broken)).stderr
+    assert "cannot read" in run_cli("validate-config", str(tmp_path / "missing.yaml")).stderr
