@@ -25,7 +25,8 @@ def _capacity(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     report = capacity_from_csv(
-        args.utilization, args.throughput, config.capacity, max_scaleout=args.max_scaleout
+        args.utilization, args.throughput, config.capacity, max_scaleout=args.max_scaleout,
+        smooth_samples=args.smooth_throughput,
     )
     print(json.dumps(to_json(report), indent=2) if args.json else format_text(report))
     return 0
@@ -61,7 +62,7 @@ def _demo(args: argparse.Namespace) -> int:
     print("== capacity of 12 workers at saturation (paper Fig. 3 data)")
     _capacity(argparse.Namespace(
         utilization=measurements / "data_skew_cpu_12.csv", throughput=measurements / "data_skew_throughput_12.csv",
-        config=args.config, max_scaleout=None, json=False,
+        config=args.config, max_scaleout=None, json=False, smooth_throughput=1,
     ))
     print(f"\n== 15-minute forecast backtest on {trace.name}")
     return _forecast_evaluate(argparse.Namespace(trace=trace, config=args.config, horizon=None, json=False))
@@ -79,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--utilization", required=True, type=Path, help="CSV: time column, one column per worker")
     p.add_argument("--throughput", required=True, type=Path, help="CSV with the same columns, records/s")
     p.add_argument("--max-scaleout", type=int, default=None, help="list capacities up to this scale-out")
+    p.add_argument("--smooth-throughput", type=int, default=1, metavar="SAMPLES",
+                   help="trailing mean of throughput over SAMPLES, to match a utilization exported as a moving average")
     p.add_argument("--config", type=Path, default=None)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_capacity)

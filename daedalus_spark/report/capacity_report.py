@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import CapacityTable, Observation, WorkerSeries
@@ -20,9 +23,18 @@ class CapacityReport:
 
 
 def capacity_from_csv(
-    utilization_path: str | Path, throughput_path: str | Path, config: CapacityConfig, *, max_scaleout: int | None = None
+    utilization_path: str | Path,
+    throughput_path: str | Path,
+    config: CapacityConfig,
+    *,
+    max_scaleout: int | None = None,
+    smooth_samples: int = 1,
 ) -> CapacityReport:
-    """Learn every worker's regression from the whole files; load shares come from the last 4 samples."""
+    """Learn every worker's regression from the whole files; load shares come from the last 4 samples.
+
+    `smooth_samples` > 1 averages throughput over that many trailing samples, to match a utilization that was
+    exported as a moving average (CPU is usually a 1-minute rate): unaligned windows bias the slope.
+    """
     util = read_metric_csv(utilization_path)
     thr = read_metric_csv(throughput_path)
     if util.times != thr.times:
@@ -31,7 +43,8 @@ def capacity_from_csv(
     if missing:
         raise InputFileError(throughput_path, 1, f"worker columns not in both files: {', '.join(missing)}")
     workers = tuple(
-        WorkerSeries(w, tuple(thr.columns[w].tolist()), tuple(util.columns[w].tolist())) for w in sorted(util.columns)
+        WorkerSeries(w, _trailing_mean(thr.columns[w], smooth_samples), tuple(util.columns[w].tolist()))
+        for w in sorted(util.columns)
     )
     model = CapacityModel(config)
     learned = model.learn(_observation(workers, len(util.times)))
@@ -40,6 +53,10 @@ def capacity_from_csv(
     if table is None:
         raise InputFileError(utilization_path, None, "no usable (finite, non-negative) samples")
     return CapacityReport(table=table, samples=learned)
+
+
+def _trailing_mean(values: np.ndarray, window: int) -> tuple[float, ...]:
+    return tuple(pd.Series(values).rolling(max(1, window), min_periods=1).mean().tolist())
 
 
 def _observation(workers: tuple[WorkerSeries, ...], n: int) -> Observation:

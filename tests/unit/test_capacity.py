@@ -35,6 +35,9 @@ def test_regression_on_measured_single_worker_matches_numpy_fit():
 
 def test_capacity_trained_below_70_percent_predicts_the_high_utilization_throughput():
     cpu, thr = single_worker()
+    # CPU is exported as a 1-minute average (4 samples): throughput averaged the same way lines the windows up.
+    thr = np.convolve(thr, np.ones(4) / 4)[: len(thr)]
+    thr[:3] = [np.mean(thr[: i + 1]) for i in range(3)]
     low = cpu <= 0.7
     model = CapacityModel(CapacityConfig())
     learn(model, cpu[low], thr[low])
@@ -42,7 +45,7 @@ def test_capacity_trained_below_70_percent_predicts_the_high_utilization_through
     predicted = np.array([model.regressions["w"].predict(x) for x in cpu[high]])
     error = np.abs(predicted - thr[high]).sum() / thr[high].sum()
     assert high.sum() >= 10
-    assert error <= 0.05
+    assert error <= 0.03
 
 
 def test_skew_at_saturation_matches_measured_total_throughput():
