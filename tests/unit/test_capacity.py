@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from daedalus_spark.analyze.capacity import FORGET_WORKER_AFTER_S, CapacityModel
@@ -36,8 +37,7 @@ def test_regression_on_measured_single_worker_matches_numpy_fit():
 def test_capacity_trained_below_70_percent_predicts_the_high_utilization_throughput():
     cpu, thr = single_worker()
     # CPU is exported as a 1-minute average (4 samples): throughput averaged the same way lines the windows up.
-    thr = np.convolve(thr, np.ones(4) / 4)[: len(thr)]
-    thr[:3] = [np.mean(thr[: i + 1]) for i in range(3)]
+    thr = pd.Series(thr).rolling(4, min_periods=1).mean().to_numpy()
     low = cpu <= 0.7
     model = CapacityModel(CapacityConfig())
     learn(model, cpu[low], thr[low])
