@@ -1,0 +1,131 @@
+"""The controller tick: analyze + plan over the knowledge, skips on bad data, and restarts that lose nothing."""
+
+import math
+
+import numpy as np
+import pytest
+
+from daedalus_spark.config import Config, parse_config
+from daedalus_spark.controller import Controller
+from daedalus_spark.domain import Observation, Reason, WorkerSeries
+from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
+from daedalus_spark.knowledge.state import InMemoryKnowledgeStore, restore, snapshot
+from tests.conftest import observation
+
+CAPACITY = 500.0  # records/s per worker at full utilization
+CONFIG = parse_config({"controller": {"max_scaleout": 12}, "forecast": {"min_history_s": 600}})
+
+
+def window(t_end, workload, scaleout, *, rng, lag=0.0, uptime_s=1e6, samples=60):
+    """60 one-second samples of a job carrying `workload` evenly on `scaleout` workers with a 10 % idle floor."""
+    load = np.asarray(workload, dtype=float) if np.ndim(workload) else np.full(samples, float(workload))
+    per_worker = np.minimum(load / scaleout, CAPACITY)
+    workers = []
+    for i in range(scaleout):
+        thr = per_worker * rng.uniform(0.97, 1.03, samples)
+        util = np.clip(0.1 + 0.9 * thr / CAPACITY + rng.normal(0, 0.005, samples), 0, 1)
+        workers.append(WorkerSeries(f"exec-{i}", tuple(thr), tuple(util)))
+    return Observation(t_end, 1.0, tuple(load), tuple(workers), lag, scaleout, uptime_s)
+
+
+def drive(controller, ticks, *, workload=1000.0, scaleout=4, start=60.0, seed=0):
+    rng = np.random.default_rng(seed)
+    decisions = []
+    for k in range(ticks):
+        t = start + 60.0 * k
+        decision = controller.tick(window(t, workload, scaleout, rng=rng), t)
+        decisions.append(decision)
+        scaleout = decision.target_scaleout
+    return decisions
+
+
+def test_overprovisioned_job_scales_in_to_the_smallest_valid_scaleout():
+    # A load varying within the minute spreads utilization enough for the regression to be trusted.
+    decisions = drive(Controller(CONFIG), 3, workload=1000 + 400 * np.sin(np.arange(60) * np.pi / 10), scaleout=8)
+    first = decisions[0]
+    assert first.reason is Reason.SCALE_IN_SMALLEST_VALID
+    assert first.target_scaleout == 3  # 2 x 500/s only just carries 1000/s: no headroom to recover
+    assert first.evidence["capacity_current_per_s"] == pytest.approx(8 * CAPACITY, rel=0.05)
+    assert decisions[1].reason is Reason.COOLDOWN
+    assert {w.method for w in Controller(CONFIG).knowledge.capacity.regressions.values()} <= {"regression"}
+
+
+def test_steady_load_without_utilization_spread_falls_back_to_the_conservative_ratio():
+    controller = Controller(CONFIG)
+    first = drive(controller, 1, workload=1000.0, scaleout=8)[0]
+    # 125/s at 32.5 % CPU with a 10 % idle floor: ratio 385/s per worker, below the true 500/s (the safe side).
+    assert first.evidence["capacity_current_per_s"] == pytest.approx(8 * 125 / 0.325, rel=0.02)
+
+
+def test_overloaded_job_scales_out_with_its_capacity_learned_online():
+    controller = Controller(CONFIG)
+    d = drive(controller, 1, workload=3000.0, scaleout=4)[0]
+    assert d.reason is Reason.SCALE_OUT_SMALLEST_VALID and d.target_scaleout >= 7
+    assert controller.knowledge.recovery.pending is not None
+    assert controller.knowledge.last_rescale_s == 60.0
+
+
+@pytest.mark.parametrize(
+    "obs,problem",
+    [
+        pytest.param(observation(workload=[math.nan] * 5, samples=5), "workload has missing", id="nan-workload"),
+        pytest.param(observation(workload=[], workers={}, samples=0), "no workload samples", id="empty"),
+        pytest.param(Observation(60, 1, (1.0,), (), 0, 2, 1e6), "no worker metrics", id="no-workers"),
+        pytest.param(observation(lag=-5), "consumer lag -5", id="negative-lag"),
+        pytest.param(observation(scaleout=0), "scale-out 0", id="zero-scaleout"),
+        pytest.param(observation(workers={"w": ([math.nan] * 60, [math.nan] * 60)}), "no worker capacity known",
+                     id="no-usable-worker-samples"),
+    ],
+)
+def test_never_scales_on_missing_or_absurd_data(obs, problem):
+    controller = Controller(Config())
+    decision = controller.tick(obs, 600.0)
+    assert decision.reason is Reason.SKIP_MISSING_DATA
+    assert decision.target_scaleout == decision.current_scaleout
+    assert problem in decision.evidence["problem"]
+
+
+def test_warmup_samples_are_skipped_and_no_decision_is_made():
+    controller = Controller(CONFIG)
+    obs = window(60.0, 1000.0, 4, rng=np.random.default_rng(0), uptime_s=30.0)
+    decision = controller.tick(obs, 60.0)
+    assert decision.reason is Reason.SKIP_WARMUP
+    assert all(r.n == 0 for r in controller.knowledge.capacity.regressions.values())
+    later = window(120.0, 1000.0, 4, rng=np.random.default_rng(1), uptime_s=90.0)
+    controller.tick(later, 120.0)  # started at 30 s: samples from 90 s on (61..89 s are warm-up)
+    assert all(r.n == 31 for r in controller.knowledge.capacity.regressions.values())
+
+
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
+def test_restarted_controller_makes_the_same_next_decision(tmp_path, store_kind):
+    store = InMemoryKnowledgeStore() if store_kind == "memory" else SqliteKnowledgeStore(tmp_path / "k.sqlite")
+    rng = np.random.default_rng(3)
+    workload = 1500 + 800 * np.sin(np.arange(60 * 40) / 600.0)
+    original = Controller(CONFIG)
+    scaleout = 6
+    for k in range(25):
+        t = 60.0 * (k + 1)
+        scaleout = original.tick(window(t, workload[60 * k: 60 * (k + 1)], scaleout, rng=rng), t).target_scaleout
+    original.save(store)
+    restarted = Controller.resume(CONFIG, store)
+    for k in range(25, 40):
+        t = 60.0 * (k + 1)
+        obs = window(t, workload[60 * k: 60 * (k + 1)], scaleout, rng=rng)
+        a, b = original.tick(obs, t), restarted.tick(obs, t)
+        assert (a.target_scaleout, a.reason, a.evidence) == (b.target_scaleout, b.reason, b.evidence)
+        scaleout = a.target_scaleout
+    assert list(restarted.knowledge.decisions)[:25] == list(original.knowledge.decisions)[:25]
+
+
+def test_snapshot_round_trip_keeps_every_learned_value():
+    controller = Controller(CONFIG)
+    drive(controller, 12, workload=3000.0, scaleout=4)
+    k = controller.knowledge
+    again = restore(snapshot(k), CONFIG)
+    assert again.capacity.regressions == k.capacity.regressions
+    assert again.capacity.observed_per_scaleout == k.capacity.observed_per_scaleout
+    assert again.recovery.moments == k.recovery.moments and again.recovery.pending == k.recovery.pending
+    assert (again.last_rescale_s, list(again.decisions)) == (k.last_rescale_s, list(k.decisions))
+    a, b = snapshot(again), snapshot(k)
+    assert (a.components, a.decisions, a.recoveries) == (b.components, b.decisions, b.recoveries)
+    assert again.forecaster.predict(800.0) == k.forecaster.predict(800.0)
