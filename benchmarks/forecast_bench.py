@@ -1,0 +1,107 @@
+"""Benchmark: forecast accuracy and cost on the bundled traces, and a resolution / history-window comparison.
+
+Run: .venv/bin/python benchmarks/forecast_bench.py [--seconds N] [--no-table]
+Prints figures only; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from daedalus_spark.analyze.forecast import fit_arima
+from daedalus_spark.config import ForecastConfig
+from daedalus_spark.monitor.files import read_trace
+from daedalus_spark.report.forecast_backtest import BacktestResult, evaluate_trace
+
+TRACES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
+TABLE_TRACES = ("ysb_advertising_6h_400K_max.csv", "traffic_tm_6h_100K_max.csv")
+TABLE_CONFIGS = (  # (resolution_s, history_window_s)
+    (5, 3600), (10, 3600), (30, 3600), (10, 1800), (10, 7200),
+)
+
+
+def refit_seconds_on_one_hour(trace: np.ndarray, resolution_s: int, window_s: int) -> tuple[float, str]:
+    """A fresh auto-ARIMA search on the `window_s` before the middle of the trace (what a refit costs)."""
+    mid = len(trace) // 2 // resolution_s * resolution_s
+    y = trace[max(0, mid - window_s):mid].reshape(-1, resolution_s).mean(axis=1)
+    started = time.perf_counter()
+    model = fit_arima(y, window_steps=len(y), seasonal_period_steps=0)
+    return time.perf_counter() - started, str(model.order)
+
+
+def row(name: str, result: BacktestResult, refit_s: float, order: str) -> str:
+    return (
+        f"| {name} | {result.wape_median:.2%} | {result.wape_p90:.2%} | {result.fallback_share:.1%} "
+        f"| {result.fit_seconds:.2f} | {refit_s:.2f} {order} | {len(result.refit_seconds)} "
+        f"| {result.update_seconds_p95 * 1000:.0f} | {result.update_seconds_max * 1000:.0f} |"
+    )
+
+
+HEADER = (
+    "| {} | WAPE median | WAPE p90 | fallback | initial fit s | refit 1 h s (order) | poor-streak refits "
+    "| tick p95 ms | tick max ms |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def per_trace(seconds: int | None) -> None:
+    print("Defaults (resolution 10 s, history 3600 s, threshold 0.15), 60-s ticks, 900-s horizon")
+    print(HEADER.format("trace"))
+    for path in sorted(TRACES.glob("*.csv")):
+        trace = read_trace(path)[:seconds]
+        result = evaluate_trace(trace, ForecastConfig(), loop_interval_s=60, horizon_s=900)
+        refit_s, order = refit_seconds_on_one_hour(trace, 10, 3600)
+        print(row(path.stem, result, refit_s, order), flush=True)
+
+
+def comparison(seconds: int | None) -> None:
+    print("\nResolution and history window (same ticks and horizon)")
+    print(HEADER.format("trace, resolution s, window s"))
+    for name in TABLE_TRACES:
+        trace = read_trace(TRACES / name)[:seconds]
+        for resolution_s, window_s in TABLE_CONFIGS:
+            config = ForecastConfig(resolution_s=resolution_s, history_window_s=window_s)
+            result = evaluate_trace(trace, config, loop_interval_s=60, horizon_s=900)
+            refit_s, order = refit_seconds_on_one_hour(trace, resolution_s, window_s)
+            label = f"{name.split('_')[0]}, {resolution_s}, {window_s}"
+            print(row(label, result, refit_s, order), flush=True)
+
+
+def update_growth(hours: int) -> None:
+    """Update cost per tick by hour of history: bounded (same-order refit on the window) vs pmdarima's plain update."""
+    buckets = read_trace(TRACES / "ysb_advertising_6h_400K_max.csv")
+    buckets = buckets[: len(buckets) // 10 * 10].reshape(-1, 10).mean(axis=1)
+    print(f"\nARIMA update per 60-s tick (6 buckets), mean ms by hour of history, ysb at 10 s")
+    print("| update | " + " | ".join(f"h{h + 1}" for h in range(hours)) + " |")
+    print("|---|" + "---|" * hours)
+    for label, window in (("bounded (window 360)", 360), ("unbounded", 10**9)):
+        model = fit_arima(buckets[:360], window_steps=window, seasonal_period_steps=0)
+        per_hour: list[list[float]] = [[] for _ in range(hours)]
+        for i in range(360, min(len(buckets), 360 * (hours + 1)), 6):
+            started = time.perf_counter()
+            model.update(buckets[i:i + 6])
+            per_hour[(i - 360) // 360].append(time.perf_counter() - started)
+        print(f"| {label} | " + " | ".join(f"{np.mean(h) * 1000:.0f}" for h in per_hour if h) + " |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=None, help="use only the first N seconds of each trace")
+    parser.add_argument("--no-table", action="store_true", help="skip the resolution / window comparison")
+    parser.add_argument("--table-seconds", type=int, default=3 * 3600, help="trace prefix for the comparison")
+    parser.add_argument("--growth-hours", type=int, default=5, help="hours for the update-cost growth (0: skip)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")  # statsmodels convergence chatter; accuracy is what is reported
+    if args.growth_hours:
+        update_growth(args.growth_hours)
+    per_trace(args.seconds)
+    if not args.no_table:
+        comparison(args.table_seconds)
+
+
+if __name__ == "__main__":
+    main()
