@@ -1,0 +1,145 @@
+"""Simulation shell: the `simulate` subcommand — read traces and settings, run the policies, print and write reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from daedalus_spark.config import ConfigError, load_config
+from daedalus_spark.monitor.files import InputFileError, read_trace
+from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
+from daedalus_spark.sim.jobmodel import JobModelError, load_job_model
+from daedalus_spark.sim.policies import PolicyNameError, parse_policy_list
+
+TRACES_DIR = Path(__file__).resolve().parents[2] / "workloads" / "traces"
+DEFAULT_TRACE = TRACES_DIR / "wordcount_sine_40000_6h.csv"
+DEFAULT_POLICIES = "daedalus,static:12,hpa:0.8,hpa:0.85,flink,oracle"
+TABLE_COLUMNS = (
+    ("avg_workers", "workers", "{:.2f}"), ("worker_hours", "worker-h", "{:.1f}"), ("vs_static", "vs static", "{:.2f}"),
+    ("vs_oracle", "vs oracle", "{:.2f}"), ("rescales", "rescales", "{}"), ("downtime_s", "down s", "{}"),
+    ("lag_growth_s", "lag-grow s", "{}"), ("lag_record_s", "lag rec*s", "{:.3g}"),
+    ("latency_p50_s", "p50 s", "{:.1f}"), ("latency_p95_s", "p95 s", "{:.1f}"), ("latency_max_s", "max s", "{:.0f}"),
+    ("recovery_violations", "viol.", "{}"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add `simulate` to the CLI."""
+    p = subparsers.add_parser(
+        "simulate", help="Run Daedalus and baselines side by side on workload traces (simulated job).",
+        description="Drives the real controller tick and baseline autoscalers over a simulated Spark job.",
+    )
+    p.add_argument("--trace", action="append", metavar="FILE", help=f"workload trace (repeatable; default "
+                   f"{DEFAULT_TRACE.name})")
+    p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated (default {DEFAULT_POLICIES})")
+    p.add_argument("--config", metavar="YAML", help="controller settings (daedalus-spark config)")
+    p.add_argument("--job-model", metavar="YAML", help="simulated job: capacity, skew, downtime, partitions")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--speedup", type=float, default=1.0, help="shorten each trace by this factor (default 1)")
+    p.add_argument("--json", metavar="FILE", help="write metrics as JSON ('-' for stdout)")
+    p.add_argument("--out", metavar="DIR", help="write per-second CSVs, plots and an HTML report here")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(handler=run)
+
+
+class ProgressBar:
+    """A one-line progress bar on a stream, redrawn at most every 2 %."""
+
+    def __init__(self, stream: TextIO, label: str, total_steps: int) -> None:
+        self.stream, self.label, self.total_steps, self.done_steps, self._last = stream, label, total_steps, 0, -1
+
+    def update(self, policy: str, done: int, total: int) -> None:
+        fraction = (self.done_steps + done / max(total, 1)) / max(self.total_steps, 1)
+        pct = int(fraction * 50)
+        if pct != self._last:
+            self._last = pct
+            bar = "#" * pct + "." * (50 - pct)
+            self.stream.write(f"\r{self.label[:28]:<28} [{bar}] {fraction * 100:5.1f}% {policy:<12}")
+            self.stream.flush()
+        if done >= total:
+            self.done_steps += 1
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config)
+        job_model = load_job_model(args.job_model)
+        names = parse_policy_list(args.policies, config)
+        if args.speedup < 1:
+            raise ValueError(f"--speedup must be >= 1 (got {args.speedup})")
+        traces = [Path(t) for t in (args.trace or [str(DEFAULT_TRACE)])]
+        workloads = [compress_trace(read_trace(t), args.speedup) for t in traces]
+    except (ConfigError, JobModelError, PolicyNameError, InputFileError, ValueError) as exc:
+        print(f"daedalus-spark simulate: {exc}", file=sys.stderr)
+        return 2
+    evaluations = []
+    for path, workload in zip(traces, workloads):
+        bar = None if args.no_progress else ProgressBar(sys.stderr, path.name, len([n for n in names if n != "oracle"]))
+        ev = evaluate(path.name, workload, names, job_model=job_model, config=config, seed=args.seed,
+                      progress=bar.update if bar else None)
+        if bar:
+            bar.close()
+        evaluations.append(ev)
+        print(format_table(ev))
+    return _write_outputs(args, evaluations)
+
+
+def _write_outputs(args: argparse.Namespace, evaluations: list[TraceEvaluation]) -> int:
+    if args.json:
+        payload = json_payload(evaluations)
+        text = json.dumps(payload, indent=2, sort_keys=False)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text + "\n", encoding="utf-8")
+    if args.out:
+        from daedalus_spark.report.simulation import write_report
+
+        report = write_report(evaluations, Path(args.out), command=" ".join(sys.argv))
+        print(f"report: {report}", file=sys.stderr)
+    return 0
+
+
+def json_payload(evaluations: list[TraceEvaluation]) -> object:
+    """One trace: {"trace", "policies"}; several traces: {"traces": [one object per trace]}."""
+    objects = [ev.to_json() for ev in evaluations]
+    return objects[0] if len(objects) == 1 else {"traces": objects}
+
+
+def format_table(ev: TraceEvaluation) -> str:
+    """The terminal table: one row per policy."""
+    header = ["policy"] + [title for _, title, _ in TABLE_COLUMNS]
+    rows = [[name] + [fmt.format(m[key]) for key, _, fmt in TABLE_COLUMNS] for name, m in ev.metrics.items()]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    hours = len(next(iter(ev.runs.values())).scaleout) / 3600 if ev.runs else 0.0
+    return "\n".join([f"trace {ev.trace} ({hours:.2f} h)", line(header), *(line(r) for r in rows)])
+
+
+def demo(args: argparse.Namespace) -> int:
+    """`make demo`: the default policies on the bundled WordCount trace, report under args.out."""
+    out = getattr(args, "out", None) or "out/demo"
+    config = getattr(args, "config", None)
+    ns = argparse.Namespace(trace=None, policies=DEFAULT_POLICIES, config=str(config) if config else None, job_model=None, seed=1,
+                            speedup=1.0, json=str(Path(out) / "simulation.json"), out=str(out), no_progress=False)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return run(ns)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run `simulate` alone (python -m daedalus_spark.sim.cli ...)."""
+    parser = argparse.ArgumentParser(prog="daedalus-spark")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

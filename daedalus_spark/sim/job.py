@@ -1,0 +1,138 @@
+"""Simulation: a Spark streaming job on Kubernetes reading from Kafka, stepped in 1-s increments (vectorized)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from daedalus_spark.domain import Observation, WorkerSeries
+from daedalus_spark.sim.jobmodel import JobModel
+from daedalus_spark.sim.skew import CapacityModel
+
+
+@dataclass(frozen=True)
+class Rescale:
+    """One rescale: processing stopped at `time_s` for `downtime_s`, then replayed `replay_records`."""
+
+    time_s: int
+    from_scaleout: int
+    to_scaleout: int
+    downtime_s: int
+    replay_records: float
+
+
+def lindley(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Backlog after each second of b_t = max(0, b_{t-1} + a_t - c_t), without a Python loop."""
+    s = np.cumsum(arrivals - capacity)
+    floor = np.minimum(np.minimum.accumulate(s), -backlog0)
+    return np.maximum(s - floor, 0.0)
+
+
+class SimulatedJob:
+    """The job's state and its per-second history; policies read it, `advance` moves it forward."""
+
+    def __init__(self, workload_per_s: np.ndarray, model: JobModel, capacity: CapacityModel, *,
+                 initial_scaleout: int, cpu_signal: bool, rng: np.random.Generator) -> None:
+        self.workload_per_s = np.asarray(workload_per_s, dtype=float)
+        self.model, self.capacity, self.cpu_signal, self._rng = model, capacity, cpu_signal, rng
+        n, slots = len(self.workload_per_s), capacity.slots
+        self.scaleout_at = np.zeros(n, dtype=np.int32)
+        self.processing_at = np.zeros(n, dtype=bool)
+        self.processed_per_s = np.zeros(n)
+        self.backlog_records = np.zeros(n)
+        self.latency_s = np.zeros(n)
+        self.worker_throughput_per_s = np.zeros((n, slots))
+        self.busy_ratio = np.zeros((n, slots))
+        self.cpu_ratio = np.zeros((n, slots))
+        self.rescales: list[Rescale] = []
+        self.now_s = 0  # seconds simulated so far; the next second to simulate
+        self.scaleout = initial_scaleout
+        self.restart_end_s = 0  # processing (re)started at this second
+        self._backlog = 0.0
+
+    @property
+    def duration_s(self) -> int:
+        return len(self.workload_per_s)
+
+    @property
+    def processing(self) -> bool:
+        return self.now_s >= self.restart_end_s
+
+    def uptime_s(self) -> float:
+        return float(max(0, self.now_s - self.restart_end_s))
+
+    def lag_records(self) -> float:
+        return self._backlog
+
+    def request_scaleout(self, target: int) -> bool:
+        """Start a rescale to `target` workers now; ignored while one is in progress or when unchanged."""
+        target = max(1, min(int(target), self.capacity.slots))
+        if target == self.scaleout or not self.processing or self.now_s >= self.duration_s:
+            return False
+        spec = self.model.downtime_scale_out if target > self.scaleout else self.model.downtime_scale_in
+        downtime = int(round(self._rng.uniform(spec.low_s, spec.high_s)))
+        replay = self._replay_records()
+        self.rescales.append(Rescale(self.now_s, self.scaleout, target, downtime, replay))
+        self._backlog += replay
+        self.scaleout, self.restart_end_s = target, self.now_s + downtime
+        return True
+
+    def _replay_records(self) -> float:
+        interval = self.model.checkpoint_interval_s
+        if interval <= 0:
+            return 0.0
+        since = max(self.restart_end_s, self.now_s - int(self.now_s % interval))
+        return float(self.processed_per_s[since:self.now_s].sum())
+
+    def advance(self, until_s: int) -> None:
+        """Simulate seconds now_s..until_s-1, splitting at the end of a downtime."""
+        until_s = min(until_s, self.duration_s)
+        while self.now_s < until_s:
+            end = self.restart_end_s if self.now_s < self.restart_end_s else until_s
+            self._segment(self.now_s, min(end, until_s))
+
+    def _segment(self, t0: int, t1: int) -> None:
+        arrivals = self.workload_per_s[t0:t1]
+        processing = t0 >= self.restart_end_s
+        job_cap = self.capacity.capacity(self.scaleout)
+        cap = np.full(t1 - t0, job_cap if processing else 0.0)
+        backlog = lindley(self._backlog, arrivals, cap)
+        before = np.concatenate(([self._backlog], backlog[:-1]))
+        processed = np.maximum(before + arrivals - backlog, 0.0)
+        self.scaleout_at[t0:t1], self.processing_at[t0:t1] = self.scaleout, processing
+        self.processed_per_s[t0:t1], self.backlog_records[t0:t1] = processed, backlog
+        wait = np.arange(self.restart_end_s - t0, self.restart_end_s - t1, -1) if not processing else 0.0
+        self.latency_s[t0:t1] = self.model.base_latency_s + wait + backlog / max(job_cap, 1e-9)
+        self._workers(t0, t1, processed)
+        self._backlog, self.now_s = float(backlog[-1]), t1
+
+    def _workers(self, t0: int, t1: int, processed: np.ndarray) -> None:
+        n = self.scaleout
+        shares = self.capacity.shares(n)
+        thr = processed[:, None] * shares[None, :]
+        busy = np.clip(thr / self.capacity.worker_capacity_per_s[None, :n], 0.0, 1.0)
+        noise = self._rng.normal(0.0, self.model.utilization_noise_ratio, size=busy.shape)
+        idle = self.model.cpu_idle_ratio
+        self.worker_throughput_per_s[t0:t1, :n] = thr
+        self.busy_ratio[t0:t1, :n] = busy
+        self.cpu_ratio[t0:t1, :n] = np.clip(idle + (1.0 - idle) * busy + noise, 0.0, 1.0)
+
+    def observation(self, since_s: int) -> Observation:
+        """What the monitor reports at now_s about seconds since_s..now_s-1, for the live workers."""
+        t0, t1 = max(0, since_s), self.now_s
+        signal = self.cpu_ratio if self.cpu_signal else self.busy_ratio
+        workers = tuple(
+            WorkerSeries(
+                worker_id=f"worker-{i}",
+                throughput_per_s=tuple(self.worker_throughput_per_s[t0:t1, i].tolist()),
+                utilization_ratio=tuple(signal[t0:t1, i].tolist()),
+            )
+            for i in range(self.scaleout)
+        )
+        return Observation(
+            time_s=float(t1), step_s=1.0, workload_per_s=tuple(self.workload_per_s[t0:t1].tolist()),
+            workers=workers, consumer_lag_records=self._backlog, scaleout=self.scaleout,
+            uptime_s=self.uptime_s(),
+        )
+

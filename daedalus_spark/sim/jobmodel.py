@@ -1,0 +1,103 @@
+"""Simulation: the simulated job's settings (capacity, skew, downtime, checkpoints), validated at the boundary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class DowntimeModel(_Model):
+    """How long a rescale stops processing: uniform in [low_s, high_s] (equal bounds give a fixed downtime)."""
+
+    low_s: float = Field(30, ge=0, le=3600, description="Shortest downtime (s).")
+    high_s: float = Field(60, ge=0, le=3600, description="Longest downtime (s).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DowntimeModel:
+        if self.low_s > self.high_s:
+            raise ValueError(f"low_s ({self.low_s}) must not exceed high_s ({self.high_s})")
+        return self
+
+
+class JobModel(_Model):
+    """The simulated Spark Structured Streaming job on Kubernetes reading from Kafka."""
+
+    worker_capacity_per_s: float | None = Field(
+        None, gt=0, description="Records/s one worker processes at full utilization (None: derived from the "
+        "trace peak so that `reference_scaleout` workers carry peak x capacity_headroom_ratio)."
+    )
+    reference_scaleout: int = Field(12, ge=1, le=10000, description="Scale-out that just carries the peak.")
+    capacity_headroom_ratio: float = Field(1.1, ge=0.5, le=10, description="Reference capacity / trace peak.")
+    partitions: int = Field(24, ge=1, le=100000, description="Kafka partitions; caps useful scale-out.")
+    keys: int = Field(1000, ge=1, le=1_000_000, description="Distinct keys hashed onto partitions.")
+    zipf_exponent: float = Field(0.5, ge=0, le=5, description="Key popularity ~ 1/rank^s (0: uniform keys).")
+    skew_seed: int = Field(7, ge=0, description="Seed of the key-to-partition hash.")
+    slow_workers: tuple[int, ...] = Field((), description="Worker slots (0-based) that are slow.")
+    slow_worker_capacity_ratio: float = Field(0.7, gt=0, le=1, description="Capacity of a slow worker.")
+    utilization_signal: Literal["cpu", "busy_time"] | None = Field(
+        None, description="Signal emitted as utilization (None: the controller config's utilization_signal)."
+    )
+    cpu_idle_ratio: float = Field(0.1, ge=0, lt=1, description="CPU of an idle worker (measured: ~0.08-0.12).")
+    utilization_noise_ratio: float = Field(0.02, ge=0, le=0.5, description="Stddev of utilization noise.")
+    downtime_scale_out: DowntimeModel = DowntimeModel(low_s=30, high_s=60)
+    downtime_scale_in: DowntimeModel = DowntimeModel(low_s=15, high_s=30)
+    checkpoint_interval_s: float = Field(10, ge=0, le=3600, description="Replay after a restart: records "
+                                         "processed since the last checkpoint (checkpoints at multiples).")
+    base_latency_s: float = Field(0.5, ge=0, le=3600, description="Latency of a record that does not wait.")
+    initial_scaleout: int | None = Field(None, ge=1, description="Workers at t=0 (None: max_scaleout).")
+
+    def worker_capacity_for(self, peak_per_s: float, unit_capacity_at_reference: float) -> float:
+        """Per-worker capacity: explicit, or so that the reference scale-out carries peak x headroom."""
+        if self.worker_capacity_per_s is not None:
+            return self.worker_capacity_per_s
+        return max(peak_per_s, 1.0) * self.capacity_headroom_ratio / unit_capacity_at_reference
+
+
+class JobModelError(ValueError):
+    """A job model that cannot be used; each line names the YAML path of one problem."""
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        super().__init__(f"{source}: invalid job model\n" + "\n".join(f"  {e}" for e in errors))
+        self.errors = errors
+
+
+def _explain(err: dict[str, Any]) -> str:
+    path = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        return f"{path}: unknown key"
+    msg = err["msg"].removeprefix("Value error, ")
+    got = err.get("input")
+    return f"{path}: {msg} (got {got!r})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
+
+
+def parse_job_model(data: Any, source: str = "job model") -> JobModel:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise JobModelError(source, [f"(top level): expected a mapping, got {type(data).__name__}"])
+    try:
+        return JobModel.model_validate(data)
+    except ValidationError as exc:
+        raise JobModelError(source, [_explain(e) for e in exc.errors()]) from None
+
+
+def load_job_model(path: str | Path | None) -> JobModel:
+    """Read a job-model YAML; None gives the defaults."""
+    if path is None:
+        return JobModel()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise JobModelError(str(path), [f"cannot read: {exc.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise JobModelError(str(path), [f"not valid YAML: {exc}".replace("\n", " ")]) from None
+    return parse_job_model(data, str(path))

@@ -1,0 +1,80 @@
+"""Simulation: key skew and heterogeneity — load shares per worker and the job's capacity at every scale-out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from daedalus_spark.sim.jobmodel import JobModel
+
+
+def partition_weights(*, keys: int, partitions: int, zipf_exponent: float, seed: int) -> np.ndarray:
+    """Share of the records landing on each Kafka partition: Zipf keys hashed onto partitions; sums to 1."""
+    ranks = np.arange(1, keys + 1, dtype=float)
+    popularity = ranks ** -zipf_exponent
+    # A seeded random assignment stands in for the producer's key hash.
+    partition_of_key = np.random.default_rng(seed).integers(0, partitions, size=keys)
+    weights = np.bincount(partition_of_key, weights=popularity, minlength=partitions)
+    return weights / weights.sum()
+
+
+def worker_shares(weights: np.ndarray, scaleout: int) -> np.ndarray:
+    """Load share of each of `scaleout` workers: partition p goes to worker p mod n; sums to 1."""
+    owner = np.arange(len(weights)) % scaleout
+    return np.bincount(owner, weights=weights, minlength=scaleout)
+
+
+def worker_capacity_ratios(model: JobModel, slots: int) -> np.ndarray:
+    """Relative capacity of each worker slot (1 = nominal; slow slots lower)."""
+    ratios = np.ones(slots)
+    for slot in model.slow_workers:
+        if 0 <= slot < slots:
+            ratios[slot] = model.slow_worker_capacity_ratio
+    return ratios
+
+
+def job_capacity_ratio(shares: np.ndarray, capacity_ratios: np.ndarray) -> float:
+    """Job capacity in nominal-worker units: the job saturates when its most constrained worker does."""
+    used = shares > 0
+    return float(np.min(capacity_ratios[: len(shares)][used] / shares[used]))
+
+
+@dataclass(frozen=True)
+class CapacityModel:
+    """Per-worker capacities and, for every scale-out 1..slots, the shares and the job capacity."""
+
+    worker_capacity_per_s: np.ndarray  # per slot, records/s at full utilization
+    shares_by_scaleout: tuple[np.ndarray, ...]  # index n-1: shares of workers 0..n-1
+    job_capacity_per_s: np.ndarray  # index n-1: capacity of scale-out n
+
+    @property
+    def slots(self) -> int:
+        return len(self.worker_capacity_per_s)
+
+    def shares(self, scaleout: int) -> np.ndarray:
+        return self.shares_by_scaleout[scaleout - 1]
+
+    def capacity(self, scaleout: int) -> float:
+        return float(self.job_capacity_per_s[scaleout - 1]) if scaleout > 0 else 0.0
+
+    def fewest_workers_for(self, workload_per_s: np.ndarray, max_scaleout: int) -> np.ndarray:
+        """Per second, the smallest scale-out (1..max) whose capacity covers the workload (max if none does)."""
+        caps = np.maximum.accumulate(self.job_capacity_per_s[:max_scaleout])
+        return np.minimum(np.searchsorted(caps, workload_per_s, side="left") + 1, max_scaleout)
+
+
+def build_capacity_model(model: JobModel, *, slots: int, peak_per_s: float) -> CapacityModel:
+    weights = partition_weights(
+        keys=model.keys, partitions=model.partitions, zipf_exponent=model.zipf_exponent, seed=model.skew_seed
+    )
+    ratios = worker_capacity_ratios(model, slots)
+    shares = tuple(worker_shares(weights, n) for n in range(1, slots + 1))
+    unit = np.array([job_capacity_ratio(s, ratios) for s in shares])
+    reference = min(model.reference_scaleout, slots)
+    per_worker = model.worker_capacity_for(peak_per_s, float(unit[reference - 1]))
+    return CapacityModel(
+        worker_capacity_per_s=ratios * per_worker,
+        shares_by_scaleout=shares,
+        job_capacity_per_s=unit * per_worker,
+    )

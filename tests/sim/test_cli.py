@@ -1,0 +1,93 @@
+"""Simulation tests: the `simulate` command end to end through argparse, and its error messages."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from daedalus_spark.sim.cli import register
+
+
+def _write_trace(path: Path, values: np.ndarray) -> Path:
+    path.write_text("second|count\n" + "".join(f"{i}|{v:.0f}\n" for i, v in enumerate(values)), encoding="utf-8")
+    return path
+
+
+def _run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="daedalus-spark")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["simulate", "--no-progress", *argv])
+    return int(args.handler(args))
+
+
+@pytest.fixture()
+def trace(tmp_path: Path) -> Path:
+    t = np.arange(2 * 3600)
+    return _write_trace(tmp_path / "sine.csv", 5000 + 4000 * np.sin(2 * np.pi * t / 3600))
+
+
+def test_simulate_writes_json_and_report(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    rc = _run(["--trace", str(trace), "--policies", "static:12,hpa:0.8,flink,oracle", "--speedup", "2",
+               "--json", str(tmp_path / "r.json"), "--out", str(out)])
+    assert rc == 0
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["trace"] == "sine.csv"
+    assert set(data["policies"]) == {"static:12", "hpa:0.8", "flink", "oracle"}
+    for metrics in data["policies"].values():
+        for key in ("avg_workers", "worker_hours", "vs_static", "vs_oracle", "rescales", "downtime_s",
+                    "latency_p95_s", "recovery_violations", "lag_growth_s"):
+            assert key in metrics
+    assert data["policies"]["static:12"]["vs_static"] == pytest.approx(1.0)
+    assert data["policies"]["oracle"]["vs_oracle"] == pytest.approx(1.0)
+    assert (out / "index.html").read_text().count("<img") == 1
+    assert (out / "sine.png").stat().st_size > 1000
+    header = (out / "sine.csv").read_text().splitlines()[0]
+    assert header.startswith("second,workload_per_s,static:12.workers")
+    assert "hpa:0.8" in capsys.readouterr().out  # the table
+
+
+def test_several_traces_give_a_traces_list(tmp_path: Path, trace: Path) -> None:
+    other = _write_trace(tmp_path / "flat.csv", np.full(600, 1000.0))
+    rc = _run(["--trace", str(trace), "--trace", str(other), "--policies", "static:2,oracle",
+               "--json", str(tmp_path / "r.json")])
+    assert rc == 0
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert [t["trace"] for t in data["traces"]] == ["sine.csv", "flat.csv"]
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        pytest.param(lambda p: ["--policies", "static:2,warp"], "unknown policy 'warp'", id="unknown-policy"),
+        pytest.param(lambda p: ["--trace", str(p / "missing.csv")], "missing.csv: cannot read", id="missing-trace"),
+        pytest.param(lambda p: ["--trace", str(_bad(p / "bad.csv", "second|count\n0|5\n1|x\n"))], "bad.csv:3",
+                     id="bad-trace-line"),
+        pytest.param(lambda p: ["--job-model", str(_bad(p / "jm.yaml", "partitions: 0\nfoo: 1\n"))],
+                     "partitions", id="bad-job-model"),
+        pytest.param(lambda p: ["--job-model", str(_bad(p / "jm.yaml", "downtime_scale_out: {low_s: 9, high_s: 3}\n"))],
+                     "downtime_scale_out", id="downtime-order"),
+        pytest.param(lambda p: ["--config", str(_bad(p / "c.yaml", "controller: {loop_interval_s: -1}\n"))],
+                     "controller.loop_interval_s", id="bad-config"),
+    ],
+)
+def test_clear_errors(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture[str], setup, message: str) -> None:
+    argv = setup(tmp_path)
+    if "--trace" not in argv:
+        argv = ["--trace", str(trace), *argv]
+    assert _run(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_job_model_error_names_unknown_key(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _run(["--trace", str(trace), "--job-model", str(_bad(tmp_path / "jm.yaml", "downtime_scale_in: {mean_s: 3}\n"))])
+    assert "downtime_scale_in.mean_s: unknown key" in capsys.readouterr().err
+
+
+def _bad(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

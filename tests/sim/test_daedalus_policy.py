@@ -1,0 +1,55 @@
+"""Simulation tests: the daedalus policy drives the real controller tick, deterministically."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from daedalus_spark.config import Config
+from daedalus_spark.sim.daedalus import DaedalusPolicy
+from daedalus_spark.sim.jobmodel import JobModel
+from daedalus_spark.sim.metrics import summarize
+from daedalus_spark.sim.runner import RunResult, make_setup, run_oracle, run_policy
+
+
+def _trace() -> np.ndarray:
+    t = np.arange(int(1.5 * 3600))
+    return 22000 + 17000 * np.sin(2 * np.pi * t / 5400)
+
+
+@pytest.fixture(scope="module")
+def runs() -> tuple[tuple[RunResult, DaedalusPolicy], tuple[RunResult, DaedalusPolicy], RunResult]:
+    setup = make_setup(_trace(), JobModel(), Config(), seed=2)
+    out = []
+    for _ in range(2):
+        policy = DaedalusPolicy(Config())
+        out.append((run_policy(setup, policy), policy))
+    return out[0], out[1], run_oracle(setup)
+
+
+def _metrics(run: RunResult, oracle: RunResult) -> dict[str, float | int]:
+    return summarize(run, static_workers=12, oracle_worker_hours=oracle.scaleout.sum() / 3600, target_recovery_s=600)
+
+
+def test_daedalus_ticks_once_per_loop_interval(runs) -> None:
+    (_, policy), _, _ = runs
+    assert len(policy.decisions) == len(_trace()) // 60 - 1
+    assert [d.time_s for d in policy.decisions[:2]] == [60.0, 120.0]
+
+
+def test_daedalus_is_deterministic_and_saves_workers(runs) -> None:
+    (a, pa), (b, pb), oracle = runs
+    np.testing.assert_array_equal(a.scaleout, b.scaleout)
+    assert [d.target_scaleout for d in pa.decisions] == [d.target_scaleout for d in pb.decisions]
+    m = _metrics(a, oracle)
+    assert m == _metrics(b, oracle)
+    assert m["vs_static"] < 1.0
+    assert m["final_lag_records"] < 1e6
+
+
+@pytest.mark.xfail(strict=False, reason="controller estimates capacity(11) as 11/12 of capacity(12) although 24 "
+                   "partitions on 11 workers put 3 on two of them (true capacity 33k/s, estimated 39k/s): "
+                   "scale-in 12->11 at 39k/s at t=1440 s recovers in 674 s > 600 s; see docs/simulator.md")
+def test_daedalus_keeps_the_recovery_target_on_a_sine(runs) -> None:
+    (a, _), _, oracle = runs
+    assert _metrics(a, oracle)["recovery_violations"] == 0
