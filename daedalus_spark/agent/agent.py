@@ -1,0 +1,105 @@
+"""Execute/Monitor (agent): wiring of poller, collector, scaler and HTTP server inside the Spark driver."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from pyspark.sql import SparkSession
+
+from daedalus_spark.agent.collector import AgentCollector, Snapshot
+from daedalus_spark.agent.driverui import DriverUiReader
+from daedalus_spark.agent.queries import LatestOffsets, ProgressTracker
+from daedalus_spark.agent.scaler import ExecutorScaler
+from daedalus_spark.agent.server import Routes, serve
+
+LOCALHOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    port: int = 9095  # 0 = any free port
+    host: str = LOCALHOST  # listen beyond localhost only when set explicitly
+    token: str | None = None  # bearer token required for /executors when set
+    min_executors: int = 1
+    max_executors: int = 16
+    poll_s: float = 1.0
+    initial_target: int | None = None
+
+
+@dataclass
+class Agent:
+    config: AgentConfig
+    reader: DriverUiReader
+    tracker: ProgressTracker
+    collector: AgentCollector
+    scaler: ExecutorScaler
+    registry: CollectorRegistry
+    server: Any = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _errors: int = 0
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_port)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.port}"
+
+    def poll_once(self) -> None:
+        try:
+            executors = self.reader.executors()
+            self.reader.poll_stages()
+        except Exception:  # noqa: BLE001 - a missed poll shows as an error count, never kills the driver
+            self._errors += 1
+            executors = self.collector.snapshot.executors
+        self.collector.publish(Snapshot(executors=executors, records=dict(self.reader.records),
+                                        queries=self.tracker.snapshot(), poll_errors=self._errors))
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.poll_once()
+            self._stop.wait(self.config.poll_s)
+
+    def status(self) -> dict[str, Any]:
+        live = [e.executor_id for e in self.collector.snapshot.executors if e.active and e.executor_id != "driver"]
+        return {"current": self.scaler.current(), "target": self.scaler.target, "executors": live,
+                "min": self.config.min_executors, "max": self.config.max_executors}
+
+    def apply(self, target: int) -> dict[str, Any]:
+        leaving = self.scaler.apply(target)
+        return {"current": self.scaler.current(), "target": target, "leaving": leaving}
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def start_agent(spark: SparkSession, config: AgentConfig | None = None, *,
+                latest_offsets: Mapping[str, LatestOffsets] | None = None) -> Agent:
+    """Start the agent in this driver; `latest_offsets` maps a topic to a live reader of its end offsets."""
+    config = config or AgentConfig()
+    sc = spark.sparkContext
+    if not sc.uiWebUrl:
+        raise RuntimeError("the agent needs the Spark UI (spark.ui.enabled=true)")
+    reader = DriverUiReader(sc.uiWebUrl, sc.applicationId)
+    tracker = ProgressTracker()
+    spark.streams.addListener(tracker)
+    scaler = ExecutorScaler(sc._jsc.sc(), sc._jvm, reader.executors)
+    collector = AgentCollector(app_id=sc.applicationId, started_at=sc.startTime / 1000.0,
+                               latest=dict(latest_offsets or {}), target=lambda: scaler.target)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    agent = Agent(config, reader, tracker, collector, scaler, registry)
+    routes = Routes(registry, agent.status, agent.apply, config.min_executors, config.max_executors, config.token)
+    agent.server = serve(routes, config.host, config.port)
+    if config.initial_target is not None:
+        scaler.apply(config.initial_target)
+    threading.Thread(target=agent._loop, name="daedalus-agent-poll", daemon=True).start()
+    return agent

@@ -1,0 +1,80 @@
+"""Monitor (agent): incremental reader of the driver's REST API — per-executor records, task time and cores."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ExecutorInfo:
+    executor_id: str
+    active: bool
+    cores: int
+    active_tasks: int
+    busy_s: float
+    completed_tasks: int
+
+
+def fetch_json(url: str, timeout_s: float = 5.0) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - driver UI on localhost
+        return json.load(response)
+
+
+@dataclass
+class DriverUiReader:
+    """Polls /api/v1/applications/<app>/…; stages are read once each, in id order, when they finish."""
+
+    base_url: str
+    app_id: str
+    records: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    task_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    next_stage: int = 0
+    _pending: set[int] = field(default_factory=set)
+
+    @property
+    def api(self) -> str:
+        return f"{self.base_url.rstrip('/')}/api/v1/applications/{self.app_id}"
+
+    def executors(self) -> list[ExecutorInfo]:
+        return [self._executor(e) for e in fetch_json(f"{self.api}/allexecutors")]
+
+    @staticmethod
+    def _executor(raw: dict[str, Any]) -> ExecutorInfo:
+        return ExecutorInfo(executor_id=str(raw["id"]), active=bool(raw.get("isActive", False)),
+                            cores=int(raw.get("totalCores", 0)), active_tasks=int(raw.get("activeTasks", 0)),
+                            busy_s=float(raw.get("totalDuration", 0)) / 1000.0,
+                            completed_tasks=int(raw.get("completedTasks", 0)))
+
+    def poll_stages(self) -> None:
+        """Fold finished stages' per-executor input records into the running totals."""
+        for stage_id in sorted(self._pending):
+            if self._fold(stage_id):
+                self._pending.discard(stage_id)
+        while True:
+            found = self._fold(self.next_stage)
+            if found is None:
+                return
+            if not found:
+                self._pending.add(self.next_stage)
+            self.next_stage += 1
+
+    def _fold(self, stage_id: int) -> bool | None:
+        """True: folded; False: still running; None: no such stage (yet)."""
+        try:
+            attempts = fetch_json(f"{self.api}/stages/{stage_id}?details=true&taskStatus=SUCCESS")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        if any(a.get("status") in ("ACTIVE", "PENDING") for a in attempts):
+            return False
+        for attempt in attempts:
+            for executor_id, summary in (attempt.get("executorSummary") or {}).items():
+                self.records[executor_id] += int(summary.get("inputRecords", 0))
+                self.task_s[executor_id] += float(summary.get("taskTime", 0)) / 1000.0
+        return True

@@ -1,0 +1,107 @@
+"""Monitor (agent): per-query progress (rates, batch duration) and per-partition consumer lag."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+LatestOffsets = Callable[[], Mapping[int, int]]
+
+
+@dataclass(frozen=True)
+class QueryStats:
+    name: str
+    batch_id: int
+    input_rows_total: int
+    input_per_s: float
+    processed_per_s: float
+    batch_duration_s: float
+    committed: dict[tuple[str, str], int]  # (topic, partition) -> next offset to read
+    reported_latest: dict[tuple[str, str], int]
+
+
+def flatten_offsets(raw: Any) -> dict[tuple[str, str], int]:
+    """{topic: {partition: offset}} (a dict or its JSON, as Kafka and the local log report it) → flat map."""
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            return {}
+    flat: dict[tuple[str, str], int] = {}
+    if isinstance(raw, dict):
+        for topic, partitions in raw.items():
+            if isinstance(partitions, dict):
+                for partition, offset in partitions.items():
+                    if isinstance(offset, int) and not isinstance(offset, bool):
+                        flat[(str(topic), str(partition))] = offset
+    return flat
+
+
+def lag_by_partition(stats: QueryStats, latest: Mapping[str, LatestOffsets]) -> dict[tuple[str, str], int]:
+    """Latest minus committed per partition; live latest offsets where a reader is registered for the topic."""
+    lag: dict[tuple[str, str], int] = {}
+    live: dict[str, Mapping[int, int]] = {}
+    for (topic, partition), committed in stats.committed.items():
+        if topic in latest:
+            if topic not in live:
+                live[topic] = latest[topic]()
+            end = live[topic].get(int(partition), committed)
+        else:
+            end = stats.reported_latest.get((topic, partition), committed)
+        lag[(topic, partition)] = max(0, end - committed)
+    return lag
+
+
+@dataclass
+class ProgressTracker(StreamingQueryListener):
+    """Keeps the latest progress and the cumulative input rows of every query, from listener events."""
+
+    stats: dict[str, QueryStats] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def onQueryStarted(self, event: Any) -> None:
+        return None
+
+    def onQueryIdle(self, event: Any) -> None:
+        return None
+
+    def onQueryTerminated(self, event: Any) -> None:
+        return None
+
+    def onQueryProgress(self, event: Any) -> None:
+        self.update(event.progress)
+
+    def update(self, progress: Any) -> None:
+        name = progress.name or str(progress.id)
+        committed: dict[tuple[str, str], int] = {}
+        latest: dict[tuple[str, str], int] = {}
+        for source in progress.sources:
+            committed.update(flatten_offsets(source.endOffset))
+            latest.update(flatten_offsets(getattr(source, "latestOffset", None)))
+        with self._lock:
+            before = self.stats.get(name)
+            total = (before.input_rows_total if before else 0) + int(progress.numInputRows)
+            self.stats[name] = QueryStats(
+                name=name, batch_id=int(progress.batchId), input_rows_total=total,
+                input_per_s=_finite(progress.inputRowsPerSecond), processed_per_s=_finite(progress.processedRowsPerSecond),
+                batch_duration_s=float(progress.batchDuration) / 1000.0, committed=committed or (
+                    before.committed if before else {}), reported_latest=latest)
+
+    def snapshot(self) -> list[QueryStats]:
+        with self._lock:
+            return list(self.stats.values())
+
+
+def _finite(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if number == number and abs(number) != float("inf") else 0.0

@@ -1,0 +1,168 @@
+"""Execute (test harness): start a standalone master and N workers, add and remove workers, stop all it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import pyspark
+
+from daedalus_spark.sparkcluster.cgroups import CpuGroup, cpu_quota_support
+
+__all__ = ["LocalCluster", "cpu_quota_support"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[bytes]
+    group: CpuGroup | None
+
+
+@dataclass
+class LocalCluster:
+    """`with LocalCluster(workers=2) as c: SparkSession.builder.master(c.master_url)`.
+
+    Each worker offers `cores_per_worker` cores and, where cgroups allow, gets a CPU quota of `cpus_per_worker`.
+    """
+
+    workers: int = 1
+    cores_per_worker: int = 1
+    memory_per_worker: str = "1g"
+    cpus_per_worker: float = 1.0
+    host: str = "127.0.0.1"
+    start_timeout_s: float = 60.0
+    _master: subprocess.Popen[bytes] | None = None
+    _workers: list[Worker] = field(default_factory=list)
+    _dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="daedalus-cluster-")))
+    port: int = 0
+    web_port: int = 0
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://{self.host}:{self.port}"
+
+    @property
+    def spark_home(self) -> str:
+        return os.path.dirname(pyspark.__file__)
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ, SPARK_HOME=self.spark_home, PYSPARK_PYTHON=sys.executable,
+                   SPARK_LOCAL_IP=self.host, SPARK_LOG_DIR=str(self._dir))
+        return env
+
+    def _spawn(self, args: list[str], log: str, group: CpuGroup | None = None) -> subprocess.Popen[bytes]:
+        command = [os.path.join(self.spark_home, "bin", "spark-class"), *args]
+        out = open(self._dir / log, "wb")  # noqa: SIM115 - lives as long as the process
+        return subprocess.Popen(command, env=self._env(), stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=group.add_self if group else None)
+
+    def start(self) -> LocalCluster:
+        self.port, self.web_port = free_port(), free_port()
+        self._master = self._spawn(["org.apache.spark.deploy.master.Master", "--host", self.host, "--port",
+                                    str(self.port), "--webui-port", str(self.web_port)], "master.log")
+        try:
+            self.wait_for(lambda: self.master_state() is not None, "master up")
+            for _ in range(self.workers):
+                self.add_worker(wait=False)  # JVMs start in parallel; then wait for all
+            self.wait_for(lambda: self.alive_workers() >= self.workers, f"{self.workers} workers registered")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def add_worker(self, *, wait: bool = True) -> int:
+        """Start one more worker and wait until the master lists it; returns its index."""
+        index = len(self._workers)
+        want = self.alive_workers() + 1
+        group = CpuGroup.create(f"daedalus-{os.getpid()}-{id(self)}-{index}", self.cpus_per_worker)
+        work = self._dir / f"work-{index}"
+        work.mkdir(exist_ok=True)
+        process = self._spawn(["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", self.host,
+                               "--cores", str(self.cores_per_worker), "--memory", self.memory_per_worker,
+                               "--webui-port", str(free_port()), "--work-dir", str(work)], f"worker-{index}.log", group)
+        self._workers.append(Worker(process, group))
+        if wait:
+            self.wait_for(lambda: self.alive_workers() >= want, f"worker {index} registered")
+        return index
+
+    def remove_worker(self, index: int | None = None) -> None:
+        """Stop one worker (the newest by default) with everything it started."""
+        live = [i for i, w in enumerate(self._workers) if w.process.poll() is None]
+        if not live:
+            return
+        self._stop_worker(self._workers[live[-1] if index is None else index])
+
+    def master_state(self) -> dict[str, object] | None:
+        try:
+            with urllib.request.urlopen(f"http://{self.host}:{self.web_port}/json/", timeout=2) as r:
+                return dict(json.load(r))
+        except (OSError, ValueError):
+            return None
+
+    def alive_workers(self) -> int:
+        state = self.master_state() or {}
+        return sum(1 for w in state.get("workers", []) if isinstance(w, dict) and w.get("state") == "ALIVE")
+
+    def wait_for(self, condition: object, what: str, timeout_s: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout_s or self.start_timeout_s)
+        while not condition():  # type: ignore[operator]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out waiting for {what}; logs in {self._dir}")
+            time.sleep(0.2)
+
+    @staticmethod
+    def _kill(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _stop_worker(self, worker: Worker) -> None:
+        self._kill(worker.process)
+        try:
+            worker.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._kill(worker.process, signal.SIGKILL)
+            worker.process.wait(timeout=10)
+        if worker.group is not None:
+            for pid in worker.group.pids():  # executors that left the worker's session but not its cgroup
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            worker.group.remove()
+
+    def stop(self) -> None:
+        for worker in self._workers:
+            self._stop_worker(worker)
+        if self._master is not None and self._master.poll() is None:
+            self._kill(self._master)
+            try:
+                self._master.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._kill(self._master, signal.SIGKILL)
+                self._master.wait(timeout=10)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,1 @@
+"""Execute (workloads): the benchmark pipelines, the local partitioned log, and the trace-driven generator."""

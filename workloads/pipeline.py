@@ -1,0 +1,89 @@
+"""Execute (workloads): shared command line, session and query wiring of the three benchmark pipelines."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from workloads.locallog import LocalLog
+from workloads.source import KAFKA_PACKAGE, read_values, write_stream
+
+Build = Callable[[SparkSession, DataFrame], DataFrame]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    description: str
+    build: Build
+    output_mode: str
+
+
+def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"python -m workloads.{pipeline.name}", description=pipeline.description,
+                                epilog=f"Kafka source/sink: submit with --packages {KAFKA_PACKAGE}")
+    p.add_argument("--source", choices=("local", "kafka"), default="local")
+    p.add_argument("--log-dir", default="/tmp/daedalus-log", help="local log root (source local)")
+    p.add_argument("--partitions", type=int, default=4, help="partitions of a new local topic")
+    p.add_argument("--bootstrap-servers", default="localhost:9092", help="Kafka bootstrap servers (source kafka)")
+    p.add_argument("--topic", default=pipeline.name)
+    p.add_argument("--sink", choices=("console", "memory", "noop", "kafka"), default="console")
+    p.add_argument("--sink-topic", default=f"{pipeline.name}-out")
+    p.add_argument("--checkpoint", default="", help="checkpoint directory (required for kafka sink)")
+    p.add_argument("--trigger-s", type=float, default=1.0, help="micro-batch trigger interval, seconds")
+    p.add_argument("--master", default="", help="Spark master URL (default: from spark-submit or local[2])")
+    p.add_argument("--max-per-trigger", type=int, default=0, help="records per partition per batch, 0 = all")
+    p.add_argument("--agent-port", type=int, default=0, help="start the daedalus agent on this port (0 = off)")
+    p.add_argument("--agent-host", default="127.0.0.1")
+    p.add_argument("--max-executors", type=int, default=16)
+    return p
+
+
+def session(name: str, master: str = "") -> SparkSession:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(f"daedalus-{name}").config("spark.sql.shuffle.partitions", "4")
+    if master:
+        builder = builder.master(master)
+    elif "spark.master" not in SparkSession.builder._options:  # spark-submit sets it through the conf
+        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+    return builder.getOrCreate()
+
+
+def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> StreamingQuery:
+    if args.source == "local":
+        LocalLog(args.log_dir).create_topic(args.topic, args.partitions)
+    values = read_values(spark, source=args.source, topic=args.topic, path=args.log_dir,
+                         bootstrap=args.bootstrap_servers, max_per_trigger=args.max_per_trigger)
+    result = pipeline.build(spark, values)
+    writer = write_stream(result, sink=args.sink, name=pipeline.name, output_mode=pipeline.output_mode,
+                          checkpoint=args.checkpoint, trigger_s=args.trigger_s,
+                          bootstrap=args.bootstrap_servers, topic=args.sink_topic)
+    return writer.start()
+
+
+def main(pipeline: Pipeline, argv: Sequence[str] | None = None) -> int:
+    args = parser(pipeline).parse_args(argv)
+    spark = session(pipeline.name, args.master)
+    agent = None
+    if args.agent_port:
+        from daedalus_spark.agent import AgentConfig, start_agent
+
+        lag = LocalLog(args.log_dir).latest_offsets if args.source == "local" else None
+        config = AgentConfig(port=args.agent_port, host=args.agent_host, max_executors=args.max_executors)
+        agent = start_agent(spark, config, latest_offsets={args.topic: lag} if lag else None)
+    query = start(spark, pipeline, args)
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    finally:
+        if agent is not None:
+            agent.stop()
+        spark.stop()
+    return 0
