@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, Protocol
 
@@ -25,6 +25,8 @@ _WINDOW_REFIT_MAXITER = 15
 _BLAS_THREADS = 1
 # Float tolerance when mapping sample times to bucket indices.
 _EPS = 1e-9
+# What statsmodels raises when a state-space fit or update degenerates (seen: Schur decomposition errors).
+_NUMERIC_FAILURES = (np.linalg.LinAlgError, ValueError, FloatingPointError)
 
 
 def wape(actual: Sequence[float] | np.ndarray, predicted: Sequence[float] | np.ndarray) -> float:
@@ -289,7 +291,7 @@ class WorkloadForecaster:
             self._score(first, values)
             self._history = np.concatenate([self._history, values])[-self._keep_steps:]
             if self._arima is not None:
-                self._arima.update(values)
+                self._guarded(self._arima.update, values)
             if self._pending is not None:
                 self._pending_updates.extend(new)
         self._maybe_fit()
@@ -301,7 +303,7 @@ class WorkloadForecaster:
         next_index = self._buckets.next_index
         start = math.floor(now_s / self._res + _EPS) if next_index is None else next_index
         n_steps = max(1, math.ceil((now_s + horizon - start * self._res) / self._res - _EPS))
-        arima_values = self._arima.predict(n_steps) if self._arima is not None else None
+        arima_values = self._guarded(self._arima.predict, n_steps) if self._arima is not None else None
         if arima_values is not None and not self._last_poor:
             values, model = arima_values, "arima"
         else:
@@ -342,7 +344,11 @@ class WorkloadForecaster:
     def _submit(self, *, refit: bool) -> None:
         y = self._history[-self._window_steps:].copy()  # a private copy: the job may run on another thread
         if self._executor is None:
-            model = fit_arima(y, window_steps=self._window_steps, seasonal_period_steps=self._season_steps)
+            try:
+                model = fit_arima(y, window_steps=self._window_steps, seasonal_period_steps=self._season_steps)
+            except _NUMERIC_FAILURES:
+                self._refit_failures += 1
+                return
             self._install(model, refit=refit)
             return
         self._pending = self._executor.submit(
@@ -364,6 +370,15 @@ class WorkloadForecaster:
             return
         model.update(updates)  # the buckets that arrived while it was fitting
         self._install(model, refit=self._pending_is_refit)
+
+    def _guarded(self, operation: Callable[..., Any], *args: Any) -> Any:
+        """Run an ARIMA operation; a numerical failure drops the model (linear fallback, then a fresh fit)."""
+        try:
+            return operation(*args)
+        except _NUMERIC_FAILURES:
+            self._arima = None
+            self._refit_failures += 1
+            return None
 
     def _install(self, model: ArimaModel, *, refit: bool) -> None:
         self._arima = model
