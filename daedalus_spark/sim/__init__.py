@@ -1,0 +1,1 @@
+"""Simulation: a simulated Spark streaming job, the policies compared on it, and the `simulate` command."""

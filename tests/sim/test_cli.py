@@ -91,3 +91,21 @@ def test_job_model_error_names_unknown_key(tmp_path: Path, trace: Path, capsys: 
 def _bad(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_wired_into_the_main_cli(tmp_path: Path, trace: Path) -> None:
+    from daedalus_spark.cli import main
+
+    rc = main(["simulate", "--no-progress", "--trace", str(trace), "--policies", "static:3,oracle",
+               "--json", str(tmp_path / "r.json")])
+    assert rc == 0
+    assert json.loads((tmp_path / "r.json").read_text())["policies"]["static:3"]["avg_workers"] == 3
+
+
+def test_progress_bar_goes_to_stderr(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="daedalus-spark")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["simulate", "--trace", str(trace), "--policies", "hpa:0.8"])
+    assert args.handler(args) == 0
+    captured = capsys.readouterr()
+    assert "100.0%" in captured.err and "100.0%" not in captured.out
