@@ -11,7 +11,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from daedalus_spark.agent.driverui import ExecutorInfo
-from daedalus_spark.agent.queries import LatestOffsets, QueryStats, lag_by_partition
+from daedalus_spark.agent.queries import LatestOffsets, QueryStats, offsets_by_partition
 
 P = "daedalus_spark_"
 
@@ -26,7 +26,7 @@ class Snapshot:
     poll_errors: int = 0
 
 
-@dataclass
+@dataclass(eq=False)  # hashable: registries and listener buses keep it in sets
 class AgentCollector(Collector):
     app_id: str
     started_at: float
@@ -86,16 +86,24 @@ class AgentCollector(Collector):
         yield from families.values()
 
     def _lag_metrics(self, snap: Snapshot) -> Iterator[Metric]:
+        labels = ["application_id", "query", "topic", "partition"]
         per = GaugeMetricFamily(P + "source_lag_records", "Offsets behind latest per source partition (consumer lag)",
-                                labels=["application_id", "query", "topic", "partition"])
+                                labels=labels)
+        latest = GaugeMetricFamily(P + "source_latest_offset", "Latest (end) offset of the source partition",
+                                   labels=labels)
+        committed = GaugeMetricFamily(P + "source_committed_offset", "End offset of the last completed batch",
+                                      labels=labels)
         total = GaugeMetricFamily(P + "lag_records", "Offsets behind latest over all partitions (consumer lag)",
                                   labels=["application_id", "query"])
         for q in snap.queries:
-            lag = lag_by_partition(q, self.latest)
-            for (topic, partition), value in sorted(lag.items()):
-                per.add_metric([self.app_id, q.name, topic, partition], float(value))
-            total.add_metric([self.app_id, q.name], float(sum(lag.values())))
-        yield from (per, total)
+            offsets = offsets_by_partition(q, self.latest)
+            for (topic, partition), (end, done) in sorted(offsets.items()):
+                key = [self.app_id, q.name, topic, partition]
+                per.add_metric(key, float(end - done))
+                latest.add_metric(key, float(end))
+                committed.add_metric(key, float(done))
+            total.add_metric([self.app_id, q.name], float(sum(e - d for e, d in offsets.values())))
+        yield from (per, latest, committed, total)
 
     def _app_metrics(self, snap: Snapshot) -> Iterator[Metric]:
         labels = ["application_id"]

@@ -44,9 +44,13 @@ def flatten_offsets(raw: Any) -> dict[tuple[str, str], int]:
     return flat
 
 
-def lag_by_partition(stats: QueryStats, latest: Mapping[str, LatestOffsets]) -> dict[tuple[str, str], int]:
-    """Latest minus committed per partition; live latest offsets where a reader is registered for the topic."""
-    lag: dict[tuple[str, str], int] = {}
+def offsets_by_partition(stats: QueryStats, latest: Mapping[str, LatestOffsets]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(latest, committed) per partition; live latest offsets where a reader is registered for the topic.
+
+    Lag is latest minus committed. Without a live reader the latest offset is the one the source reported when
+    the last batch was planned (Kafka's `latestOffset` in the progress), so lag is as old as that batch.
+    """
+    out: dict[tuple[str, str], tuple[int, int]] = {}
     live: dict[str, Mapping[int, int]] = {}
     for (topic, partition), committed in stats.committed.items():
         if topic in latest:
@@ -55,11 +59,11 @@ def lag_by_partition(stats: QueryStats, latest: Mapping[str, LatestOffsets]) -> 
             end = live[topic].get(int(partition), committed)
         else:
             end = stats.reported_latest.get((topic, partition), committed)
-        lag[(topic, partition)] = max(0, end - committed)
-    return lag
+        out[(topic, partition)] = (max(end, committed), committed)
+    return out
 
 
-@dataclass
+@dataclass(eq=False)  # hashable: registries and listener buses keep it in sets
 class ProgressTracker(StreamingQueryListener):
     """Keeps the latest progress and the cumulative input rows of every query, from listener events."""
 
