@@ -365,10 +365,10 @@ class WorkloadForecaster:
         updates, self._pending_updates = np.asarray(self._pending_updates, dtype=float), []
         try:
             model = future.result()
+            model.update(updates)  # the buckets that arrived while it was fitting
         except Exception:  # noqa: BLE001 - a failed fit keeps the old model; the streak resubmits later
             self._refit_failures += 1
             return
-        model.update(updates)  # the buckets that arrived while it was fitting
         self._install(model, refit=self._pending_is_refit)
 
     def _guarded(self, operation: Callable[..., Any], *args: Any) -> Any:
