@@ -78,3 +78,22 @@ def test_capacity_command_text_and_errors(tmp_path):
     bad.write_text('"Time","w"\nt1,0.5\nt2,high\n')
     broken = cli("capacity", "--utilization", str(bad), "--throughput", str(bad))
     assert broken.returncode == 2 and f"{bad}:3: column 'w': not a number" in broken.stderr
+
+
+def test_forecast_evaluate_command_json(tmp_path):
+    seconds = range(1800)
+    trace = tmp_path / "t.csv"
+    trace.write_text("second|count\r\n" + "".join(f"{s}|{1000 + s // 3}\r\n" for s in seconds))
+    result = cli("forecast", "evaluate", "--trace", str(trace), "--horizon", "300", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert {"wape_median", "wape_p90", "fallback_share", "fit_seconds", "update_seconds_p95"} <= set(data)
+    assert 0 <= data["fallback_share"] <= 1 and data["wape_median"] < 0.05  # a straight ramp is easy
+
+
+def test_forecast_evaluate_rejects_a_malformed_trace(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("second|count\n0|10\n1|ten\n")
+    result = cli("forecast", "evaluate", "--trace", str(trace))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"daedalus-spark: error: {trace}:3: expected two numbers 'second|count', got '1|ten'"
