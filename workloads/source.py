@@ -31,10 +31,11 @@ class LocalLogStreamReader(DataSourceStreamReader):
     """Reads each log partition from the last end offset; commits offsets as the consumer group `group`."""
 
     def __init__(self, options: dict[str, str]) -> None:
+        options = {k.lower(): v for k, v in options.items()}  # Spark hands options over case-insensitively
         self.path = options["path"]
         self.topic = options["topic"]
         self.group = options.get("group", "spark")
-        self.max_per_trigger = int(options.get("maxRecordsPerTrigger", "0"))
+        self.max_per_trigger = int(options.get("maxrecordspertrigger", "0"))
         self._latest: Offsets | None = None
 
     def _log(self) -> LocalLog:

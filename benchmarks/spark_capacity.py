@@ -1,0 +1,96 @@
+"""Benchmark (Spark): records/s per pipeline at 1..N local standalone workers, and the agent's overhead.
+
+Each run preloads a backlog into the local log and lets the query drain it in capped micro-batches, so the
+executors run at full utilization; throughput = rows / batch time over the batches after the first (warm-up).
+Noisy: the machine has 2 cores shared with other work. Usage: python benchmarks/spark_capacity.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from daedalus_spark.agent import AgentConfig, start_agent
+from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
+from workloads import traffic, wordcount, ysb
+from workloads.locallog import LocalLog
+from workloads.records import MAKERS
+from workloads.source import read_values, write_stream
+
+PIPELINES = {"wordcount": wordcount.PIPELINE, "ysb": ysb.PIPELINE, "traffic": traffic.PIPELINE}
+PARTITIONS = 4
+
+
+def preload(log: LocalLog, topic: str, pipeline: str, records: int) -> None:
+    log.create_topic(topic, PARTITIONS)
+    rng, make, now = random.Random(7), MAKERS[pipeline], time.time()
+    per = records // PARTITIONS
+    for p in range(PARTITIONS):
+        log.append(topic, p, [make(rng, now + i / 1000.0) for i in range(per)])
+
+
+def measure(cluster: LocalCluster, pipeline: str, executors: int, records: int, agent: bool, root: Path) -> float:
+    topic = f"{pipeline}-{executors}-{int(agent)}-{time.monotonic_ns()}"
+    log = LocalLog(root / "log")
+    preload(log, topic, pipeline, records)
+    spark = (SparkSession.builder.master(cluster.master_url).appName(f"bench-{topic}")
+             .config("spark.cores.max", str(executors)).config("spark.executor.cores", "1")
+             .config("spark.executor.memory", "512m").config("spark.sql.shuffle.partitions", "4")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    handle = start_agent(spark, AgentConfig(port=0, max_executors=8)) if agent else None
+    try:
+        spec = PIPELINES[pipeline]
+        frame = spec.build(spark, read_values(spark, source="local", topic=topic, path=str(root / "log"),
+                                              max_per_trigger=records // PARTITIONS // 6))
+        query = write_stream(frame, sink="noop", name=pipeline, output_mode=spec.output_mode,
+                             checkpoint=str(root / f"ckpt-{topic}"), trigger_s=0.1).start()
+        deadline = time.monotonic() + 300
+        while sum(p["numInputRows"] for p in query.recentProgress) < records and time.monotonic() < deadline:
+            time.sleep(0.5)
+        query.stop()
+        batches = [p for p in query.recentProgress if p["numInputRows"] > 0][1:]
+        rows = sum(p["numInputRows"] for p in batches)
+        seconds = sum(p["batchDuration"] for p in batches) / 1000.0
+        return rows / seconds if seconds else float("nan")
+    finally:
+        if handle is not None:
+            handle.stop()
+        spark.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="wordcount only, fewer records")
+    parser.add_argument("--records", type=int, default=120_000)
+    parser.add_argument("--workers", type=int, default=3)
+    args = parser.parse_args()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
+    pipelines = ["wordcount"] if args.quick else list(PIPELINES)
+    results: dict[str, float] = {}
+    print(f"cpu quota per worker: {cpu_quota_support() or 'none'}; cores on machine: {os.cpu_count()}")
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster(workers=args.workers) as cluster:
+        root = Path(tmp)
+        for pipeline in pipelines:
+            for n in range(1, args.workers + 1):
+                rate = measure(cluster, pipeline, n, args.records, agent=True, root=root)
+                results[f"{pipeline} workers={n} agent=on"] = rate
+                print(f"{pipeline:10s} workers={n} agent=on  {rate:10.0f} records/s", flush=True)
+        rate = measure(cluster, "wordcount", 1, args.records, agent=False, root=root)
+        results["wordcount workers=1 agent=off"] = rate
+        print(f"{'wordcount':10s} workers=1 agent=off {rate:10.0f} records/s", flush=True)
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
