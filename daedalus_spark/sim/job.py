@@ -13,13 +13,15 @@ from daedalus_spark.sim.skew import CapacityModel
 
 @dataclass(frozen=True)
 class Rescale:
-    """One rescale: processing stopped at `time_s` for `downtime_s`, then replayed `replay_records`."""
+    """One rescale: processing stopped at `time_s` for `downtime_s`, then replayed `replay_records` (the records
+    processed in the `checkpoint_age_s` seconds since the last checkpoint)."""
 
     time_s: int
     from_scaleout: int
     to_scaleout: int
     downtime_s: int
     replay_records: float
+    checkpoint_age_s: int = 0
 
 
 def lindley(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -72,18 +74,21 @@ class SimulatedJob:
             return False
         spec = self.model.downtime_scale_out if target > self.scaleout else self.model.downtime_scale_in
         downtime = int(round(self._rng.uniform(spec.low_s, spec.high_s)))
-        replay = self._replay_records()
-        self.rescales.append(Rescale(self.now_s, self.scaleout, target, downtime, replay))
+        age = self._checkpoint_age_s()
+        replay = float(self.processed_per_s[self.now_s - age:self.now_s].sum())
+        self.rescales.append(Rescale(self.now_s, self.scaleout, target, downtime, replay, age))
         self._backlog += replay
         self.scaleout, self.restart_end_s = target, self.now_s + downtime
         return True
 
-    def _replay_records(self) -> float:
+    def _checkpoint_age_s(self) -> int:
+        """Seconds since the last checkpoint: uniform over the interval, since micro-batch commits are not
+        aligned with the controller's ticks (and never before the last restart)."""
         interval = self.model.checkpoint_interval_s
         if interval <= 0:
-            return 0.0
-        since = max(self.restart_end_s, self.now_s - int(self.now_s % interval))
-        return float(self.processed_per_s[since:self.now_s].sum())
+            return 0
+        age = int(self._rng.integers(0, int(max(1, round(interval))) + 1))
+        return min(age, self.now_s - self.restart_end_s)
 
     def advance(self, until_s: int) -> None:
         """Simulate seconds now_s..until_s-1, splitting at the end of a downtime."""

@@ -53,13 +53,27 @@ def test_downtime_stops_processing_and_accumulates_arrivals() -> None:
 def test_replay_since_last_checkpoint_after_restart() -> None:
     fixed = DowntimeModel(low_s=2, high_s=2)
     job = _job([10.0] * 20, capacity=100.0, checkpoint_interval_s=5, downtime_scale_in=fixed, scaleout=2)
-    job.advance(8)  # checkpoints at 0 and 5; seconds 5, 6, 7 processed since the last one
+    job.advance(8)
     job.request_scaleout(1)
-    assert job.rescales[0].replay_records == 30
-    job.advance(10)  # 30 replayed + 20 arrived during the downtime
-    assert job.backlog_records[8:10].tolist() == [40, 50]
+    age = job.rescales[0].checkpoint_age_s
+    assert 0 <= age <= 5
+    replay = 10.0 * age  # the seconds processed since the last checkpoint are processed again
+    assert job.rescales[0].replay_records == pytest.approx(replay)
+    job.advance(10)  # replayed records + 20 arrived during the downtime
+    assert job.backlog_records[8:10] == pytest.approx([replay + 10, replay + 20])
     job.advance(11)
-    assert job.processed_per_s[10] == 60
+    assert job.processed_per_s[10] == pytest.approx(replay + 30)
+
+
+def test_checkpoint_age_covers_the_interval() -> None:
+    ages = set()
+    for seed in range(40):
+        job = _job([10.0] * 200, checkpoint_interval_s=4, scaleout=2)
+        job._rng = np.random.default_rng(seed)
+        job.advance(100)
+        job.request_scaleout(1)
+        ages.add(job.rescales[0].checkpoint_age_s)
+    assert ages == {0, 1, 2, 3, 4}
 
 
 def test_rescale_ignored_while_restarting() -> None:
