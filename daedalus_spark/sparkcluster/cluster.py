@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -75,6 +76,7 @@ class LocalCluster:
 
     def start(self) -> LocalCluster:
         self.port, self.web_port = free_port(), free_port()
+        atexit.register(self.stop)  # last resort if the owner never reaches its own stop()
         self._master = self._spawn(["org.apache.spark.deploy.master.Master", "--host", self.host, "--port",
                                     str(self.port), "--webui-port", str(self.web_port)], "master.log")
         try:
@@ -150,6 +152,7 @@ class LocalCluster:
             worker.group.remove()
 
     def stop(self) -> None:
+        atexit.unregister(self.stop)
         for worker in self._workers:
             self._stop_worker(worker)
         if self._master is not None and self._master.poll() is None:
