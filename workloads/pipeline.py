@@ -48,10 +48,8 @@ def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
 def session(name: str, master: str = "") -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(f"daedalus-{name}").config("spark.sql.shuffle.partitions", "4")
-    if master:
+    if master:  # otherwise spark-submit's --master, or PySpark's default local[*]
         builder = builder.master(master)
-    elif "spark.master" not in SparkSession.builder._options:  # spark-submit sets it through the conf
-        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
     return builder.getOrCreate()
 
 
@@ -74,9 +72,10 @@ def main(pipeline: Pipeline, argv: Sequence[str] | None = None) -> int:
     if args.agent_port:
         from daedalus_spark.agent import AgentConfig, start_agent
 
-        lag = LocalLog(args.log_dir).latest_offsets if args.source == "local" else None
+        log, topic = LocalLog(args.log_dir), args.topic
+        live = {topic: lambda: log.latest_offsets(topic)} if args.source == "local" else None
         config = AgentConfig(port=args.agent_port, host=args.agent_host, max_executors=args.max_executors)
-        agent = start_agent(spark, config, latest_offsets={args.topic: lag} if lag else None)
+        agent = start_agent(spark, config, latest_offsets=live)
     query = start(spark, pipeline, args)
     try:
         query.awaitTermination()
