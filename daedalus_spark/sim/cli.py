@@ -21,7 +21,7 @@ TABLE_COLUMNS = (
     ("avg_workers", "workers", "{:.2f}"), ("worker_hours", "worker-h", "{:.1f}"), ("vs_static", "vs static", "{:.2f}"),
     ("vs_oracle", "vs oracle", "{:.2f}"), ("rescales", "rescales", "{}"), ("downtime_s", "down s", "{}"),
     ("lag_growth_s", "lag-grow s", "{}"), ("lag_record_s", "lag rec*s", "{:.3g}"),
-    ("latency_p50_s", "p50 s", "{:.1f}"), ("latency_p95_s", "p95 s", "{:.1f}"), ("latency_max_s", "max s", "{:.0f}"),
+    ("latency_p50_s", "p50 s", "{:.1f}"), ("latency_p95_s", "p95 s", "{:.1f}"), ("latency_max_s", "max s", "{:.1f}"),
     ("recovery_violations", "viol.", "{}"),
 )
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from daedalus_spark.config import Config
 from daedalus_spark.sim.job import SimulatedJob
+
+if TYPE_CHECKING:
+    from daedalus_spark.sim.flink import FlinkSettings
 
 
 class Policy(Protocol):
@@ -40,7 +43,7 @@ class PolicyNameError(ValueError):
     """An unknown or malformed policy name on the command line."""
 
 
-KNOWN = "daedalus, static:N, hpa:TARGET, flink[:TARGET], oracle"
+KNOWN = "daedalus, static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle"
 ORACLE = "oracle"
 
 
@@ -66,16 +69,37 @@ def make_policy(name: str, config: Config) -> Policy:
         return HpaPolicy(target_ratio=float(_number(name, arg, float, 0.01, 1.0)), name=name,
                          min_scaleout=config.controller.min_scaleout, max_scaleout=limit)
     if kind == "flink":
-        from daedalus_spark.sim.flink import FlinkPolicy, FlinkSettings
+        from daedalus_spark.sim.flink import FlinkPolicy
 
-        settings = FlinkSettings(target_utilization_ratio=float(_number(name, arg, float, 0.01, 1.0))) \
-            if arg else FlinkSettings()
+        settings = _flink_settings(name, arg)
         return FlinkPolicy(settings, name=name, min_scaleout=config.controller.min_scaleout, max_scaleout=limit)
     if kind == "daedalus" and not arg:
         from daedalus_spark.sim.daedalus import DaedalusPolicy
 
         return DaedalusPolicy(config)
     raise PolicyNameError(f"unknown policy {name!r} (known: {KNOWN})")
+
+
+def _flink_settings(name: str, arg: str) -> FlinkSettings:
+    """`flink`, `flink:0.8` (target utilization) or `flink:KEY=VALUE:KEY=VALUE` over FlinkSettings' fields."""
+    from daedalus_spark.sim.flink import FlinkSettings
+
+    values: dict[str, float | int | bool] = {}
+    fields = FlinkSettings.__dataclass_fields__
+    for part in filter(None, arg.split(":")):
+        key, eq, raw = part.partition("=")
+        if not eq:
+            key, raw = "target_utilization_ratio", part
+        if key not in fields:
+            raise PolicyNameError(f"policy {name!r}: unknown setting {key!r} (known: {', '.join(fields)})")
+        default = getattr(FlinkSettings(), key)
+        if isinstance(default, bool):
+            values[key] = raw.lower() in ("1", "true", "yes")
+        else:
+            values[key] = _number(name, raw, type(default), 0, 1e9)
+    if not 0 < float(values.get("target_utilization_ratio", 0.7)) <= 1:
+        raise PolicyNameError(f"policy {name!r}: target utilization must be in (0, 1]")
+    return FlinkSettings(**values)  # type: ignore[arg-type]
 
 
 def parse_policy_list(text: str, config: Config) -> list[str]:

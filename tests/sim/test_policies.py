@@ -90,7 +90,16 @@ def test_policy_names() -> None:
     assert parse_policy_list("daedalus,static:12,oracle", config) == ["daedalus", "static:12", "oracle"]
 
 
-@pytest.mark.parametrize("text", ["foo", "static", "static:x", "hpa:2", "hpa", "static:1,static:1", "", "oracle:3"])
+def test_flink_settings_are_overridable_by_name() -> None:
+    policy = make_policy("flink:0.8:scale_down_interval_s=600:catch_up_duration_s=300", Config())
+    assert isinstance(policy, FlinkPolicy)
+    assert policy.settings.target_utilization_ratio == 0.8
+    assert policy.settings.scale_down_interval_s == 600 and policy.settings.catch_up_duration_s == 300
+    assert policy.settings.metrics_window_s == 900
+
+
+@pytest.mark.parametrize("text", ["foo", "static", "static:x", "hpa:2", "hpa", "static:1,static:1", "", "oracle:3",
+                                  "flink:warp=3", "flink:1.5", "flink:metrics_window_s=x"])
 def test_bad_policy_names_are_clear_errors(text: str) -> None:
     with pytest.raises(PolicyNameError, match="polic"):
         parse_policy_list(text, Config())
