@@ -51,6 +51,10 @@ class CapacityConfig(_Section):
         1.0, "ratio", "Utilization a worker reaches when saturated; capacity is read off the regression there.",
         gt=0.1, le=1.0,
     )
+    partitions: int = _field(
+        0, "partitions", "Partitions of the source topic (0 = unknown). A worker with ceil(partitions / n) of them "
+        "limits scale-out n, so capacities of unseen scale-outs follow that, not n alone.", ge=0, le=100000,
+    )
     min_points: int = _field(
         5, "samples", "Fewer samples than this and a worker's capacity is throughput / utilization instead.",
         ge=2, le=100000,

@@ -95,11 +95,8 @@ class CapacityModel:
     def _table(
         self, scaleout: int, current: float, workers: tuple[WorkerCapacity, ...], max_scaleout: int
     ) -> CapacityTable:
-        mean_worker = current / len(workers)
         per_scaleout = tuple(
-            current
-            if n == scaleout
-            else self.observed_per_scaleout.get(n, mean_worker * n)
+            current if n == scaleout else self.observed_per_scaleout.get(n, self._extrapolate(current, scaleout, n))
             for n in range(1, max(max_scaleout, scaleout) + 1)
         )
         return CapacityTable(
@@ -109,6 +106,14 @@ class CapacityModel:
             observed_scaleouts=frozenset(self.observed_per_scaleout) | {scaleout},
             workers=workers,
         )
+
+    def _extrapolate(self, current: float, scaleout: int, n: int) -> float:
+        """Capacity at an unseen scale-out: the paper's mean worker x n, or by the busiest worker's partitions."""
+        p = self.config.partitions
+        if p <= 0:
+            return current / scaleout * n
+        # Partitions are spread as evenly as possible; the job saturates when the worker holding the most does.
+        return current * math.ceil(p / scaleout) / math.ceil(p / min(n, p))
 
 
 def _plausible_samples(worker: WorkerSeries, skip_first: int) -> list[tuple[float, float]]:

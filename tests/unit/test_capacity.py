@@ -164,3 +164,23 @@ def test_no_table_without_any_usable_worker_data():
     obs = observation(workers={"w": ([math.nan] * 3, [math.nan] * 3)}, workload=[1.0] * 3)
     model.learn(obs)
     assert model.table(obs, 4) is None
+
+
+@pytest.mark.parametrize(
+    "partitions,current,expected",
+    [
+        pytest.param(0, 12, {11: 11 / 12, 6: 0.5, 24: 2.0}, id="unknown-partitions-mean-worker-times-n"),
+        pytest.param(24, 12, {11: 2 / 3, 8: 2 / 3, 6: 0.5, 24: 2.0, 30: 2.0}, id="24-partitions"),
+        pytest.param(120, 12, {11: 10 / 11, 10: 10 / 12}, id="120-partitions"),
+        pytest.param(24, 11, {12: 3 / 2, 8: 1.0}, id="from-a-lopsided-scaleout"),
+    ],
+)
+def test_unseen_scaleouts_follow_the_busiest_workers_partitions(partitions, current, expected):
+    model = CapacityModel(CapacityConfig(partitions=partitions))
+    thr = [100.0 * (1 + i) for i in range(10)]
+    util = [0.1 * (1 + i) for i in range(10)]
+    obs = observation(workload=thr, workers={f"w{i}": (thr, util) for i in range(current)})
+    model.learn(obs)
+    table = model.table(obs, 30)
+    for n, ratio in expected.items():
+        assert table.at(n) == pytest.approx(table.current_per_s * ratio), n
