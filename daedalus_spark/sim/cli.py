@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         if bar:
             bar.close()
         evaluations.append(ev)
-        print(format_table(ev))
+        # with JSON on stdout the table goes to stderr, so stdout stays parseable
+        print(format_table(ev), file=sys.stderr if args.json == "-" else sys.stdout)
     return _write_outputs(args, evaluations)
 
 

@@ -40,8 +40,17 @@ class TraceEvaluation:
         return {"trace": self.trace, "policies": self.metrics}
 
 
+def controller_config(config: Config, job_model: JobModel) -> Config:
+    """The controller is told the simulated topic's partition count unless the config already sets one."""
+    capacity = config.capacity
+    if getattr(capacity, "partitions", None) != 0:
+        return config
+    return config.model_copy(update={"capacity": capacity.model_copy(update={"partitions": job_model.partitions})})
+
+
 def evaluate(trace: str, workload_per_s: np.ndarray, policy_names: list[str], *, job_model: JobModel,
              config: Config, seed: int, progress: PolicyProgress | None = None) -> TraceEvaluation:
+    config = controller_config(config, job_model)
     setup = make_setup(workload_per_s, job_model, config, seed)
     oracle = run_oracle(setup)
     runs: dict[str, RunResult] = {}

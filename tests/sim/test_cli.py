@@ -109,3 +109,8 @@ def test_progress_bar_goes_to_stderr(trace: Path, capsys: pytest.CaptureFixture[
     assert args.handler(args) == 0
     captured = capsys.readouterr()
     assert "100.0%" in captured.err and "100.0%" not in captured.out
+
+
+def test_json_to_stdout_stays_parseable(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["--trace", str(trace), "--policies", "static:2,oracle", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["policies"]["static:2"]["rescales"] == 0
