@@ -55,6 +55,10 @@ class CapacityConfig(_Section):
         0, "partitions", "Partitions of the source topic (0 = unknown). A worker with ceil(partitions / n) of them "
         "limits scale-out n, so capacities of unseen scale-outs follow that, not n alone.", ge=0, le=100000,
     )
+    unobserved_margin_ratio: float = _field(
+        0.05, "ratio", "Capacities extrapolated to scale-outs never observed are discounted by this much: their key "
+        "skew is unknown (the simulator found 6 % errors from skew alone).", ge=0, le=0.5,
+    )
     min_points: int = _field(
         5, "samples", "Fewer samples than this and a worker's capacity is throughput / utilization instead.",
         ge=2, le=100000,

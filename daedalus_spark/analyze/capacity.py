@@ -108,12 +108,16 @@ class CapacityModel:
         )
 
     def _extrapolate(self, current: float, scaleout: int, n: int) -> float:
-        """Capacity at an unseen scale-out: the paper's mean worker x n, or by the busiest worker's partitions."""
+        """Capacity at an unseen scale-out: the paper's mean worker x n, or by the busiest worker's partitions.
+
+        Either way discounted by the margin: how keys fall onto an unseen number of workers is not known.
+        """
         p = self.config.partitions
+        keep = 1.0 - self.config.unobserved_margin_ratio
         if p <= 0:
-            return current / scaleout * n
+            return current / scaleout * n * keep
         # Partitions are spread as evenly as possible; the job saturates when the worker holding the most does.
-        return current * math.ceil(p / scaleout) / math.ceil(p / min(n, p))
+        return current * math.ceil(p / scaleout) / math.ceil(p / min(n, p)) * keep
 
 
 def _plausible_samples(worker: WorkerSeries, skip_first: int) -> list[tuple[float, float]]:

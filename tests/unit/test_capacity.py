@@ -76,7 +76,7 @@ def test_skew_far_below_saturation_is_proportional_in_throughput_shares():
     t1, u1 = idle_floor_worker(1000, 0.6, 300, rng=rng)
     t2 = [x * 0.4 / 0.6 for x in t1]
     u2 = [0.1 + 0.9 * x / 1000 for x in t2]
-    model = CapacityModel(CapacityConfig())
+    model = CapacityModel(CapacityConfig(unobserved_margin_ratio=0))
     obs = observation(workload=[a + b for a, b in zip(t1, t2)], workers={"a": (t1, u1), "b": (t2, u2)})
     model.learn(obs)
     table = model.table(obs, 4)
@@ -156,7 +156,7 @@ def test_capacities_observed_at_a_scaleout_are_preferred_over_extrapolation():
     table = model.table(two, 3)
     assert table.observed_scaleouts == {1, 2}
     assert table.at(1) == pytest.approx(1000.0)  # observed, not the mean of the two workers now
-    assert table.at(3) == pytest.approx(table.current_per_s / 2 * 3)
+    assert table.at(3) == pytest.approx(table.current_per_s / 2 * 3 * 0.95)  # unseen: 5 % margin
 
 
 def test_no_table_without_any_usable_worker_data():
@@ -176,7 +176,7 @@ def test_no_table_without_any_usable_worker_data():
     ],
 )
 def test_unseen_scaleouts_follow_the_busiest_workers_partitions(partitions, current, expected):
-    model = CapacityModel(CapacityConfig(partitions=partitions))
+    model = CapacityModel(CapacityConfig(partitions=partitions, unobserved_margin_ratio=0))
     thr = [100.0 * (1 + i) for i in range(10)]
     util = [0.1 * (1 + i) for i in range(10)]
     obs = observation(workload=thr, workers={f"w{i}": (thr, util) for i in range(current)})
@@ -184,3 +184,15 @@ def test_unseen_scaleouts_follow_the_busiest_workers_partitions(partitions, curr
     table = model.table(obs, 30)
     for n, ratio in expected.items():
         assert table.at(n) == pytest.approx(table.current_per_s * ratio), n
+
+
+def test_unseen_scaleouts_carry_the_margin_and_observed_ones_do_not():
+    model = CapacityModel(CapacityConfig(unobserved_margin_ratio=0.1))
+    thr = [100.0 * (1 + i) for i in range(10)]
+    util = [0.1 * (1 + i) for i in range(10)]
+    obs = observation(workload=thr, workers={"a": (thr, util), "b": (thr, util)})
+    model.learn(obs)
+    table = model.table(obs, 4)
+    assert table.at(2) == pytest.approx(2000.0)  # the current scale-out, measured
+    assert table.at(4) == pytest.approx(4000.0 * 0.9)
+    assert table.at(1) == pytest.approx(1000.0 * 0.9)
