@@ -115,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, InputFileError) as exc:
         print(f"daedalus-spark: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an output that cannot be written: say which, without a traceback
+        print(f"daedalus-spark: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

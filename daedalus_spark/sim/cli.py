@@ -99,6 +99,7 @@ def _write_outputs(args: argparse.Namespace, evaluations: list[TraceEvaluation])
         if args.json == "-":
             print(text)
         else:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(text + "\n", encoding="utf-8")
     if args.out:
         from daedalus_spark.report.simulation import write_report

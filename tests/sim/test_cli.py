@@ -114,3 +114,14 @@ def test_progress_bar_goes_to_stderr(trace: Path, capsys: pytest.CaptureFixture[
 def test_json_to_stdout_stays_parseable(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["--trace", str(trace), "--policies", "static:2,oracle", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["policies"]["static:2"]["rescales"] == 0
+
+
+def test_json_goes_into_a_directory_that_does_not_exist_yet(tmp_path) -> None:
+    from daedalus_spark.cli import main
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("second|count\n" + "".join(f"{s}|{20000 + 10 * (s % 60)}\n" for s in range(600)))
+    target = tmp_path / "new" / "dir" / "sim.json"
+    code = main(["simulate", "--trace", str(trace), "--policies", "static:4,oracle", "--json", str(target),
+                 "--no-progress"])
+    assert code == 0 and "policies" in target.read_text()
