@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -147,11 +147,16 @@ class Config(_Section):
 
 
 class ConfigError(ValueError):
-    """A config file that cannot be used; `errors` holds one line per problem, each naming its YAML path."""
+    """A YAML file that cannot be used; `errors` holds one line per problem, each naming its YAML path."""
+
+    kind = "config"
 
     def __init__(self, source: str, errors: list[str]) -> None:
-        super().__init__(f"{source}: invalid config\n" + "\n".join(f"  {e}" for e in errors))
+        super().__init__(f"{source}: invalid {self.kind}\n" + "\n".join(f"  {e}" for e in errors))
         self.errors = errors
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
@@ -163,41 +168,51 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return sorted(model.model_fields)
 
 
-def _explain(err: dict[str, Any]) -> str:
+def _explain(model: type[BaseModel], err: dict[str, Any]) -> str:
     path = ".".join(str(p) for p in err["loc"]) or "(top level)"
     if err["type"] == "extra_forbidden":
-        allowed = ", ".join(_allowed_keys(Config, err["loc"]))
+        allowed = ", ".join(_allowed_keys(model, err["loc"]))
         return f"{path}: unknown key (allowed here: {allowed})"
     msg = err["msg"].removeprefix("Value error, ")
     got = err.get("input")
     return f"{path}: {msg} (got {got!r})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
 
 
-def parse_config(data: Any, source: str = "config") -> Config:
+def parse_model(model: type[M], data: Any, source: str, error: type[ConfigError] = ConfigError) -> M:
+    """Validate parsed YAML into `model`; every problem becomes one line of `error`."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(source, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
+        raise error(source, [f"(top level): expected a mapping, got {type(data).__name__}"])
     try:
-        return Config.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(source, [_explain(e) for e in exc.errors()]) from None
+        raise error(source, [_explain(model, e) for e in exc.errors()]) from None
 
 
-def load_config(path: str | Path | None) -> Config:
-    """Read a YAML config; None gives the defaults."""
+def load_model(model: type[M], path: str | Path | None, error: type[ConfigError] = ConfigError) -> M:
+    """Read a YAML file into `model`; None gives the defaults."""
     if path is None:
-        return Config()
+        return model()
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(str(path), [f"cannot read: {exc.strerror}"]) from None
+        raise error(str(path), [f"cannot read: {exc.strerror}"]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(str(path), [f"not valid YAML: {exc}".replace("\n", " ")]) from None
-    return parse_config(data, str(path))
+        raise error(str(path), [f"not valid YAML: {exc}".replace("\n", " ")]) from None
+    return parse_model(model, data, str(path), error)
+
+
+def parse_config(data: Any, source: str = "config") -> Config:
+    return parse_model(Config, data, source)
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Read a YAML config; None gives the defaults."""
+    return load_model(Config, path)
 
 
 def _bounds(info: Any) -> str:

@@ -11,7 +11,7 @@ from typing import TextIO
 from daedalus_spark.config import ConfigError, load_config
 from daedalus_spark.monitor.files import InputFileError, read_trace
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
-from daedalus_spark.sim.jobmodel import JobModelError, load_job_model
+from daedalus_spark.sim.jobmodel import load_job_model
 from daedalus_spark.sim.policies import PolicyNameError, parse_policy_list
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "workloads" / "traces"
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--speedup must be >= 1 (got {args.speedup})")
         traces = [Path(t) for t in (args.trace or [str(DEFAULT_TRACE)])]
         workloads = [compress_trace(read_trace(t), args.speedup) for t in traces]
-    except (ConfigError, JobModelError, PolicyNameError, InputFileError, ValueError) as exc:
+    except (ConfigError, PolicyNameError, InputFileError, ValueError) as exc:
         print(f"daedalus-spark simulate: {exc}", file=sys.stderr)
         return 2
     evaluations = []

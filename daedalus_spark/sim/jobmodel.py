@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from daedalus_spark.config import ConfigError, load_model, parse_model
 
 
 class _Model(BaseModel):
@@ -60,44 +61,16 @@ class JobModel(_Model):
         return max(peak_per_s, 1.0) * self.capacity_headroom_ratio / unit_capacity_at_reference
 
 
-class JobModelError(ValueError):
+class JobModelError(ConfigError):
     """A job model that cannot be used; each line names the YAML path of one problem."""
 
-    def __init__(self, source: str, errors: list[str]) -> None:
-        super().__init__(f"{source}: invalid job model\n" + "\n".join(f"  {e}" for e in errors))
-        self.errors = errors
-
-
-def _explain(err: dict[str, Any]) -> str:
-    path = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    if err["type"] == "extra_forbidden":
-        return f"{path}: unknown key"
-    msg = err["msg"].removeprefix("Value error, ")
-    got = err.get("input")
-    return f"{path}: {msg} (got {got!r})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
+    kind = "job model"
 
 
 def parse_job_model(data: Any, source: str = "job model") -> JobModel:
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise JobModelError(source, [f"(top level): expected a mapping, got {type(data).__name__}"])
-    try:
-        return JobModel.model_validate(data)
-    except ValidationError as exc:
-        raise JobModelError(source, [_explain(e) for e in exc.errors()]) from None
+    return parse_model(JobModel, data, source, JobModelError)
 
 
 def load_job_model(path: str | Path | None) -> JobModel:
     """Read a job-model YAML; None gives the defaults."""
-    if path is None:
-        return JobModel()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise JobModelError(str(path), [f"cannot read: {exc.strerror}"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise JobModelError(str(path), [f"not valid YAML: {exc}".replace("\n", " ")]) from None
-    return parse_job_model(data, str(path))
+    return load_model(JobModel, path, JobModelError)

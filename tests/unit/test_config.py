@@ -38,7 +38,7 @@ def test_defaults_are_the_papers():
                      id="unknown-section"),
         pytest.param({"controller": {"min_scaleout": 5, "max_scaleout": 3}},
                      "controller.min_scaleout (5) must not exceed controller.max_scaleout (3)", id="inconsistent"),
-        pytest.param([1, 2], "expected a mapping of sections", id="not-a-mapping"),
+        pytest.param([1, 2], "expected a mapping", id="not-a-mapping"),
     ],
 )
 def test_config_errors_name_the_yaml_path(data, expected):
