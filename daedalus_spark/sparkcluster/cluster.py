@@ -136,13 +136,18 @@ class LocalCluster:
         except ProcessLookupError:
             pass
 
-    def _stop_worker(self, worker: Worker) -> None:
-        self._kill(worker.process)
+    @classmethod
+    def _terminate(cls, process: subprocess.Popen[bytes]) -> None:
+        """SIGTERM the process group, SIGKILL it if it has not gone within 10 s."""
+        cls._kill(process)
         try:
-            worker.process.wait(timeout=10)
+            process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self._kill(worker.process, signal.SIGKILL)
-            worker.process.wait(timeout=10)
+            cls._kill(process, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def _stop_worker(self, worker: Worker) -> None:
+        self._terminate(worker.process)
         if worker.group is not None:
             for pid in worker.group.pids():  # executors that left the worker's session but not its cgroup
                 try:
@@ -156,12 +161,7 @@ class LocalCluster:
         for worker in self._workers:
             self._stop_worker(worker)
         if self._master is not None and self._master.poll() is None:
-            self._kill(self._master)
-            try:
-                self._master.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._kill(self._master, signal.SIGKILL)
-                self._master.wait(timeout=10)
+            self._terminate(self._master)
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> LocalCluster:
