@@ -63,6 +63,11 @@ class CapacityConfig(_Section):
         5, "samples", "Fewer samples than this and a worker's capacity is throughput / utilization instead.",
         ge=2, le=100000,
     )
+    min_correlation_ratio: float = _field(
+        0.6, "ratio", "A worker's own regression is used only when throughput and utilization correlate this well; "
+        "otherwise the regression pooled over all workers (noise flattens a slope fitted on a narrow range).",
+        ge=0, le=1,
+    )
     min_utilization_stddev_ratio: float = _field(
         0.01, "ratio", "Below this spread of utilization the slope is not trusted (ratio estimate instead).",
         ge=0, le=0.5,

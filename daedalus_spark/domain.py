@@ -81,7 +81,7 @@ class WorkerCapacity:
     own_capacity_per_s: float  # at the expected maximum utilization, as if it received all the load it wanted
     load_share_ratio: float  # its share of the job's throughput in the latest window
     capacity_per_s: float  # what it can reach before the most constrained worker saturates
-    method: str  # "regression", "ratio" (too few points / no variance), or "peer_mean" (no usable data)
+    method: str  # "regression" (its own), "pooled" (all workers' slope), "ratio", or "peer_mean" (no usable data)
 
     @property
     def skew_factor_ratio(self) -> float:

@@ -21,6 +21,7 @@ class CapacityModel:
 
     config: CapacityConfig
     regressions: dict[str, OnlineRegression] = field(default_factory=dict)
+    pooled: OnlineRegression = field(default_factory=OnlineRegression)  # every worker's samples together
     last_seen_s: dict[str, float] = field(default_factory=dict)
     observed_per_scaleout: dict[int, float] = field(default_factory=dict)
 
@@ -32,6 +33,7 @@ class CapacityModel:
             self.last_seen_s[worker.worker_id] = observation.time_s
             for x, y in _plausible_samples(worker, skip_first):
                 regression.update(min(x, 1.0), y)
+                self.pooled.update(min(x, 1.0), y)
                 learned += 1
         self._forget_gone_workers(observation.time_s)
         return learned
@@ -48,15 +50,21 @@ class CapacityModel:
         u_max = self.config.expected_max_utilization_ratio
         if reg is None or reg.n == 0 or reg.mean_x <= 0:
             return math.nan, "peer_mean"
-        trusted_slope = (
+        if self._trusted(reg):
+            return max(reg.predict(u_max), 0.0), "regression"
+        if self._trusted(self.pooled):
+            # Workers share hardware: the pooled slope, through this worker's own means, keeps its own speed.
+            return max(reg.mean_y + self.pooled.slope * (u_max - reg.mean_x), 0.0), "pooled"
+        # Throughput / utilization underestimates when the CPU has an idle floor: a safe side to err on.
+        return reg.mean_y / reg.mean_x * u_max, "ratio"
+
+    def _trusted(self, reg: OnlineRegression) -> bool:
+        return (
             reg.n >= self.config.min_points
             and math.sqrt(reg.variance_x()) >= self.config.min_utilization_stddev_ratio
             and reg.slope > 0
+            and reg.correlation >= self.config.min_correlation_ratio
         )
-        if trusted_slope:
-            return max(reg.predict(u_max), 0.0), "regression"
-        # Throughput / utilization underestimates when the CPU has an idle floor: a safe side to err on.
-        return reg.mean_y / reg.mean_x * u_max, "ratio"
 
     def table(self, observation: Observation, max_scaleout: int) -> CapacityTable | None:
         """Capacity of the current workers and of every scale-out 1..max; None when nothing is known yet."""

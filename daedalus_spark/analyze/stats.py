@@ -58,6 +58,12 @@ class OnlineRegression:
         return self.c_xy / (self.n - ddof) if self.n > ddof else 0.0
 
     @property
+    def correlation(self) -> float:
+        """Pearson's r; 0 without spread in either variable."""
+        denominator = math.sqrt(self.m2_x * self.m2_y)
+        return self.c_xy / denominator if denominator > 0 else 0.0
+
+    @property
     def slope(self) -> float:
         return self.c_xy / self.m2_x if self.m2_x > 0 else 0.0
 

@@ -75,6 +75,7 @@ def decision_from_json(text: str) -> Decision:
 def snapshot(k: Knowledge) -> Snapshot:
     capacity = {
         "regressions": {w: asdict(r) for w, r in k.capacity.regressions.items()},
+        "pooled": asdict(k.capacity.pooled),
         "last_seen_s": k.capacity.last_seen_s,
         "observed_per_scaleout": {str(n): c for n, c in k.capacity.observed_per_scaleout.items()},
     }
@@ -117,6 +118,7 @@ def restore(s: Snapshot, config: Config, *, refit_executor: Executor | None = No
         capacity=CapacityModel(
             config.capacity,
             regressions={w: OnlineRegression(**r) for w, r in capacity["regressions"].items()},
+            pooled=OnlineRegression(**capacity["pooled"]),
             last_seen_s=dict(capacity["last_seen_s"]),
             observed_per_scaleout={int(n): c for n, c in capacity["observed_per_scaleout"].items()},
         ),

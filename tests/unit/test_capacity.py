@@ -196,3 +196,22 @@ def test_unseen_scaleouts_carry_the_margin_and_observed_ones_do_not():
     assert table.at(2) == pytest.approx(2000.0)  # the current scale-out, measured
     assert table.at(4) == pytest.approx(4000.0 * 0.9)
     assert table.at(1) == pytest.approx(1000.0 * 0.9)
+
+
+def test_a_worker_with_a_noisy_narrow_range_borrows_the_pooled_slope():
+    rng = np.random.default_rng(7)
+    model = CapacityModel(CapacityConfig())
+    # An old worker seen over a wide load range: throughput = 1000 * (u - 0.1) / 0.9.
+    u_old = np.linspace(0.15, 0.9, 60)
+    t_old = 1000 * (u_old - 0.1) / 0.9
+    model.learn(observation(workload=list(t_old), workers={"old": (list(t_old), list(u_old))}))
+    # A new worker seen for a minute at a steady 300/s, its CPU noisy: its own slope is meaningless.
+    t_new = 300 * rng.uniform(0.99, 1.01, 60)
+    u_new = 0.1 + 0.9 * t_new / 1000 + rng.normal(0, 0.02, 60)
+    obs = observation(workload=list(t_new), workers={"old": (list(t_new), list(u_new)), "new": (list(t_new), list(u_new))})
+    model.learn(obs)
+    assert model.regressions["new"].correlation < 0.6
+    capacity, method = model.own_capacity("new")
+    assert method == "pooled"
+    assert capacity == pytest.approx(1000, rel=0.1)
+    assert model.regressions["new"].mean_y / model.regressions["new"].mean_x < 850  # the ratio: 15 % low
