@@ -8,7 +8,7 @@ from concurrent.futures import Executor
 from daedalus_spark.analyze.anomaly import PendingRecovery
 from daedalus_spark.config import Config
 from daedalus_spark.domain import Decision, Observation, Reason
-from daedalus_spark.knowledge.state import Knowledge, restore, snapshot, KnowledgeStore
+from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
 
 
@@ -106,6 +106,9 @@ def _missing(obs: Observation) -> str:
         return "workload has missing or negative samples"
     if not obs.workers:
         return "no worker metrics"
+    if len(obs.workers) != obs.scaleout:
+        # A partial view would read as missing capacity and trigger a scale-out on missing data.
+        return f"metrics for {len(obs.workers)} workers but the scale-out is {obs.scaleout}"
     if not (math.isfinite(obs.consumer_lag_records) and obs.consumer_lag_records >= 0):
         return f"consumer lag {obs.consumer_lag_records} is not a record count"
     if obs.step_s <= 0:

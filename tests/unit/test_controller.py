@@ -73,6 +73,7 @@ def test_overloaded_job_scales_out_with_its_capacity_learned_online():
         pytest.param(Observation(60, 1, (1.0,), (), 0, 2, 1e6), "no worker metrics", id="no-workers"),
         pytest.param(observation(lag=-5), "consumer lag -5", id="negative-lag"),
         pytest.param(observation(scaleout=0), "scale-out 0", id="zero-scaleout"),
+        pytest.param(observation(scaleout=3), "metrics for 1 workers but the scale-out is 3", id="partial-worker-view"),
         pytest.param(observation(workers={"w": ([math.nan] * 60, [math.nan] * 60)}), "no worker capacity known",
                      id="no-usable-worker-samples"),
     ],
