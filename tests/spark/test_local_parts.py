@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +10,15 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from daedalus_spark.agent.driverui import ExecutorInfo
-from daedalus_spark.agent.queries import QueryStats, flatten_offsets, offsets_by_partition
+from daedalus_spark.agent.queries import (
+    QueryStats,
+    flatten_offsets,
+    offsets_by_partition,
+)
 from daedalus_spark.agent.scaler import choose_victims
 from daedalus_spark.agent.server import Routes, serve
 from daedalus_spark.agent.targets import TargetError, parse_target, validate_target
+from tests.spark.helpers import request
 from workloads.generator import Generator, LocalLogSink
 from workloads.locallog import LocalLog
 from workloads.pacing import PaceKeeper, Pacer
@@ -140,15 +142,6 @@ def test_offsets_and_lag_per_partition() -> None:
     assert offsets == {("t", "0"): (9, 5), ("t", "1"): (7, 7), ("k", "0"): (4, 1)}
 
 
-def call(url: str, method: str = "GET", body: bytes | None = None, token: str | None = None) -> tuple[int, Any]:
-    req = urllib.request.Request(url, data=body, method=method)
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, json.load(r)
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.load(exc)
 
 
 def test_server_applies_valid_targets_with_token_and_rejects_others() -> None:
@@ -159,15 +152,15 @@ def test_server_applies_valid_targets_with_token_and_rejects_others() -> None:
     try:
         url = f"http://127.0.0.1:{server.server_port}"
         assert server.server_address[0] == "127.0.0.1"
-        assert call(f"{url}/executors")[0] == 401
-        assert call(f"{url}/executors", "PUT", b'{"target": 2}')[0] == 401
-        assert call(f"{url}/executors", "PUT", b'{"target": 2}', "wrong")[0] == 401
-        assert call(f"{url}/executors", "PUT", b'{"target": 9}', "s3cret")[0] == 400
+        assert request(f"{url}/executors")[0] == 401
+        assert request(f"{url}/executors", "PUT", b'{"target": 2}')[0] == 401
+        assert request(f"{url}/executors", "PUT", b'{"target": 2}', "wrong")[0] == 401
+        assert request(f"{url}/executors", "PUT", b'{"target": 9}', "s3cret")[0] == 400
         assert applied == []
-        assert call(f"{url}/executors", "PUT", b'{"target": 2}', "s3cret") == (200, {"current": 1, "target": 2})
+        assert request(f"{url}/executors", "PUT", b'{"target": 2}', "s3cret") == (200, {"current": 1, "target": 2})
         assert applied == [2]
-        assert call(f"{url}/executors", token="s3cret")[0] == 200
-        assert call(f"{url}/nothing")[0] == 404
+        assert request(f"{url}/executors", token="s3cret")[0] == 200
+        assert request(f"{url}/nothing")[0] == 404
     finally:
         server.shutdown()
         server.server_close()
