@@ -44,8 +44,8 @@ class Controller:
                     direction=direction,
                     from_scaleout=decision.current_scaleout,
                     to_scaleout=decision.target_scaleout,
-                    predicted_recovery_s=float(decision.evidence.get("predicted_recovery_s") or math.inf),
-                    downtime_used_s=k.recovery.downtime_s(direction),
+                    predicted_recovery_s=_number(decision.evidence.get("predicted_recovery_s"), math.inf),
+                    downtime_used_s=_number(decision.evidence.get("downtime_used_s"), k.recovery.downtime_s(direction)),
                 )
             )
         return decision
@@ -88,7 +88,7 @@ class Controller:
             time_s = obs.time_s - (n - 1 - i) * obs.step_s
             if not (math.isfinite(workload) and math.isfinite(throughput)):
                 continue
-            measured = k.recovery.feed(time_s, workload, throughput)
+            measured = k.recovery.feed(time_s, workload, throughput, step_s=obs.step_s)
             if measured is not None:
                 k.recoveries.append(measured)
 
@@ -96,8 +96,16 @@ class Controller:
         return Decision(now_s, obs.scaleout, obs.scaleout, reason, dict(evidence))
 
 
+def _number(value: object, default: float) -> float:
+    return default if value is None else float(value)  # type: ignore[arg-type]
+
+
 def _missing(obs: Observation) -> str:
     """What makes an observation unusable for scaling ('' if nothing)."""
+    if not (math.isfinite(obs.time_s) and math.isfinite(obs.step_s) and obs.step_s > 0):
+        return f"time {obs.time_s} s or sample step {obs.step_s} s is not a positive finite number"
+    if math.isnan(obs.uptime_s) or obs.uptime_s < 0:
+        return f"uptime {obs.uptime_s} s is not a duration"
     if obs.scaleout < 1:
         return f"scale-out {obs.scaleout} is not a worker count"
     if not obs.workload_per_s:
@@ -109,16 +117,22 @@ def _missing(obs: Observation) -> str:
     if len(obs.workers) != obs.scaleout:
         # A partial view would read as missing capacity and trigger a scale-out on missing data.
         return f"metrics for {len(obs.workers)} workers but the scale-out is {obs.scaleout}"
+    ragged = [w.worker_id for w in obs.workers if len(w.throughput_per_s) != len(obs.workload_per_s)]
+    if ragged:
+        return f"worker series not aligned with the workload's {len(obs.workload_per_s)} samples: {', '.join(ragged)}"
     if not (math.isfinite(obs.consumer_lag_records) and obs.consumer_lag_records >= 0):
         return f"consumer lag {obs.consumer_lag_records} is not a record count"
-    if obs.step_s <= 0:
-        return f"sample step {obs.step_s} s is not positive"
     return ""
 
 
 def _samples_in_warmup(obs: Observation, warmup_s: float) -> int:
-    """How many leading samples of the window fall within warm-up after the job's last (re)start."""
+    """How many leading samples of the window overlap warm-up after the job's last (re)start.
+
+    A sample is stamped with the end of the `step_s` it covers, so it is clean only if it starts after warm-up.
+    """
+    if math.isinf(obs.uptime_s):
+        return 0
     n = len(obs.workload_per_s)
-    started_s = obs.time_s - obs.uptime_s
-    first_s = obs.time_s - (n - 1) * obs.step_s
-    return max(0, min(n, math.ceil((started_s + warmup_s - first_s) / obs.step_s)))
+    warm_until_s = obs.time_s - obs.uptime_s + warmup_s
+    first_start_s = obs.time_s - n * obs.step_s
+    return max(0, min(n, math.ceil((warm_until_s - first_start_s) / obs.step_s)))

@@ -34,14 +34,12 @@ class RecoveryMonitor:
     """
 
     config: RecoveryConfig
-    moments: ExponentialMoments = field(default_factory=lambda: ExponentialMoments(alpha=0.0))
+    moments: ExponentialMoments = field(default_factory=lambda: ExponentialMoments(alpha=1.0))
     pending: PendingRecovery | None = None
     downtime_scale_out_s: float = -1.0
     downtime_scale_in_s: float = -1.0
 
     def __post_init__(self) -> None:
-        if self.moments.alpha == 0.0:
-            self.moments.alpha = 1 - 0.5 ** (1 / self.config.anomaly_halflife_s)
         if self.downtime_scale_out_s < 0:
             self.downtime_scale_out_s = self.config.initial_downtime_scale_out_s
         if self.downtime_scale_in_s < 0:
@@ -62,10 +60,14 @@ class RecoveryMonitor:
         )
         return abs(gap - self.moments.mean) > threshold
 
-    def feed(self, time_s: float, workload_per_s: float, throughput_per_s: float) -> Recovery | None:
-        """One sample; returns the measured recovery when this sample completes one."""
+    def feed(
+        self, time_s: float, workload_per_s: float, throughput_per_s: float, *, step_s: float = 1.0
+    ) -> Recovery | None:
+        """One sample covering `step_s`; returns the measured recovery when this sample completes one."""
         p = self.pending
         if p is None:
+            # The weight follows the half-life in seconds, whatever the sample step (and the config, after a restart).
+            self.moments.alpha = 1 - 0.5 ** (step_s / self.config.anomaly_halflife_s)
             self.moments.update(workload_per_s - throughput_per_s)
             return None
         elapsed = time_s - p.rescale_time_s

@@ -51,9 +51,6 @@ class OnlineRegression:
     def variance_x(self, ddof: int = 0) -> float:
         return self.m2_x / (self.n - ddof) if self.n > ddof else 0.0
 
-    def variance_y(self, ddof: int = 0) -> float:
-        return self.m2_y / (self.n - ddof) if self.n > ddof else 0.0
-
     def covariance(self, ddof: int = 0) -> float:
         return self.c_xy / (self.n - ddof) if self.n > ddof else 0.0
 

@@ -66,13 +66,6 @@ class SqliteKnowledgeStore:
         finally:
             conn.close()
 
-    def decision_count(self) -> int:
-        conn = self._connect()
-        try:
-            return int(conn.execute("SELECT COUNT(*) FROM decision").fetchone()[0])
-        finally:
-            conn.close()
-
 
 def _latest(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
     rows = conn.execute(f"SELECT json FROM {table} ORDER BY seq DESC LIMIT ?", (HISTORY_LIMIT,)).fetchall()

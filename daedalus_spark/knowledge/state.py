@@ -108,11 +108,20 @@ def restore(s: Snapshot, config: Config, *, refit_executor: Executor | None = No
             f"knowledge format {s.format_version} is newer than this version understands ({FORMAT_VERSION})"
         )
     try:
-        capacity: dict[str, Any] = json.loads(s.components["capacity"])
-        recovery: dict[str, Any] = json.loads(s.components["recovery"])
-        controller: dict[str, Any] = json.loads(s.components["controller"])
-    except (KeyError, json.JSONDecodeError) as exc:
-        raise IncompatibleKnowledge(f"knowledge component unreadable: {exc}") from None
+        knowledge = _restore_learned(s, config, refit_executor)
+    except (KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise IncompatibleKnowledge(f"knowledge damaged or from another version: {exc!r}") from None
+    try:
+        knowledge.forecaster = WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refit_executor=refit_executor)
+    except Exception:  # noqa: BLE001 - e.g. another forecast.resolution_s: relearn the forecast, keep the rest
+        pass
+    return knowledge
+
+
+def _restore_learned(s: Snapshot, config: Config, refit_executor: Executor | None) -> Knowledge:
+    capacity: dict[str, Any] = json.loads(s.components["capacity"])
+    recovery: dict[str, Any] = json.loads(s.components["recovery"])
+    controller: dict[str, Any] = json.loads(s.components["controller"])
     pending = recovery["pending"]
     return Knowledge(
         capacity=CapacityModel(
@@ -122,7 +131,7 @@ def restore(s: Snapshot, config: Config, *, refit_executor: Executor | None = No
             last_seen_s=dict(capacity["last_seen_s"]),
             observed_per_scaleout={int(n): c for n, c in capacity["observed_per_scaleout"].items()},
         ),
-        forecaster=WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refit_executor=refit_executor),
+        forecaster=WorkloadForecaster(config.forecast, refit_executor=refit_executor),
         recovery=RecoveryMonitor(
             config.recovery,
             moments=ExponentialMoments(**recovery["moments"]),

@@ -64,8 +64,12 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
         return decide(current, Reason.RECENT_RESCALE_STILL_FINE)
     notes: list[str] = []
     deferred = False
-    for n in range(settings.min_scaleout, min(settings.max_scaleout, inputs.capacities.max_scaleout) + 1):
-        cand = _candidate(inputs, n, settings)
+    replay = replay_backlog_records(
+        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
+    )
+    per_second = inputs.forecast.per_second()
+    for n in range(settings.min_scaleout, settings.max_scaleout + 1):
+        cand = _candidate(inputs, n, replay, per_second)
         rejection = _reject(inputs, cand, forecast_max, settings.target_recovery_s)
         if rejection is None and n == current:
             reason = Reason.SCALE_IN_DEFERRED_LAG if deferred else Reason.CURRENT_IS_SMALLEST_VALID
@@ -88,16 +92,13 @@ def _still_fine(inputs: PlanInputs, loop_interval_s: float, evidence: dict[str, 
     return capacity > inputs.workload_avg_per_s and capacity > next_loop_max
 
 
-def _candidate(inputs: PlanInputs, n: int, settings: ControllerConfig) -> Candidate:
+def _candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: tuple[float, ...]) -> Candidate:
     capacity = inputs.capacities.at(n)
     # Keeping the scale-out is judged against a failure restart, which costs what a scale-out does.
     downtime = inputs.downtime_scale_in_s if n < inputs.current_scaleout else inputs.downtime_scale_out_s
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
     recovery = predict_recovery_s(
         capacity_per_s=capacity,
-        forecast_per_second=inputs.forecast.per_second(),
+        forecast_per_second=forecast_per_second,
         downtime_s=downtime,
         replay_records=replay,
         lag_records=inputs.consumer_lag_records,

@@ -45,3 +45,23 @@ def test_sqlite_refuses_a_file_that_is_not_knowledge(tmp_path):
     path.write_bytes(b"this is not a database at all" * 100)
     with pytest.raises(IncompatibleKnowledge, match="not a daedalus-spark knowledge file"):
         SqliteKnowledgeStore(path).load()
+
+
+def test_damaged_components_are_refused_with_a_clear_error():
+    broken = Snapshot(FORMAT_VERSION, {"capacity": "{}", "recovery": "{}", "controller": "{}"}, b"", (), ())
+    with pytest.raises(IncompatibleKnowledge, match="damaged"):
+        restore(broken, Config())
+
+
+def test_a_forecaster_that_cannot_be_restored_is_relearned_and_the_rest_kept():
+    from daedalus_spark.controller import Controller
+    from daedalus_spark.knowledge.state import snapshot
+    from tests.conftest import observation
+
+    controller = Controller(Config())
+    controller.tick(observation(time_s=60.0), 60.0)
+    saved = snapshot(controller.knowledge)
+    other = Config.model_validate({"forecast": {"resolution_s": 30}})
+    restored = restore(saved, other)
+    assert restored.capacity.regressions == controller.knowledge.capacity.regressions
+    assert restored.forecaster.history_steps == 0

@@ -84,3 +84,13 @@ def test_a_recovery_that_never_settles_is_dropped_not_measured():
     assert all(monitor.feed(100 + i, 1000.0, 0.0) is None for i in range(200))
     assert monitor.pending is None
     assert monitor.downtime_scale_out_s == 30
+
+
+def test_half_life_is_in_seconds_whatever_the_sample_step():
+    one_s, fifteen_s = RecoveryMonitor(RecoveryConfig()), RecoveryMonitor(RecoveryConfig())
+    for i in range(600):
+        one_s.feed(i, 1000.0 if i < 300 else 2000.0, 1000.0)
+    for i in range(0, 600, 15):
+        fifteen_s.feed(i, 1000.0 if i < 300 else 2000.0, 1000.0, step_s=15.0)
+    # Both have forgotten the same share of the first regime after 300 s of the second.
+    assert fifteen_s.moments.mean == pytest.approx(one_s.moments.mean, rel=0.02)

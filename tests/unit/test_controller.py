@@ -74,6 +74,11 @@ def test_overloaded_job_scales_out_with_its_capacity_learned_online():
         pytest.param(observation(lag=-5), "consumer lag -5", id="negative-lag"),
         pytest.param(observation(scaleout=0), "scale-out 0", id="zero-scaleout"),
         pytest.param(observation(scaleout=3), "metrics for 1 workers but the scale-out is 3", id="partial-worker-view"),
+        pytest.param(observation(uptime_s=math.nan), "uptime nan s", id="nan-uptime"),
+        pytest.param(observation(step_s=math.inf), "sample step inf s", id="infinite-step"),
+        pytest.param(observation(time_s=math.nan), "time nan s", id="nan-time"),
+        pytest.param(observation(workload=[5.0] * 10, workers={"w": ([1.0] * 4, [0.5] * 4)}),
+                     "not aligned with the workload's 10 samples: w", id="ragged-worker-series"),
         pytest.param(observation(workers={"w": ([math.nan] * 60, [math.nan] * 60)}), "no worker capacity known",
                      id="no-usable-worker-samples"),
     ],
@@ -86,6 +91,12 @@ def test_never_scales_on_missing_or_absurd_data(obs, problem):
     assert problem in decision.evidence["problem"]
 
 
+def test_unknown_uptime_means_no_warmup():
+    controller = Controller(CONFIG)
+    controller.tick(window(60.0, 1000.0, 4, rng=np.random.default_rng(0), uptime_s=math.inf), 60.0)
+    assert all(r.n == 60 for r in controller.knowledge.capacity.regressions.values())
+
+
 def test_warmup_samples_are_skipped_and_no_decision_is_made():
     controller = Controller(CONFIG)
     obs = window(60.0, 1000.0, 4, rng=np.random.default_rng(0), uptime_s=30.0)
@@ -93,8 +104,8 @@ def test_warmup_samples_are_skipped_and_no_decision_is_made():
     assert decision.reason is Reason.SKIP_WARMUP
     assert all(r.n == 0 for r in controller.knowledge.capacity.regressions.values())
     later = window(120.0, 1000.0, 4, rng=np.random.default_rng(1), uptime_s=90.0)
-    controller.tick(later, 120.0)  # started at 30 s: samples from 90 s on (61..89 s are warm-up)
-    assert all(r.n == 31 for r in controller.knowledge.capacity.regressions.values())
+    controller.tick(later, 120.0)  # started at 30 s: samples covering 90-91 s on (stamped 61..90 s overlap warm-up)
+    assert all(r.n == 30 for r in controller.knowledge.capacity.regressions.values())
 
 
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
