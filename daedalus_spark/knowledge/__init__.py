@@ -1,0 +1,1 @@
+"""Knowledge: what the loop has learned, and the stores that keep it across restarts."""

@@ -1,0 +1,1 @@
+"""Plan: Algorithm 1, pure: analyzed inputs in, a Decision with its reason out."""

@@ -1,0 +1,1 @@
+"""Report: capacity, forecast and simulation reports for people (text, HTML) and tools (JSON)."""
