@@ -21,6 +21,7 @@ class PendingRecovery:
     predicted_recovery_s: float
     downtime_used_s: float
     anomaly_seen: bool = False
+    overlapping: bool = False  # began while an earlier recovery was still under way: timed, not learned from
     normal_streak_start_s: float | None = None
     normal_streak: int = 0
 
@@ -50,6 +51,8 @@ class RecoveryMonitor:
 
     def start(self, pending: PendingRecovery) -> None:
         """A rescale was made: from now on, samples are timed rather than learned from."""
+        if self.pending is not None and self.pending.anomaly_seen:
+            pending.overlapping = True  # its backlog is partly the previous rescale's
         self.pending = pending
 
     def is_anomalous(self, workload_per_s: float, throughput_per_s: float) -> bool:
@@ -92,7 +95,8 @@ class RecoveryMonitor:
         p = self.pending
         assert p is not None
         self.pending = None
-        self._correct_downtime(p, recovery_s)
+        if not p.overlapping:
+            self._correct_downtime(p, recovery_s)
         return Recovery(
             rescale_time_s=p.rescale_time_s,
             direction=p.direction,

@@ -94,3 +94,20 @@ def test_half_life_is_in_seconds_whatever_the_sample_step():
         fifteen_s.feed(i, 1000.0 if i < 300 else 2000.0, 1000.0, step_s=15.0)
     # Both have forgotten the same share of the first regime after 300 s of the second.
     assert fifteen_s.moments.mean == pytest.approx(one_s.moments.mean, rel=0.02)
+
+
+def test_a_rescale_during_a_recovery_is_timed_but_does_not_correct_the_downtime():
+    monitor = RecoveryMonitor(RecoveryConfig(downtime_learning_ratio=1.0))
+    for i in range(100):
+        monitor.feed(i, 1000.0, 1000.0)
+    monitor.start(pending(100))
+    for i in range(100, 110):
+        monitor.feed(i, 1000.0, 0.0)  # still down when the next rescale comes
+    monitor.start(pending(110, predicted=20))
+    result = None
+    for i in range(110, 300):
+        result = monitor.feed(i, 1000.0, 0.0 if i < 150 else 1000.0) or result
+        if result:
+            break
+    assert result.recovery_s == 40
+    assert monitor.downtime_scale_out_s == 30  # unchanged: the backlog was partly the first rescale's
