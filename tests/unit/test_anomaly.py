@@ -23,6 +23,21 @@ def pending(at_s, predicted=100.0, downtime=30.0, direction="out"):
     return PendingRecovery(at_s, direction, 2, 3 if direction == "out" else 1, predicted, downtime)
 
 
+def steady(monitor, seconds, rate=1000.0):
+    """Normal operation: throughput equals the workload."""
+    for i in range(seconds):
+        monitor.feed(i, rate, rate)
+
+
+def recovery_after(monitor, start_s, throughput_at, until_s=400, workload=1000.0):
+    """Feed from `start_s` until a recovery is measured (None if none by `until_s`)."""
+    for i in range(start_s, until_s):
+        result = monitor.feed(i, workload, throughput_at(i))
+        if result:
+            return result
+    return None
+
+
 def test_recovery_measured_on_the_paper_data_ends_when_throughput_settles():
     monitor = RecoveryMonitor(RecoveryConfig())
     result = None
@@ -44,24 +59,16 @@ def test_downtime_estimate_moves_towards_what_the_recovery_implies():
         monitor.feed(i, 1000.0, 1000.0 + (i % 3 - 1) * 5)
     # Predicted 60 s with 30 s of downtime; the stream took 100 s: 40 s more, so the downtime was ~70 s.
     monitor.start(pending(200, predicted=60, downtime=30))
-    for i in range(200, 400):
-        throughput = 0.0 if i < 260 else (1500.0 if i < 300 else 1000.0)
-        if monitor.feed(i, 1000.0, throughput):
-            break
+    recovery_after(monitor, 200, lambda i: 0.0 if i < 260 else (1500.0 if i < 300 else 1000.0))
     assert monitor.downtime_scale_out_s == pytest.approx(30 + 0.5 * (70 - 30))
     assert monitor.downtime_scale_in_s == config.initial_downtime_scale_in_s
 
 
 def test_scale_in_corrects_only_the_scale_in_downtime():
     monitor = RecoveryMonitor(RecoveryConfig(initial_downtime_scale_in_s=15, downtime_learning_ratio=1.0))
-    for i in range(100):
-        monitor.feed(i, 1000.0, 1000.0)
+    steady(monitor, 100)
     monitor.start(pending(100, predicted=20, downtime=15, direction="in"))
-    result = None
-    for i in range(100, 200):
-        result = monitor.feed(i, 1000.0, 0.0 if i < 105 else 1000.0) or result
-        if result:
-            break
+    result = recovery_after(monitor, 100, lambda i: 0.0 if i < 105 else 1000.0)
     assert result.recovery_s == 5
     assert monitor.downtime_scale_in_s == 0.0  # recovered 15 s earlier than predicted: the downtime was ~0
     assert monitor.downtime_scale_out_s == 30
@@ -69,8 +76,7 @@ def test_scale_in_corrects_only_the_scale_in_downtime():
 
 def test_seamless_rescale_measures_zero_after_the_grace_period():
     monitor = RecoveryMonitor(RecoveryConfig())
-    for i in range(100):
-        monitor.feed(i, 1000.0, 1000.0)
+    steady(monitor, 100)
     monitor.start(pending(100))
     results = [monitor.feed(100 + i, 1000.0, 1000.0) for i in range(int(NO_ANOMALY_GRACE_S) + 1)]
     assert [r.recovery_s for r in results if r] == [0.0]
@@ -78,8 +84,7 @@ def test_seamless_rescale_measures_zero_after_the_grace_period():
 
 def test_a_recovery_that_never_settles_is_dropped_not_measured():
     monitor = RecoveryMonitor(RecoveryConfig(max_recovery_s=120))
-    for i in range(100):
-        monitor.feed(i, 1000.0, 1000.0)
+    steady(monitor, 100)
     monitor.start(pending(100))
     assert all(monitor.feed(100 + i, 1000.0, 0.0) is None for i in range(200))
     assert monitor.pending is None
@@ -98,16 +103,10 @@ def test_half_life_is_in_seconds_whatever_the_sample_step():
 
 def test_a_rescale_during_a_recovery_is_timed_but_does_not_correct_the_downtime():
     monitor = RecoveryMonitor(RecoveryConfig(downtime_learning_ratio=1.0))
-    for i in range(100):
-        monitor.feed(i, 1000.0, 1000.0)
+    steady(monitor, 100)
     monitor.start(pending(100))
-    for i in range(100, 110):
-        monitor.feed(i, 1000.0, 0.0)  # still down when the next rescale comes
+    assert recovery_after(monitor, 100, lambda i: 0.0, until_s=110) is None  # still down at the next rescale
     monitor.start(pending(110, predicted=20))
-    result = None
-    for i in range(110, 300):
-        result = monitor.feed(i, 1000.0, 0.0 if i < 150 else 1000.0) or result
-        if result:
-            break
+    result = recovery_after(monitor, 110, lambda i: 0.0 if i < 150 else 1000.0)
     assert result.recovery_s == 40
     assert monitor.downtime_scale_out_s == 30  # unchanged: the backlog was partly the first rescale's
