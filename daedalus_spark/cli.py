@@ -10,8 +10,7 @@ from pathlib import Path
 
 from daedalus_spark.config import ConfigError, load_config, render_yaml
 from daedalus_spark.monitor.files import InputFileError
-
-BUNDLED_TRACES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
+from daedalus_spark.sim.cli import register as register_simulate
 
 
 def _validate_config(args: argparse.Namespace) -> int:
@@ -50,22 +49,10 @@ def _forecast_evaluate(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """What `make demo` runs: the simulator on a bundled trace if present, else the offline reports."""
-    try:
-        from daedalus_spark.sim.cli import demo
-    except ImportError:
-        demo = None
-    if demo is not None:
-        return int(demo(args))
-    measurements = Path(__file__).resolve().parent.parent / "tests" / "data" / "measurements"
-    trace = BUNDLED_TRACES / "wordcount_sine_40000_6h.csv"
-    print("== capacity of 12 workers at saturation (paper Fig. 3 data)")
-    _capacity(argparse.Namespace(
-        utilization=measurements / "data_skew_cpu_12.csv", throughput=measurements / "data_skew_throughput_12.csv",
-        config=args.config, max_scaleout=None, json=False, smooth_throughput=1,
-    ))
-    print(f"\n== 15-minute forecast backtest on {trace.name}")
-    return _forecast_evaluate(argparse.Namespace(trace=trace, config=args.config, horizon=None, json=False))
+    """What `make demo` runs: the simulator on the bundled WordCount trace, with its report."""
+    from daedalus_spark.sim.cli import demo
+
+    return int(demo(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,12 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("out/demo"))
     p.set_defaults(handler=_demo)
 
-    try:
-        from daedalus_spark.sim.cli import register
-    except ImportError:
-        pass
-    else:
-        register(sub)
+    register_simulate(sub)
     return parser
 
 
