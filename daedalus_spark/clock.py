@@ -1,14 +1,15 @@
-"""Knowledge support: the one injected clock (system for real runs, fake for tests and the simulator)."""
+"""Knowledge of time: the one clock the loop owns, real for the sidecar and fake (advanced by hand) for tests."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 
 class Clock(Protocol):
     def now(self) -> float:
-        """Seconds since an arbitrary, fixed epoch."""
+        """Seconds since the epoch (or any fixed origin the loop agrees on)."""
         ...
 
 
@@ -17,22 +18,15 @@ class SystemClock:
         return time.time()
 
 
+@dataclass
 class FakeClock:
-    """A clock that only moves when told to; never sleeps."""
+    """A clock that moves only when told to; tests and the simulator use it instead of sleeping."""
 
-    def __init__(self, start_s: float = 0.0) -> None:
-        self._now = float(start_s)
+    t: float = 0.0
 
     def now(self) -> float:
-        return self._now
+        return self.t
 
     def advance(self, seconds: float) -> float:
-        if seconds < 0:
-            raise ValueError(f"a clock cannot go back ({seconds} s)")
-        self._now += seconds
-        return self._now
-
-    def set(self, now_s: float) -> None:
-        if now_s < self._now:
-            raise ValueError(f"a clock cannot go back (from {self._now} to {now_s})")
-        self._now = float(now_s)
+        self.t += seconds
+        return self.t

@@ -133,11 +133,97 @@ class RecoveryConfig(_Section):
     )
 
 
+class MonitorConfig(_Section):
+    prometheus_url: str = _field(
+        "", "url", "Prometheus to read from with range queries; empty = scrape `scrape_urls` directly (one machine, "
+        "no server).",
+    )
+    scrape_urls: list[str] = _field(
+        ["http://127.0.0.1:9095/metrics"], "urls",
+        "Without a Prometheus URL: the /metrics endpoints scraped every `step_s` (the agent's; add the CPU exporter's).",
+    )
+    step_s: float = _field(1, "s", "Sample step of the observation (range-query step, or scrape period).", ge=0.1, le=300)
+    rate_window_s: float = _field(
+        5, "s", "Window of rate() in the queries ($rate_window); throughput and utilization share it, so they cover "
+        "the same time.", ge=1, le=3600,
+    )
+    timeout_s: float = _field(5, "s", "A query or scrape slower than this fails the tick (skipped, not actuated).",
+                              gt=0, le=300)
+    executor_label: str = _field("executor_id", "-", "Label that names the executor in per-executor series.")
+    query_workload: str = _field(
+        "sum(rate(daedalus_spark_source_latest_offset[$rate_window]))", "PromQL",
+        "Records/s arriving at the source: growth of the topic's end offsets, whoever produces.",
+    )
+    query_throughput: str = _field(
+        "sum by (executor_id) (rate(daedalus_spark_executor_records_processed_total[$rate_window]))", "PromQL",
+        "Records/s each executor reads from the source.",
+    )
+    query_cpu: str = _field(
+        "sum by (executor_id) (rate(daedalus_spark_executor_cpu_seconds_total[$rate_window])) / on (executor_id) "
+        "daedalus_spark_executor_cpu_limit_cores", "PromQL",
+        "CPU utilization ratio per executor (executor JVM and its Python workers) — utilization_signal cpu.",
+    )
+    query_busy: str = _field(
+        "sum by (executor_id) (rate(daedalus_spark_executor_busy_seconds_total[$rate_window])) / on (executor_id) "
+        "daedalus_spark_executor_cores", "PromQL", "Busy fraction per executor (task time per core) — "
+        "utilization_signal busy_time.",
+    )
+    query_lag: str = _field("sum(daedalus_spark_lag_records)", "PromQL", "Consumer lag in records.")
+    query_executors: str = _field("sum(daedalus_spark_executors)", "PromQL", "Live executors (the scale-out).")
+    query_uptime: str = _field(
+        "max(daedalus_spark_uptime_seconds)", "PromQL", "Seconds since the job (re)started processing.",
+    )
+
+
+class ActuatorConfig(_Section):
+    kind: Literal["agent", "dry_run", "kubernetes"] = _field(
+        "agent", "-", "agent: PUT the executor target to the in-driver agent; dry_run: decide and log only.",
+    )
+    agent_url: str = _field("http://127.0.0.1:9095", "url", "The agent's base URL (sidecar: localhost).")
+    token_env: str = _field(
+        "DAEDALUS_AGENT_TOKEN", "-", "Environment variable holding the agent's bearer token (unset: no token).",
+    )
+    timeout_s: float = _field(10, "s", "Timeout of one HTTP request to the agent.", gt=0, le=300)
+    retries: int = _field(3, "attempts", "Attempts per request before the actuation is reported failed.",
+                          ge=1, le=20)
+    backoff_s: float = _field(1, "s", "Wait before the first retry; doubles with every further one.", ge=0, le=60)
+    confirm_timeout_s: float = _field(
+        90, "s", "After setting a target, wait this long for the live executor count to reach it "
+        "(unconfirmed otherwise).", ge=0, le=3600,
+    )
+    confirm_poll_s: float = _field(1, "s", "Poll period while confirming.", gt=0, le=60)
+
+
+class RuntimeConfig(_Section):
+    metrics_host: str = _field("127.0.0.1", "-", "Address of the controller's /metrics and /healthz.")
+    metrics_port: int = _field(9097, "port", "Port of the controller's /metrics and /healthz (0 = off).",
+                               ge=0, le=65535)
+    decision_log: str = _field(
+        "daedalus-decisions.jsonl", "path", "One JSON line per tick: time, reason, scale-outs, evidence, actuation.",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _field("INFO", "-", "Logging level.")
+
+
+class AgentSettings(_Section):
+    host: str = _field("127.0.0.1", "-", "The in-driver agent listens here (beyond localhost only when set).")
+    port: int = _field(9095, "port", "The agent's HTTP port.", ge=0, le=65535)
+    token_env: str = _field(
+        "DAEDALUS_AGENT_TOKEN", "-", "Environment variable with the bearer token /executors requires (unset: none).",
+    )
+    min_executors: int = _field(1, "executors", "Targets below this are refused.", ge=0, le=10000)
+    max_executors: int = _field(16, "executors", "Targets above this are refused.", ge=1, le=10000)
+    poll_s: float = _field(1, "s", "How often the agent polls the driver's REST API.", gt=0, le=60)
+
+
 class Config(_Section):
     controller: ControllerConfig = ControllerConfig()
     capacity: CapacityConfig = CapacityConfig()
     forecast: ForecastConfig = ForecastConfig()
     recovery: RecoveryConfig = RecoveryConfig()
+    monitor: MonitorConfig = MonitorConfig()
+    actuator: ActuatorConfig = ActuatorConfig()
+    runtime: RuntimeConfig = RuntimeConfig()
+    agent: AgentSettings = AgentSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Config:
@@ -145,6 +231,11 @@ class Config(_Section):
         if c.min_scaleout > c.max_scaleout:
             raise ValueError(
                 f"controller.min_scaleout ({c.min_scaleout}) must not exceed controller.max_scaleout ({c.max_scaleout})"
+            )
+        if self.agent.min_executors > self.agent.max_executors:
+            raise ValueError(
+                f"agent.min_executors ({self.agent.min_executors}) must not exceed agent.max_executors "
+                f"({self.agent.max_executors})"
             )
         if self.forecast.resolution_s > self.forecast.horizon_s:
             raise ValueError("forecast.resolution_s must not exceed forecast.horizon_s")

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Executor
+from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
 from daedalus_spark.config import Config
 from daedalus_spark.domain import Decision, Observation, Reason
+from daedalus_spark.execute.port import Actuation
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
 
 
 class Controller:
-    """`tick(observation, now_s) -> Decision`; the runtime and the simulator both drive this."""
+    """`tick` decides, `conclude` records what the actuator did; the loop (sidecar and simulator) calls both."""
 
     def __init__(
         self, config: Config, *, knowledge: Knowledge | None = None, refit_executor: Executor | None = None
@@ -32,23 +34,41 @@ class Controller:
         store.save(snapshot(self.knowledge))
 
     def tick(self, observation: Observation, now_s: float) -> Decision:
-        decision = self._decide(observation, now_s)
+        """Learn from the observation and decide; nothing counts as a rescale until `conclude` says it was applied."""
+        return self._decide(observation, now_s)
+
+    def skip(self, now_s: float, scaleout: int, **evidence: float | str) -> Decision:
+        """A tick that could not observe: keep the scale-out, say why."""
+        return Decision(now_s, scaleout, scaleout, Reason.SKIP_MISSING_DATA, dict(evidence))
+
+    def conclude(self, decision: Decision, actuation: Actuation | None = None) -> Decision:
+        """Record the decision with what the actuator did; a rescale counts only once it changed the job.
+
+        A refused or failed rescale teaches nothing: no cool-down, no recovery measurement (which would otherwise
+        time a recovery that never happened and shrink the downtime estimate).
+        """
+        if actuation is not None:
+            decision = replace(decision, actuation=actuation.outcome.value, actuation_detail=actuation.detail)
         k = self.knowledge
         k.decisions.append(decision)
-        if decision.rescale:
-            k.last_rescale_s = now_s
-            direction = "out" if decision.target_scaleout > decision.current_scaleout else "in"
-            k.recovery.start(
-                PendingRecovery(
-                    rescale_time_s=now_s,
-                    direction=direction,
-                    from_scaleout=decision.current_scaleout,
-                    to_scaleout=decision.target_scaleout,
-                    predicted_recovery_s=_number(decision.evidence.get("predicted_recovery_s"), math.inf),
-                    downtime_used_s=_number(decision.evidence.get("downtime_used_s"), k.recovery.downtime_s(direction)),
-                )
-            )
+        if decision.rescale and actuation is not None and actuation.outcome.changed_the_job:
+            self._start_rescale(decision)
         return decision
+
+    def _start_rescale(self, decision: Decision) -> None:
+        k, now_s = self.knowledge, decision.time_s
+        k.last_rescale_s = now_s
+        direction = "out" if decision.target_scaleout > decision.current_scaleout else "in"
+        k.recovery.start(
+            PendingRecovery(
+                rescale_time_s=now_s,
+                direction=direction,
+                from_scaleout=decision.current_scaleout,
+                to_scaleout=decision.target_scaleout,
+                predicted_recovery_s=_number(decision.evidence.get("predicted_recovery_s"), math.inf),
+                downtime_used_s=_number(decision.evidence.get("downtime_used_s"), k.recovery.downtime_s(direction)),
+            )
+        )
 
     def _decide(self, obs: Observation, now_s: float) -> Decision:
         missing = _missing(obs)

@@ -132,6 +132,8 @@ class Decision:
     reason: Reason
     evidence: dict[str, float | int | str | None] = field(default_factory=dict, compare=False)
     notes: tuple[str, ...] = ()  # one line per scale-out examined and rejected, for people
+    actuation: str | None = None  # what the actuator did with a rescale (execute.port.Outcome), None if not asked
+    actuation_detail: str = ""
 
     @property
     def rescale(self) -> bool:

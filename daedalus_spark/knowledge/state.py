@@ -69,6 +69,8 @@ def decision_from_json(text: str) -> Decision:
         reason=Reason(raw["reason"]),
         evidence=raw["evidence"],
         notes=tuple(raw["notes"]),
+        actuation=raw.get("actuation"),
+        actuation_detail=raw.get("actuation_detail", ""),
     )
 
 

@@ -1,37 +1,72 @@
-"""Simulation: the daedalus policy — the real controller tick, fed the Observation the monitor would produce."""
+"""Simulation: the daedalus policy — the real loop step, with a monitor and an actuator on the simulated job."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import Config
-from daedalus_spark.domain import Decision
+from daedalus_spark.controller import Controller
+from daedalus_spark.domain import Decision, Observation
+from daedalus_spark.execute.port import Actuation, Outcome
+from daedalus_spark.loop import Loop
+from daedalus_spark.sim.job import SimulatedJob
+
+
+@dataclass
+class SimulatedJobMonitor:
+    """Observes the simulated job as Prometheus would have: every sample since the previous tick."""
+
+    job: SimulatedJob | None = None
+
+    def observe(self, *, start_s: float, end_s: float) -> Observation:
+        assert self.job is not None and end_s == self.job.now_s
+        return self.job.observation(int(start_s))
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass
+class SimulatedJobActuator:
+    """Hands the target to the runner, which rescales the simulated job right after the step."""
+
+    job: SimulatedJob | None = None
+    requested: int | None = None
+
+    def current(self) -> int:
+        assert self.job is not None
+        return self.job.scaleout
+
+    def apply(self, target: int) -> Actuation:
+        self.requested = target
+        return Actuation(target, Outcome.APPLIED, "simulated", live=target)
 
 
 @dataclass
 class DaedalusPolicy:
-    """Calls `Controller.tick` once per loop interval with the samples since the previous tick; synchronous
-    refits (no executor) keep runs deterministic."""
+    """One `Loop.step` per loop interval with the samples since the previous step; synchronous refits (no
+    executor) keep runs deterministic."""
 
     config: Config
     name: str = "daedalus"
     sync_interval_s: int | None = None
     decisions: list[Decision] = field(default_factory=list, repr=False)
-    _controller: object | None = field(default=None, repr=False)
-    _last_tick_s: int = 0
+    _loop: Loop | None = field(default=None, repr=False)
+    _monitor: SimulatedJobMonitor = field(default_factory=SimulatedJobMonitor, repr=False)
+    _actuator: SimulatedJobActuator = field(default_factory=SimulatedJobActuator, repr=False)
+    _clock: FakeClock = field(default_factory=FakeClock, repr=False)
 
     def __post_init__(self) -> None:
         self.sync_interval_s = max(1, int(round(self.config.controller.loop_interval_s)))
 
-    def decide(self, job: object) -> int | None:
-        from daedalus_spark.controller import Controller
-        from daedalus_spark.sim.job import SimulatedJob
-
-        assert isinstance(job, SimulatedJob)
-        if self._controller is None:
-            self._controller = Controller(self.config, refit_executor=None)
-        observation = job.observation(self._last_tick_s)
-        self._last_tick_s = job.now_s
-        decision = self._controller.tick(observation, float(job.now_s))  # type: ignore[attr-defined]
-        self.decisions.append(decision)
-        return decision.target_scaleout
+    def decide(self, job: SimulatedJob) -> int | None:
+        if self._loop is None:  # the first step comes one interval in, so its window starts at the job's start
+            self._loop = Loop(Controller(self.config, refit_executor=None), self._monitor, self._actuator,
+                              store=None, clock=self._clock)
+        self._monitor.job = self._actuator.job = job
+        self._clock.t = float(job.now_s)
+        self._actuator.requested = None
+        result = self._loop.step()
+        self.decisions.append(result.decision)
+        return self._actuator.requested

@@ -8,6 +8,7 @@ import pytest
 from daedalus_spark.config import Config, parse_config
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Observation, Reason, WorkerSeries
+from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore, restore, snapshot
 from tests.conftest import observation
@@ -28,12 +29,19 @@ def window(t_end, workload, scaleout, *, rng, lag=0.0, uptime_s=1e6, samples=60)
     return Observation(t_end, 1.0, tuple(load), tuple(workers), lag, scaleout, uptime_s)
 
 
+def step(controller, obs, t):
+    """tick, then conclude as if the actuator applied every rescale (the loop's part, without a loop)."""
+    decision = controller.tick(obs, t)
+    applied = Actuation(decision.target_scaleout, Outcome.APPLIED) if decision.rescale else None
+    return controller.conclude(decision, applied)
+
+
 def drive(controller, ticks, *, workload=1000.0, scaleout=4, start=60.0, seed=0):
     rng = np.random.default_rng(seed)
     decisions = []
     for k in range(ticks):
         t = start + 60.0 * k
-        decision = controller.tick(window(t, workload, scaleout, rng=rng), t)
+        decision = step(controller, window(t, workload, scaleout, rng=rng), t)
         decisions.append(decision)
         scaleout = decision.target_scaleout
     return decisions
@@ -117,13 +125,13 @@ def test_restarted_controller_makes_the_same_next_decision(tmp_path, store_kind)
     scaleout = 6
     for k in range(25):
         t = 60.0 * (k + 1)
-        scaleout = original.tick(window(t, workload[60 * k: 60 * (k + 1)], scaleout, rng=rng), t).target_scaleout
+        scaleout = step(original, window(t, workload[60 * k: 60 * (k + 1)], scaleout, rng=rng), t).target_scaleout
     original.save(store)
     restarted = Controller.resume(CONFIG, store)
     for k in range(25, 40):
         t = 60.0 * (k + 1)
         obs = window(t, workload[60 * k: 60 * (k + 1)], scaleout, rng=rng)
-        a, b = original.tick(obs, t), restarted.tick(obs, t)
+        a, b = step(original, obs, t), step(restarted, obs, t)
         assert (a.target_scaleout, a.reason, a.evidence) == (b.target_scaleout, b.reason, b.evidence)
         scaleout = a.target_scaleout
     assert list(restarted.knowledge.decisions)[:25] == list(original.knowledge.decisions)[:25]
