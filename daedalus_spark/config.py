@@ -333,7 +333,7 @@ def render_yaml(config: Config) -> str:
         for name, info in type(section).model_fields.items():
             unit = (info.json_schema_extra or {}).get("unit", "-")
             lines.append(f"  # {info.description} Unit: {unit}. Allowed: {_bounds(info)}.")
-            value = yaml.safe_dump(getattr(section, name), default_flow_style=True).strip()
+            value = yaml.safe_dump(getattr(section, name), default_flow_style=True, width=1 << 16).strip()
             value = value.removesuffix("\n...").removesuffix("...").strip()
             lines.append(f"  {name}: {value}")
     return "\n".join(lines) + "\n"
