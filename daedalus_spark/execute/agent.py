@@ -1,0 +1,115 @@
+"""Execute: the agent actuator — PUT the absolute executor target to the in-driver agent, then confirm it is live."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from daedalus_spark.config import ActuatorConfig
+from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
+
+
+class _Refused(Exception):
+    """The agent answered 4xx: retrying will not help."""
+
+
+@dataclass
+class AgentActuator:
+    """Talks to the agent's `/executors` (bearer token, timeout, bounded retries with doubling backoff)."""
+
+    settings: ActuatorConfig
+    token: str | None = None
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+    _opener: urllib.request.OpenerDirector = field(
+        default_factory=lambda: urllib.request.build_opener(urllib.request.ProxyHandler({})), repr=False
+    )
+
+    @property
+    def url(self) -> str:
+        return self.settings.agent_url.rstrip("/") + "/executors"
+
+    def current(self) -> int:
+        try:
+            return _live_count(self._with_retries("GET"))
+        except (_Refused, OSError, ValueError) as exc:
+            raise ActuatorError(f"cannot read the live executors from {self.url}: {exc}") from None
+
+    def apply(self, target: int) -> Actuation:
+        started = self.monotonic()
+        try:
+            self._with_retries("PUT", {"target": target})
+        except _Refused as exc:
+            return Actuation(target, Outcome.REFUSED, str(exc), duration_s=self.monotonic() - started)
+        except (OSError, ValueError) as exc:
+            return Actuation(target, Outcome.FAILED, f"{self.url}: {exc}", duration_s=self.monotonic() - started)
+        return self._confirm(target, started)
+
+    def _confirm(self, target: int, started: float) -> Actuation:
+        """Poll until the live count reaches the target; the rescale happened either way, confirmed or not."""
+        deadline = started + self.settings.confirm_timeout_s
+        live: int | None = None
+        while True:
+            try:
+                live = _live_count(self._request("GET"))
+            except (_Refused, OSError, ValueError):
+                live = None  # a missed poll is no verdict; the deadline decides
+            elapsed = self.monotonic() - started
+            if live == target:
+                return Actuation(target, Outcome.APPLIED, f"{live} executors live after {elapsed:.1f} s", live, elapsed)
+            if self.monotonic() >= deadline:
+                seen = "unknown" if live is None else str(live)
+                return Actuation(target, Outcome.UNCONFIRMED, f"target {target} set, but {seen} executors live "
+                                 f"after {elapsed:.1f} s (confirm_timeout_s {self.settings.confirm_timeout_s:g})",
+                                 live, elapsed)
+            self.sleep(self.settings.confirm_poll_s)
+
+    def _with_retries(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        wait_s = self.settings.backoff_s
+        for attempt in range(1, self.settings.retries + 1):
+            try:
+                return self._request(method, body)
+            except (OSError, ValueError):
+                if attempt == self.settings.retries:
+                    raise
+            self.sleep(wait_s)
+            wait_s *= 2
+        raise AssertionError("unreachable")
+
+    def _request(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with self._opener.open(request, timeout=self.settings.timeout_s) as response:
+                payload = json.loads(response.read(1 << 20) or b"{}")
+        except urllib.error.HTTPError as exc:
+            message = _error_message(exc)
+            if 400 <= exc.code < 500:
+                raise _Refused(f"agent refused {method} (HTTP {exc.code}): {message}") from None
+            raise OSError(f"agent answered HTTP {exc.code}: {message}") from None
+        if not isinstance(payload, dict):
+            raise ValueError(f"agent answered {type(payload).__name__}, not a JSON object")
+        return payload
+
+
+def _live_count(payload: dict[str, Any]) -> int:
+    current = payload.get("current")
+    if isinstance(current, bool) or not isinstance(current, int) or current < 0:
+        raise ValueError(f"agent reported current={current!r}, not an executor count")
+    return current
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    try:
+        payload = json.loads(exc.read(4096) or b"{}")
+    except (OSError, ValueError):
+        return exc.reason if isinstance(exc.reason, str) else ""
+    return str(payload.get("error", "")) if isinstance(payload, dict) else ""

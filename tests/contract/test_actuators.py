@@ -1,0 +1,171 @@
+"""Every actuator keeps the Execute contract: the agent's over real HTTP, the dry run, the simulator's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from daedalus_spark.agent.server import Routes, serve
+from daedalus_spark.agent.targets import TargetError
+from daedalus_spark.config import ActuatorConfig
+from daedalus_spark.execute.agent import AgentActuator
+from daedalus_spark.execute.dry_run import DryRunActuator
+from daedalus_spark.execute.port import Outcome
+from tests.contract.actuator_contract import CONTRACT
+
+TOKEN = "s3cret"
+
+
+@dataclass
+class FakeDriver:
+    """Stands in for the driver behind the agent: executors join `join_polls` status reads after a target is set."""
+
+    live: int = 2
+    target: int | None = None
+    join_polls: int = 0
+    _polls_left: int = 0
+
+    def status(self) -> dict[str, object]:
+        if self.target is not None and self.live != self.target:
+            if self._polls_left <= 0:
+                self.live = self.target
+            self._polls_left -= 1
+        return {"current": self.live, "target": self.target}
+
+    def apply(self, target: int) -> dict[str, object]:
+        if target != self.target:
+            self._polls_left = self.join_polls
+        self.target = target
+        return {"current": self.live, "target": target}
+
+
+@dataclass
+class FakeTime:
+    t: float = 0.0
+    sleeps: list[float] = field(default_factory=list)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+
+    def monotonic(self) -> float:
+        return self.t
+
+
+class AgentHarness:
+    """The real agent HTTP server (`daedalus_spark.agent.server`) in front of a fake driver."""
+
+    changes_the_job = True
+    max_target = 8
+
+    def __init__(self, driver: FakeDriver | None = None, **settings: float) -> None:
+        self.driver = driver or FakeDriver()
+        routes = Routes(CollectorRegistry(), self.driver.status, self.driver.apply, 1, self.max_target, TOKEN)
+        self.server = serve(routes, "127.0.0.1", 0)
+        self.time = FakeTime()
+        defaults = {"timeout_s": 2.0, "retries": 2, "backoff_s": 0.5, "confirm_timeout_s": 30.0}
+        self.settings = ActuatorConfig(agent_url=f"http://127.0.0.1:{self.server.server_port}",
+                                       **{**defaults, **settings})
+
+    def actuator(self, token: str | None = TOKEN) -> AgentActuator:
+        return AgentActuator(self.settings, token, sleep=self.time.sleep, monotonic=self.time.monotonic)
+
+    def live(self) -> int:
+        return self.driver.live
+
+    def break_connection(self) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class DryRunHarness:
+    changes_the_job = False
+    max_target = 8
+
+    def __init__(self) -> None:
+        self._actuator = DryRunActuator(live=2)
+
+    def actuator(self) -> DryRunActuator:
+        return self._actuator
+
+    def live(self) -> int:
+        return self._actuator.live
+
+    def break_connection(self) -> None:
+        return None
+
+
+@pytest.fixture
+def agent() -> Iterator[AgentHarness]:
+    harness = AgentHarness()
+    yield harness
+    harness.stop()
+
+
+HARNESSES = {"agent": AgentHarness, "dry_run": DryRunHarness}
+
+
+@pytest.mark.parametrize("kind", sorted(HARNESSES))
+@pytest.mark.parametrize("check", CONTRACT, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_actuator_contract(kind, check):
+    harness = HARNESSES[kind]()
+    try:
+        check(harness)
+    finally:
+        if isinstance(harness, AgentHarness):
+            harness.stop()
+
+
+def test_agent_waits_for_joining_executors_then_reports_applied():
+    harness = AgentHarness(FakeDriver(live=2, join_polls=3), confirm_poll_s=2.0)
+    try:
+        result = harness.actuator().apply(4)
+    finally:
+        harness.stop()
+    assert result.outcome is Outcome.APPLIED and result.live == 4
+    assert harness.time.sleeps == [2.0, 2.0, 2.0]  # three polls saw 2 executors, the fourth saw 4
+    assert result.duration_s == pytest.approx(6.0)
+
+
+def test_agent_target_not_reached_in_time_is_unconfirmed_but_counts_as_a_change():
+    harness = AgentHarness(FakeDriver(live=2, join_polls=100), confirm_timeout_s=10.0, confirm_poll_s=1.0)
+    try:
+        result = harness.actuator().apply(5)
+    finally:
+        harness.stop()
+    assert result.outcome is Outcome.UNCONFIRMED and result.outcome.changed_the_job
+    assert "2 executors live" in result.detail and result.live == 2
+
+
+def test_agent_wrong_token_is_refused_not_retried(agent):
+    result = agent.actuator(token="wrong").apply(3)
+    assert result.outcome is Outcome.REFUSED and "401" in result.detail
+    assert agent.time.sleeps == [] and agent.driver.target is None
+
+
+def test_agent_unreachable_retries_with_doubling_backoff_then_fails():
+    harness = AgentHarness(retries=3, backoff_s=0.5)
+    harness.stop()
+    result = harness.actuator().apply(3)
+    assert result.outcome is Outcome.FAILED
+    assert harness.time.sleeps == [0.5, 1.0]  # three attempts, two waits
+
+
+def test_agent_driver_error_is_retried_then_reported_failed():
+    class Failing(FakeDriver):
+        def apply(self, target: int) -> dict[str, object]:
+            raise TargetError("driver said no")  # the agent answers 503 to any exception of the driver
+
+    harness = AgentHarness(Failing(), retries=2, backoff_s=1.0)
+    try:
+        result = harness.actuator().apply(3)
+    finally:
+        harness.stop()
+    assert result.outcome is Outcome.FAILED and "503" in result.detail
+    assert harness.time.sleeps == [1.0]

@@ -1,0 +1,159 @@
+"""The loop step: a rescale counts only when applied; monitor errors skip without actuating; every step is saved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from daedalus_spark.clock import FakeClock
+from daedalus_spark.controller import Controller
+from daedalus_spark.domain import Observation, Reason
+from daedalus_spark.execute.port import Actuation, Outcome
+from daedalus_spark.knowledge.state import InMemoryKnowledgeStore
+from daedalus_spark.loop import Loop, StepResult
+from daedalus_spark.monitor.port import MonitorError
+from tests.unit.test_controller import CONFIG, window
+
+
+@dataclass
+class ScriptedMonitor:
+    """Serves an overloaded 4-worker job (3,000/s on 4 x 500/s) unless told to fail; records the windows asked for."""
+
+    scaleout: int = 4
+    workload_per_s: float = 3000.0
+    fail_with: MonitorError | None = None
+    windows: list[tuple[float, float]] = field(default_factory=list)
+    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+
+    def observe(self, *, start_s: float, end_s: float) -> Observation:
+        self.windows.append((start_s, end_s))
+        if self.fail_with is not None:
+            raise self.fail_with
+        return window(end_s, self.workload_per_s, self.scaleout, rng=self.rng)
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass
+class ScriptedActuator:
+    outcome: Outcome = Outcome.APPLIED
+    requested: list[int] = field(default_factory=list)
+
+    def current(self) -> int:
+        return 4
+
+    def apply(self, target: int) -> Actuation:
+        self.requested.append(target)
+        return Actuation(target, self.outcome, f"scripted {self.outcome.value}")
+
+
+@dataclass
+class Recorder:
+    results: list[StepResult] = field(default_factory=list)
+
+    def publish(self, result: StepResult) -> None:
+        self.results.append(result)
+
+
+def make_loop(monitor=None, actuator=None):
+    clock = FakeClock(60.0)
+    recorder = Recorder()
+    loop = Loop(Controller(CONFIG), monitor or ScriptedMonitor(), actuator or ScriptedActuator(),
+                InMemoryKnowledgeStore(), clock, publishers=[recorder])
+    return loop, clock, recorder
+
+
+@pytest.mark.parametrize(
+    "outcome,counts",
+    [
+        pytest.param(Outcome.APPLIED, True, id="applied"),
+        pytest.param(Outcome.UNCONFIRMED, True, id="unconfirmed-still-disturbed-the-job"),
+        pytest.param(Outcome.REFUSED, False, id="refused"),
+        pytest.param(Outcome.FAILED, False, id="failed"),
+        pytest.param(Outcome.DRY_RUN, False, id="dry-run"),
+    ],
+)
+def test_a_rescale_counts_only_when_it_changed_the_job(outcome, counts):
+    actuator = ScriptedActuator(outcome)
+    loop, _, recorder = make_loop(actuator=actuator)
+    result = loop.step()
+    decision, k = result.decision, loop.controller.knowledge
+    assert decision.reason is Reason.SCALE_OUT_SMALLEST_VALID and actuator.requested == [decision.target_scaleout]
+    assert decision.actuation == outcome.value and decision.actuation_detail == f"scripted {outcome.value}"
+    assert (k.last_rescale_s == 60.0) is counts
+    assert (k.recovery.pending is not None) is counts
+    assert list(k.decisions) == [decision] and recorder.results == [result]
+
+
+def test_after_a_failed_rescale_the_next_tick_tries_again_without_cooldown():
+    actuator = ScriptedActuator(Outcome.FAILED)
+    loop, clock, _ = make_loop(actuator=actuator)
+    loop.step()
+    clock.advance(60)
+    second = loop.step()
+    assert second.decision.reason is Reason.SCALE_OUT_SMALLEST_VALID
+    assert len(actuator.requested) == 2
+
+
+def test_after_an_applied_rescale_the_next_tick_cools_down():
+    loop, clock, _ = make_loop()
+    loop.step()
+    clock.advance(60)
+    assert loop.step().decision.reason is Reason.COOLDOWN
+
+
+@pytest.mark.parametrize("kind", ["unreachable", "timeout", "empty", "invalid", "partial"])
+def test_monitor_errors_skip_with_a_reason_and_never_actuate(kind):
+    monitor = ScriptedMonitor()
+    actuator = ScriptedActuator()
+    loop, clock, _ = make_loop(monitor, actuator)
+    loop.step()  # one good tick: the scale-out is known
+    clock.advance(300)
+    monitor.fail_with = MonitorError(kind, f"prometheus said {kind}")
+    result = loop.step()
+    d = result.decision
+    assert d.reason is Reason.SKIP_MISSING_DATA and not d.rescale and d.actuation is None
+    assert d.evidence == {"problem": f"prometheus said {kind}", "monitor_error": kind}
+    assert d.current_scaleout == 4 and result.monitor_error is monitor.fail_with
+    assert len(actuator.requested) == 1  # only the good tick's rescale
+
+
+def test_windows_follow_each_other_and_an_outage_is_bounded():
+    monitor = ScriptedMonitor()
+    loop, clock, _ = make_loop(monitor)
+    loop.step()
+    clock.advance(60)
+    loop.step()
+    monitor.fail_with = MonitorError("unreachable", "down")
+    for _ in range(10):
+        clock.advance(60)
+        loop.step()
+    monitor.fail_with = None
+    clock.advance(60)
+    loop.step()
+    assert monitor.windows[0] == (0.0, 60.0) and monitor.windows[1] == (60.0, 120.0)
+    assert monitor.windows[-1] == (780.0 - 5 * 60, 780.0)  # not back to the last good end at 120 s
+
+
+def test_every_step_is_saved_and_a_resumed_controller_has_the_same_knowledge():
+    loop, clock, _ = make_loop()
+    for _ in range(3):
+        loop.step()
+        clock.advance(60)
+    resumed = Controller.resume(CONFIG, loop.store)
+    assert list(resumed.knowledge.decisions) == list(loop.controller.knowledge.decisions)
+    assert resumed.knowledge.last_rescale_s == loop.controller.knowledge.last_rescale_s
+
+
+def test_an_actuator_that_raises_is_reported_failed():
+    class Raising(ScriptedActuator):
+        def apply(self, target: int) -> Actuation:
+            raise RuntimeError("bug")
+
+    loop, _, _ = make_loop(actuator=Raising())
+    d = loop.step().decision
+    assert d.actuation == "failed" and "bug" in d.actuation_detail
+    assert loop.controller.knowledge.last_rescale_s is None
