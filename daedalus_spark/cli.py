@@ -1,4 +1,4 @@
-"""Command line: offline capacity and forecast reports, config validation, the simulator and the demo."""
+"""Command line: the sidecar (`run`), offline capacity and forecast reports, config validation, simulator, demo."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from daedalus_spark.config import ConfigError, load_config, render_yaml
+from daedalus_spark.knowledge.state import IncompatibleKnowledge
 from daedalus_spark.monitor.files import InputFileError
 from daedalus_spark.sim.cli import register as register_simulate
 
@@ -48,6 +49,25 @@ def _forecast_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    """The sidecar: the loop against a live job until SIGTERM/SIGINT."""
+    import logging
+    import os
+
+    from daedalus_spark.runtime.sidecar import build_sidecar
+
+    config = load_config(args.config)
+    logging.basicConfig(level=config.runtime.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    sidecar = build_sidecar(config, dry_run=args.dry_run, environ=os.environ)
+    try:
+        return sidecar.run()
+    except OSError as exc:  # the metrics port is taken or not ours to bind
+        sidecar.close()
+        where = f"{config.runtime.metrics_host}:{config.runtime.metrics_port}"
+        raise ConfigError(str(args.config or "config"), [f"runtime.metrics_port: cannot listen on {where}: "
+                                                         f"{exc.strerror}"]) from None
+
+
 def _demo(args: argparse.Namespace) -> int:
     """What `make demo` runs: the simulator on the bundled WordCount trace, with its report."""
     from daedalus_spark.sim.cli import demo
@@ -81,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_forecast_evaluate)
 
+    p = sub.add_parser("run", help="the sidecar: run the MAPE-K loop against a live job until SIGTERM")
+    p.add_argument("--config", type=Path, default=None, help="the YAML config (default: built-in defaults)")
+    p.add_argument("--dry-run", action="store_true", help="advisor mode: decide, log and export, never actuate")
+    p.set_defaults(handler=_run)
+
     p = sub.add_parser("demo", help="what `make demo` runs")
     p.add_argument("--config", type=Path, default=None)
     p.add_argument("--out", type=Path, default=Path("out/demo"))
@@ -94,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (ConfigError, InputFileError) as exc:
+    except (ConfigError, InputFileError, IncompatibleKnowledge) as exc:
         print(f"daedalus-spark: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # an output that cannot be written: say which, without a traceback

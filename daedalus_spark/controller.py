@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
 from daedalus_spark.config import Config
-from daedalus_spark.domain import Decision, Observation, Reason
+from daedalus_spark.domain import CapacityTable, Decision, Observation, Reason
 from daedalus_spark.execute.port import Actuation
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
@@ -22,6 +22,7 @@ class Controller:
     ) -> None:
         self.config = config
         self.knowledge = knowledge or Knowledge.fresh(config, refit_executor=refit_executor)
+        self.latest_table: CapacityTable | None = None  # the capacity table of the latest tick that had one
 
     @classmethod
     def resume(cls, config: Config, store: KnowledgeStore, *, refit_executor: Executor | None = None) -> Controller:
@@ -85,6 +86,7 @@ class Controller:
         if table is None:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem="no worker capacity known yet")
         k.capacity.remember(table)
+        self.latest_table = table
         inputs = PlanInputs(
             now_s=now_s,
             current_scaleout=obs.scaleout,

@@ -1,0 +1,139 @@
+"""Runtime publishers: the decision log (one JSON line per tick), the log line, and the controller's own metrics."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from daedalus_spark.controller import Controller
+from daedalus_spark.domain import Reason
+from daedalus_spark.execute.port import Outcome
+from daedalus_spark.loop import StepResult
+
+log = logging.getLogger("daedalus_spark.decisions")
+
+
+def strict(value: Any) -> Any:
+    """JSON-safe: non-finite numbers become null (strict JSON has no NaN or Infinity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def result_record(result: StepResult) -> dict[str, Any]:
+    d, a = result.decision, result.actuation
+    return strict({
+        "time_s": result.time_s,
+        "time": datetime.fromtimestamp(result.time_s, UTC).isoformat(timespec="seconds"),
+        "reason": d.reason.value,
+        "current": d.current_scaleout,
+        "target": d.target_scaleout,
+        "evidence": d.evidence,
+        "notes": list(d.notes),
+        "actuation": None if a is None else {"outcome": a.outcome.value, "detail": a.detail, "live": a.live,
+                                            "duration_s": round(a.duration_s, 3)},
+        "monitor_error": None if result.monitor_error is None else result.monitor_error.kind,
+        "timings_s": {k: round(v, 4) for k, v in result.timings_s.items()},
+    })
+
+
+class DecisionLog:
+    """Appends one JSON line per tick; a line is written whole and flushed, so a killed controller leaves at most
+    its last line cut short."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def publish(self, result: StepResult) -> None:
+        line = json.dumps(result_record(result), allow_nan=False, sort_keys=True) + "\n"
+        try:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line)
+        except OSError as exc:
+            log.error("cannot append to the decision log %s: %s", self.path, exc.strerror)
+
+
+class LogPublisher:
+    """One readable log line per tick."""
+
+    def publish(self, result: StepResult) -> None:
+        d, a = result.decision, result.actuation
+        outcome = "" if a is None else f" -> {a.outcome.value}: {a.detail}"
+        log.info("tick %s: %d -> %d (%s)%s", datetime.fromtimestamp(result.time_s, UTC).strftime("%H:%M:%S"),
+                 d.current_scaleout, d.target_scaleout, d.reason.value, outcome)
+
+
+class ControllerMetrics:
+    """The controller's own Prometheus metrics, in a registry of their own."""
+
+    def __init__(self, controller: Controller | None = None, registry: CollectorRegistry | None = None) -> None:
+        self.controller = controller
+        self.registry = registry or CollectorRegistry()
+        r, p = self.registry, "daedalus_controller_"
+        self.current = Gauge(p + "scaleout_current", "Workers the job ran at the last tick", registry=r)
+        self.target = Gauge(p + "scaleout_target", "Workers the last tick decided on", registry=r)
+        self.capacity = Gauge(p + "capacity_records_per_second", "Learned capacity per scale-out",
+                              ["scaleout", "observed"], registry=r)
+        self.workload = Gauge(p + "workload_records_per_second", "Average workload of the last window", registry=r)
+        self.lag = Gauge(p + "consumer_lag_records", "Consumer lag at the last tick", registry=r)
+        self.forecast_peak = Gauge(p + "forecast_peak_records_per_second", "Highest forecast workload over the "
+                                   "horizon", registry=r)
+        self.forecast_model = Gauge(p + "forecast_model_info", "1 for the model of the latest forecast", ["model"],
+                                    registry=r)
+        self.decisions = Counter(p + "decisions", "Decisions by reason", ["reason"], registry=r)
+        self.actuations = Counter(p + "actuations", "Rescales asked of the actuator, by outcome", ["outcome"],
+                                  registry=r)
+        self.monitor_errors = Counter(p + "monitor_errors", "Ticks skipped because the monitor failed, by kind",
+                                      ["kind"], registry=r)
+        self.tick_errors = Counter(p + "tick_errors", "Ticks that raised (logged; the loop goes on)", registry=r)
+        self.duration = Histogram(p + "tick_duration_seconds", "Time per loop phase", ["phase"], registry=r,
+                                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
+        self.last_good = Gauge(p + "last_good_tick_timestamp_seconds", "When a tick last observed and decided",
+                               registry=r)
+        for reason in Reason:
+            self.decisions.labels(reason.value)
+        for outcome in Outcome:
+            self.actuations.labels(outcome.value)
+
+    def publish(self, result: StepResult) -> None:
+        d = result.decision
+        self.decisions.labels(d.reason.value).inc()
+        for phase, seconds in result.timings_s.items():
+            self.duration.labels(phase).observe(seconds)
+        self.duration.labels("total").observe(sum(result.timings_s.values()))
+        if result.actuation is not None:
+            self.actuations.labels(result.actuation.outcome.value).inc()
+        if result.monitor_error is not None:
+            self.monitor_errors.labels(result.monitor_error.kind).inc()
+            return
+        self.current.set(d.current_scaleout)
+        self.target.set(d.target_scaleout)
+        self.last_good.set(result.time_s)
+        self._set_from_evidence(d.evidence)
+        table = self.controller.latest_table if self.controller is not None else None
+        if table is not None:
+            self.capacity.clear()
+            for n in range(1, table.max_scaleout + 1):
+                observed = "true" if n in table.observed_scaleouts else "false"
+                self.capacity.labels(str(n), observed).set(table.at(n))
+
+    def _set_from_evidence(self, evidence: dict[str, Any]) -> None:
+        for gauge, key in ((self.workload, "workload_avg_per_s"), (self.lag, "consumer_lag_records"),
+                           (self.forecast_peak, "forecast_max_per_s")):
+            value = evidence.get(key)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                gauge.set(value)
+        model = evidence.get("forecast_model")
+        if isinstance(model, str):
+            self.forecast_model.clear()
+            self.forecast_model.labels(model).set(1)

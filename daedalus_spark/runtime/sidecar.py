@@ -1,0 +1,130 @@
+"""Runtime: `daedalus-spark run` — the loop every interval (APScheduler), resumed knowledge, signals, health."""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from daedalus_spark.clock import Clock, SystemClock
+from daedalus_spark.config import Config
+from daedalus_spark.controller import Controller
+from daedalus_spark.execute.port import Actuator
+from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
+from daedalus_spark.loop import Loop, Publisher, StepResult
+from daedalus_spark.monitor.port import MetricsSource
+from daedalus_spark.runtime.health import serve_health
+from daedalus_spark.runtime.publishers import ControllerMetrics, DecisionLog, LogPublisher
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Sidecar:
+    """Owns the loop and everything around it; `run()` blocks until `stop()` (or SIGTERM/SIGINT), then exits clean."""
+
+    config: Config
+    monitor: MetricsSource
+    actuator: Actuator
+    clock: Clock = field(default_factory=SystemClock)
+    extra_publishers: Sequence[Publisher] = ()
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _steps: int = 0
+    _last_step_s: float | None = None
+    _last_good_s: float | None = None
+    _started_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.refits = ThreadPoolExecutor(1, thread_name_prefix="daedalus-refit") \
+            if self.config.forecast.background_refit else None
+        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path)
+        controller = Controller.resume(self.config, self.store, refit_executor=self.refits)
+        self.metrics = ControllerMetrics(controller)
+        publishers = [DecisionLog(self.config.runtime.decision_log), LogPublisher(), self.metrics,
+                      *self.extra_publishers]
+        self.loop = Loop(controller, self.monitor, self.actuator, self.store, self.clock, publishers)
+
+    def step(self) -> StepResult | None:
+        """One tick; a tick that raises is logged and counted, never the end of the sidecar."""
+        try:
+            result = self.loop.step()
+        except Exception:  # noqa: BLE001 - the runtime outlives any single tick
+            log.exception("tick failed; the next one runs as scheduled")
+            self.metrics.tick_errors.inc()
+            return None
+        finally:
+            self._steps += 1
+            self._last_step_s = self.clock.now()
+        if result.monitor_error is None:
+            self._last_good_s = result.time_s
+        return result
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Healthy while ticks keep coming (a monitor outage is reported, not unhealthy: a restart would not help)."""
+        now = self.clock.now()
+        stall_s = 3 * self.config.controller.loop_interval_s + self.config.actuator.confirm_timeout_s
+        since = now - (self._last_step_s if self._last_step_s is not None else self._started_s)
+        healthy = since <= stall_s
+        return healthy, {"status": "ok" if healthy else "stalled", "ticks": self._steps,
+                         "seconds_since_last_tick": round(since, 3),
+                         "last_good_tick_s": self._last_good_s}
+
+    def run(self, *, handle_signals: bool = True) -> int:
+        self._started_s = self.clock.now()
+        runtime = self.config.runtime
+        server = serve_health(self.metrics.registry, self.health, runtime.metrics_host, runtime.metrics_port) \
+            if runtime.metrics_port else None
+        scheduler = BackgroundScheduler(timezone="UTC")
+        interval_s = self.config.controller.loop_interval_s
+        scheduler.add_job(self.step, "interval", seconds=interval_s, id="daedalus-tick", max_instances=1,
+                          coalesce=True, misfire_grace_time=max(1, math.ceil(interval_s)),
+                          next_run_time=_utcnow())
+        if handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop())
+        scheduler.start()
+        log.info("running: a tick every %g s; metrics and /healthz on %s", interval_s,
+                 f"{runtime.metrics_host}:{server.server_port}" if server else "(off)")
+        try:
+            while not self._stop.wait(1.0):
+                pass
+        finally:
+            scheduler.shutdown(wait=True)  # the running tick finishes (and saves) first
+            self.close(server)
+        log.info("stopped after %d ticks; knowledge in %s", self._steps, self.config.controller.knowledge_path)
+        return 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self, server: Any = None) -> None:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        self.monitor.close()
+        if self.refits is not None:
+            self.refits.shutdown(wait=False, cancel_futures=True)
+
+
+def _utcnow() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
+
+
+def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) -> Sidecar:
+    """The sidecar with the monitor and actuator the config names (environment read by the caller, passed in)."""
+    from daedalus_spark.execute import make_actuator
+    from daedalus_spark.monitor import make_monitor
+
+    clock = SystemClock()
+    monitor = make_monitor(config, clock)
+    actuator = make_actuator(config, dry_run=dry_run, environ=environ)
+    return Sidecar(config, monitor, actuator, clock)

@@ -1,0 +1,128 @@
+"""The sidecar runtime: scheduled ticks, decision log, metrics and health endpoint, clean stop, errors survived."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from daedalus_spark.clock import FakeClock
+from daedalus_spark.config import parse_config
+from daedalus_spark.domain import Decision, Reason
+from daedalus_spark.execute.port import Actuation, Outcome
+from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
+from daedalus_spark.loop import StepResult
+from daedalus_spark.runtime.publishers import DecisionLog, result_record
+from daedalus_spark.runtime.sidecar import Sidecar
+from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def config_in(tmp_path, **runtime):
+    return parse_config({
+        "controller": {"loop_interval_s": 5, "knowledge_path": str(tmp_path / "k.sqlite")},
+        "forecast": {"background_refit": False},
+        "runtime": {"decision_log": str(tmp_path / "decisions.jsonl"), "metrics_port": 0, **runtime},
+    })
+
+
+def wait_until(condition, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_sidecar_ticks_publishes_serves_and_stops_clean(tmp_path):
+    port = free_port()
+    config = config_in(tmp_path, metrics_port=port)
+    actuator = ScriptedActuator()
+    sidecar = Sidecar(config, ScriptedMonitor(), actuator)
+    exit_code: list[int] = []
+    thread = threading.Thread(target=lambda: exit_code.append(sidecar.run(handle_signals=False)))
+    thread.start()
+    try:
+        wait_until(lambda: sidecar._steps >= 1)  # the first tick runs at once
+        status, body = get(f"http://127.0.0.1:{port}/healthz")
+        assert status == 200 and json.loads(body)["ticks"] >= 1
+        status, text = get(f"http://127.0.0.1:{port}/metrics")
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for f in text_string_to_metric_families(text) for s in f.samples}
+        assert get(f"http://127.0.0.1:{port}/nope")[0] == 404
+    finally:
+        sidecar.stop()
+        thread.join(timeout=30)
+    assert exit_code == [0] and not thread.is_alive()
+    first = json.loads((tmp_path / "decisions.jsonl").read_text().splitlines()[0])
+    assert first["reason"] == "scale_out_smallest_valid" and first["actuation"]["outcome"] == "applied"
+    assert first["target"] == actuator.requested[0] and first["current"] == 4
+    assert samples[("daedalus_controller_scaleout_target", ())] == first["target"]
+    assert samples[("daedalus_controller_decisions_total", (("reason", "scale_out_smallest_valid"),))] >= 1
+    assert samples[("daedalus_controller_actuations_total", (("outcome", "applied"),))] >= 1
+    assert samples[("daedalus_controller_capacity_records_per_second", (("observed", "true"), ("scaleout", "4")))] \
+        == pytest.approx(first["evidence"]["capacity_current_per_s"], rel=1e-3)
+    saved = SqliteKnowledgeStore(tmp_path / "k.sqlite").load()
+    assert saved is not None and len(saved.decisions) == sidecar._steps
+
+
+def test_a_tick_that_raises_is_counted_and_the_sidecar_goes_on(tmp_path):
+    class Broken(ScriptedMonitor):
+        def observe(self, *, start_s, end_s):
+            raise ZeroDivisionError("bug in a monitor")
+
+    sidecar = Sidecar(config_in(tmp_path), Broken(), ScriptedActuator(), clock=FakeClock(100.0))
+    assert sidecar.step() is None and sidecar.step() is None
+    assert sidecar.metrics.tick_errors._value.get() == 2
+
+
+def test_health_turns_stalled_when_ticks_stop(tmp_path):
+    clock = FakeClock(1000.0)
+    sidecar = Sidecar(config_in(tmp_path), ScriptedMonitor(), ScriptedActuator(), clock=clock)
+    sidecar.step()
+    assert sidecar.health()[0]
+    clock.advance(3 * 5 + 90 + 1)  # three intervals plus the confirmation time without a tick
+    healthy, details = sidecar.health()
+    assert not healthy and details["status"] == "stalled"
+
+
+def test_decision_log_lines_are_strict_json(tmp_path):
+    decision = Decision(10.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID,
+                        {"predicted_recovery_s": math.inf, "x": math.nan, "ok": 1.5})
+    result = StepResult(10.0, decision, None, Actuation(3, Outcome.UNCONFIRMED, "2 live", 2, 90.0), None,
+                        {"monitor": 0.1})
+    DecisionLog(tmp_path / "d.jsonl").publish(result)
+    line = (tmp_path / "d.jsonl").read_text()
+    parsed = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    assert parsed == result_record(result)
+    assert parsed["evidence"] == {"predicted_recovery_s": None, "x": None, "ok": 1.5}
+    assert parsed["actuation"] == {"outcome": "unconfirmed", "detail": "2 live", "live": 2, "duration_s": 90.0}
+
+
+def test_knowledge_resumes_across_sidecars(tmp_path):
+    config = config_in(tmp_path)
+    first = Sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=FakeClock(100.0))
+    first.step()
+    again = Sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=FakeClock(160.0))
+    k1, k2 = first.loop.controller.knowledge, again.loop.controller.knowledge
+    assert list(k2.decisions) == list(k1.decisions) and k2.last_rescale_s == 100.0
+    assert k2.capacity.regressions == k1.capacity.regressions
