@@ -16,7 +16,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from daedalus_spark.clock import Clock, SystemClock
 from daedalus_spark.config import Config
 from daedalus_spark.controller import Controller
-from daedalus_spark.execute.port import Actuator
+from daedalus_spark.execute.port import Actuator, ActuatorError
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import Loop, Publisher, StepResult
 from daedalus_spark.monitor.port import MetricsSource
@@ -89,6 +89,7 @@ class Sidecar:
         if handle_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
+        self._probe_actuator()
         scheduler.start()
         log.info("running: a tick every %g s; metrics and /healthz on %s", interval_s,
                  f"{runtime.metrics_host}:{server.server_port}" if server else "(off)")
@@ -103,6 +104,13 @@ class Sidecar:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _probe_actuator(self) -> None:
+        """One clear line at start when the job cannot be reached; the ticks keep trying regardless."""
+        try:
+            log.info("actuator %s sees %d workers", type(self.actuator).__name__, self.actuator.current())
+        except ActuatorError as exc:
+            log.warning("%s; the sidecar keeps running and tries again every tick", exc)
 
     def close(self, server: Any = None) -> None:
         if server is not None:
