@@ -32,7 +32,7 @@ class PrometheusMonitor:
     def __init__(self, settings: MonitorConfig, utilization_signal: str) -> None:
         self.settings = settings
         # No retries inside a tick: a down server must fail the tick fast; the next tick tries again.
-        self.client = PrometheusConnect(settings.prometheus_url, disable_ssl=True, retry=Retry(total=0),
+        self.client = PrometheusConnect(settings.prometheus_url, disable_ssl=True, retry=Retry(total=0, read=False),
                                         timeout=settings.timeout_s)
         self.utilization_query = settings.query_cpu if utilization_signal == "cpu" else settings.query_busy
 
