@@ -74,13 +74,15 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset")
     parser.add_argument("--no-overhead", action="store_true", help="skip the run without the agent")
+    parser.add_argument("--cpus-per-worker", type=float, default=1.0, help="cgroup CPU quota of each worker")
     args = parser.parse_args()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
     pipelines = ["wordcount"] if args.quick else args.pipelines.split(",")
     results: dict[str, float] = {}
-    print(f"cpu quota per worker: {cpu_quota_support() or 'none'}; cores on machine: {os.cpu_count()}")
-    with tempfile.TemporaryDirectory() as tmp, LocalCluster(workers=args.workers) as cluster:
+    print(f"cpu quota per worker: {args.cpus_per_worker if cpu_quota_support() else 'none'}; "
+          f"cores on machine: {os.cpu_count()}")
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster(workers=args.workers, cpus_per_worker=args.cpus_per_worker) as cluster:
         root = Path(tmp)
         for pipeline in pipelines:
             for n in range(1, args.workers + 1):

@@ -69,10 +69,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """What `make demo` runs: the simulator on the bundled WordCount trace, with its report."""
-    from daedalus_spark.sim.cli import demo
+    """What `make demo` runs: the live loop on a local Spark cluster (`--simulated`: the simulator side by side)."""
+    if args.simulated:
+        from daedalus_spark.sim.cli import demo
 
-    return int(demo(args))
+        return int(demo(args))
+    from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
+
+    plan = DemoPlan(duration_s=args.duration, use_prometheus=not args.no_prometheus)
+    return run_demo(args.out, plan, config_path=args.config or DEMO_CONFIG)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,9 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="advisor mode: decide, log and export, never actuate")
     p.set_defaults(handler=_run)
 
-    p = sub.add_parser("demo", help="what `make demo` runs")
-    p.add_argument("--config", type=Path, default=None)
+    p = sub.add_parser("demo", help="what `make demo` runs: the live loop on a local Spark cluster")
+    p.add_argument("--config", type=Path, default=None, help="controller config (default: deploy/demo.yaml)")
     p.add_argument("--out", type=Path, default=Path("out/demo"))
+    p.add_argument("--duration", type=float, default=480.0, help="wall seconds of the load cycle (default 480)")
+    p.add_argument("--no-prometheus", action="store_true", help="use the embedded scraper even if prometheus exists")
+    p.add_argument("--simulated", action="store_true", help="the simulator on the bundled trace instead (~25 s)")
     p.set_defaults(handler=_demo)
 
     register_simulate(sub)

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
 from daedalus_spark.config import Config
-from daedalus_spark.domain import CapacityTable, Decision, Observation, Reason
+from daedalus_spark.domain import Decision, Observation, Reason
 from daedalus_spark.execute.port import Actuation
+from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
 
@@ -22,7 +23,6 @@ class Controller:
     ) -> None:
         self.config = config
         self.knowledge = knowledge or Knowledge.fresh(config, refit_executor=refit_executor)
-        self.latest_table: CapacityTable | None = None  # the capacity table of the latest tick that had one
 
     @classmethod
     def resume(cls, config: Config, store: KnowledgeStore, *, refit_executor: Executor | None = None) -> Controller:
@@ -80,13 +80,17 @@ class Controller:
         k.capacity.learn(obs, skip_first=warmup_samples)
         self._measure_recovery(obs)
         k.forecaster.observe(obs.workload_per_s, step_s=obs.step_s, end_s=obs.time_s)
+        k.history.add_workload(obs, self.config.forecast.resolution_s)
         if warmup_samples >= len(obs.workload_per_s):
             return self._hold(obs, now_s, Reason.SKIP_WARMUP, uptime_s=obs.uptime_s)
         table = k.capacity.table(obs, settings.max_scaleout)
         if table is None:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem="no worker capacity known yet")
         k.capacity.remember(table)
-        self.latest_table = table
+        k.history.latest_table = table
+        forecast = k.forecaster.predict(now_s)
+        k.history.add_forecast(forecast_record(now_s, forecast, arima_order=k.forecaster.arima_order,
+                                               refits=k.forecaster.refits, last_wape=k.forecaster.last_wape))
         inputs = PlanInputs(
             now_s=now_s,
             current_scaleout=obs.scaleout,
@@ -94,7 +98,7 @@ class Controller:
             workload_avg_per_s=sum(obs.workload_per_s) / len(obs.workload_per_s),
             recent_workload_per_s=obs.workload_per_s,
             step_s=obs.step_s,
-            forecast=k.forecaster.predict(now_s),
+            forecast=forecast,
             consumer_lag_records=obs.consumer_lag_records,
             last_rescale_s=k.last_rescale_s,
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,

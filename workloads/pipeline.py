@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from workloads.locallog import LocalLog
 from workloads.source import KAFKA_PACKAGE, read_values, write_stream
+
+if TYPE_CHECKING:
+    from daedalus_spark.agent import AgentConfig
 
 Build = Callable[[SparkSession, DataFrame], DataFrame]
 
@@ -40,14 +44,34 @@ def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
     p.add_argument("--master", default="", help="Spark master URL (default: from spark-submit or local[2])")
     p.add_argument("--max-per-trigger", type=int, default=0, help="records per partition per batch, 0 = all")
     p.add_argument("--agent-port", type=int, default=0, help="start the daedalus agent on this port (0 = off)")
-    p.add_argument("--agent-host", default="127.0.0.1")
-    p.add_argument("--max-executors", type=int, default=16)
+    p.add_argument("--agent-host", default="", help="default: agent.host of --config (127.0.0.1)")
+    p.add_argument("--max-executors", type=int, default=None, help="default: agent.max_executors of --config")
+    p.add_argument("--initial-executors", type=int, default=None, help="executor target the agent sets at start")
+    p.add_argument("--config", default=None, help="daedalus-spark YAML whose agent: section configures the agent")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
     return p
 
 
-def session(name: str, master: str = "") -> SparkSession:
+def agent_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AgentConfig:
+    """The agent's settings: the YAML's `agent:` section, with explicit command-line options taking precedence."""
+    from daedalus_spark.agent import AgentConfig
+    from daedalus_spark.config import load_config
+
+    settings = load_config(args.config).agent
+    return AgentConfig(port=args.agent_port or settings.port, host=args.agent_host or settings.host,
+                       token=environ.get(settings.token_env) or None, min_executors=settings.min_executors,
+                       max_executors=args.max_executors or settings.max_executors, poll_s=settings.poll_s,
+                       initial_target=args.initial_executors)
+
+
+def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(f"daedalus-{name}").config("spark.sql.shuffle.partitions", "4")
+    for setting in conf:
+        key, eq, value = setting.partition("=")
+        if not eq or not key:
+            raise SystemExit(f"--conf {setting!r}: expected KEY=VALUE")
+        builder = builder.config(key.strip(), value.strip())
     if master:  # otherwise spark-submit's --master, or PySpark's default local[*]
         builder = builder.master(master)
     return builder.getOrCreate()
@@ -67,14 +91,19 @@ def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> 
 
 def main(pipeline: Pipeline, argv: Sequence[str] | None = None) -> int:
     args = parser(pipeline).parse_args(argv)
-    spark = session(pipeline.name, args.master)
+    from daedalus_spark.config import ConfigError
+
+    try:
+        config = agent_config(args, os.environ) if args.agent_port or args.config else None
+    except ConfigError as exc:
+        raise SystemExit(f"{pipeline.name}: {exc}") from None
+    spark = session(pipeline.name, args.master, args.conf)
     agent = None
-    if args.agent_port:
-        from daedalus_spark.agent import AgentConfig, start_agent
+    if config is not None:
+        from daedalus_spark.agent import start_agent
 
         log, topic = LocalLog(args.log_dir), args.topic
         live = {topic: lambda: log.latest_offsets(topic)} if args.source == "local" else None
-        config = AgentConfig(port=args.agent_port, host=args.agent_host, max_executors=args.max_executors)
         agent = start_agent(spark, config, latest_offsets=live)
     query = start(spark, pipeline, args)
     try:

@@ -14,6 +14,7 @@ from daedalus_spark.analyze.forecast import WorkloadForecaster
 from daedalus_spark.analyze.stats import ExponentialMoments, OnlineRegression
 from daedalus_spark.config import Config
 from daedalus_spark.domain import Decision, Reason, Recovery
+from daedalus_spark.knowledge.history import History
 
 FORMAT_VERSION = 1
 HISTORY_LIMIT = 1000  # decisions and recoveries kept in memory; stores may keep more
@@ -27,6 +28,7 @@ class Knowledge:
     last_rescale_s: float | None = None
     decisions: deque[Decision] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
     recoveries: deque[Recovery] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
+    history: History = field(default_factory=History)
 
     @classmethod
     def fresh(cls, config: Config, *, refit_executor: Executor | None = None) -> Knowledge:
@@ -93,6 +95,7 @@ def snapshot(k: Knowledge) -> Snapshot:
             "capacity": json.dumps(capacity, sort_keys=True),
             "recovery": json.dumps(recovery, sort_keys=True),
             "controller": json.dumps({"last_rescale_s": k.last_rescale_s}),
+            "history": json.dumps(k.history.to_json(), sort_keys=True),
         },
         forecaster=k.forecaster.to_bytes(),
         decisions=tuple(decision_to_json(d) for d in k.decisions),
@@ -144,6 +147,7 @@ def _restore_learned(s: Snapshot, config: Config, refit_executor: Executor | Non
         last_rescale_s=controller["last_rescale_s"],
         decisions=deque((decision_from_json(d) for d in s.decisions), maxlen=HISTORY_LIMIT),
         recoveries=deque((Recovery(**json.loads(r)) for r in s.recoveries), maxlen=HISTORY_LIMIT),
+        history=History.from_json(json.loads(s.components["history"])) if "history" in s.components else History(),
     )
 
 

@@ -120,7 +120,7 @@ class ControllerMetrics:
         self.target.set(d.target_scaleout)
         self.last_good.set(result.time_s)
         self._set_from_evidence(d.evidence)
-        table = self.controller.latest_table if self.controller is not None else None
+        table = self.controller.knowledge.history.latest_table if self.controller is not None else None
         if table is not None:
             self.capacity.clear()
             for n in range(1, table.max_scaleout + 1):

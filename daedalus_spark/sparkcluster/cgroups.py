@@ -1,4 +1,4 @@
-"""Execute (test harness): per-worker CPU budgets with a cgroup (v2 `cpu.max`, or v1 `cpu.cfs_quota_us`)."""
+"""Execute/Monitor (local cluster): per-worker CPU budgets and CPU time with cgroups (v2, or v1 cpu + cpuacct)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 V2_ROOT = Path("/sys/fs/cgroup")
 V1_ROOT = Path("/sys/fs/cgroup/cpu")
+V1_ACCT_ROOT = Path("/sys/fs/cgroup/cpuacct")  # a hierarchy of its own where cpu and cpuacct are not co-mounted
 PERIOD_US = 100_000
 
 
@@ -26,6 +27,8 @@ class CpuGroup:
 
     path: Path
     version: str
+    cpus: float = 1.0
+    acct_path: Path | None = None  # v1: where CPU time is accounted (the cpu group itself when co-mounted)
 
     @classmethod
     def create(cls, name: str, cpus: float) -> CpuGroup | None:
@@ -47,20 +50,53 @@ class CpuGroup:
                 (path / "cpu.cfs_quota_us").write_text(str(quota))
         except OSError:
             return None
-        return cls(path, version)
+        return cls(path, version, cpus, _v1_accounting(path, name) if version == "v1" else None)
+
+    @property
+    def _paths(self) -> list[Path]:
+        return [self.path] + ([self.acct_path] if self.acct_path not in (None, self.path) else [])
 
     def add_self(self) -> None:
         """Move the calling process in (used between fork and exec)."""
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+        for path in self._paths:
+            (path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def usage_s(self) -> float | None:
+        """CPU seconds used by every process in the group so far (None where it is not accounted)."""
+        try:
+            if self.version == "v2":
+                stat = dict(line.split() for line in (self.path / "cpu.stat").read_text().splitlines() if line)
+                return int(stat["usage_usec"]) / 1e6
+            if self.acct_path is not None:
+                return int((self.acct_path / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, KeyError, ValueError):
+            return None
+        return None
 
     def pids(self) -> list[int]:
-        try:
-            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
+        pids: set[int] = set()
+        for path in self._paths:
+            try:
+                pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        return sorted(pids)
 
     def remove(self) -> None:
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass  # still has processes or already gone; the caller killed what it started
+        for path in self._paths:
+            try:
+                path.rmdir()
+            except OSError:
+                pass  # still has processes or already gone; the caller killed what it started
+
+
+def _v1_accounting(cpu_path: Path, name: str) -> Path | None:
+    if (cpu_path / "cpuacct.usage").exists():
+        return cpu_path
+    if not (V1_ACCT_ROOT / "cpuacct.usage").exists():
+        return None
+    try:
+        (V1_ACCT_ROOT / name).mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return V1_ACCT_ROOT / name

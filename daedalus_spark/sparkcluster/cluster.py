@@ -16,10 +16,13 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import pyspark
+from prometheus_client import CollectorRegistry, start_http_server
 
 from daedalus_spark.sparkcluster.cgroups import CpuGroup, cpu_quota_support
+from daedalus_spark.sparkcluster.cpu_exporter import WorkerCpu, WorkerCpuCollector
 
 __all__ = ["LocalCluster", "cpu_quota_support"]
 
@@ -34,6 +37,7 @@ def free_port() -> int:
 class Worker:
     process: subprocess.Popen[bytes]
     group: CpuGroup | None
+    web_url: str = ""
 
 
 @dataclass
@@ -54,6 +58,7 @@ class LocalCluster:
     _dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="daedalus-cluster-")))
     port: int = 0
     web_port: int = 0
+    _exporter: Any = None
 
     @property
     def master_url(self) -> str:
@@ -96,10 +101,11 @@ class LocalCluster:
         group = CpuGroup.create(f"daedalus-{os.getpid()}-{id(self)}-{index}", self.cpus_per_worker)
         work = self._dir / f"work-{index}"
         work.mkdir(exist_ok=True)
+        web_port = free_port()
         process = self._spawn(["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", self.host,
                                "--cores", str(self.cores_per_worker), "--memory", self.memory_per_worker,
-                               "--webui-port", str(free_port()), "--work-dir", str(work)], f"worker-{index}.log", group)
-        self._workers.append(Worker(process, group))
+                               "--webui-port", str(web_port), "--work-dir", str(work)], f"worker-{index}.log", group)
+        self._workers.append(Worker(process, group, f"http://{self.host}:{web_port}"))
         if wait:
             self.wait_for(lambda: self.alive_workers() >= want, f"worker {index} registered")
         return index
@@ -110,6 +116,16 @@ class LocalCluster:
         if not live:
             return
         self._stop_worker(self._workers[live[-1] if index is None else index])
+
+    def live_worker_cpu(self) -> list[WorkerCpu]:
+        return [WorkerCpu(w.web_url, w.group) for w in self._workers if w.process.poll() is None and w.group]
+
+    def start_cpu_exporter(self, port: int = 0, app_id: str | None = None) -> str:
+        """Serve the workers' cgroup CPU per executor (`daedalus_spark_executor_cpu_*`); returns the /metrics URL."""
+        registry = CollectorRegistry()
+        registry.register(WorkerCpuCollector(self.live_worker_cpu, app_id))
+        self._exporter, _ = start_http_server(port, addr=self.host, registry=registry)
+        return f"http://{self.host}:{self._exporter.server_port}/metrics"
 
     def master_state(self) -> dict[str, object] | None:
         try:
@@ -158,6 +174,10 @@ class LocalCluster:
 
     def stop(self) -> None:
         atexit.unregister(self.stop)
+        if self._exporter is not None:
+            self._exporter.shutdown()
+            self._exporter.server_close()
+            self._exporter = None
         for worker in self._workers:
             self._stop_worker(worker)
         if self._master is not None and self._master.poll() is None:

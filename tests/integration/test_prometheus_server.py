@@ -15,7 +15,7 @@ from daedalus_spark.monitor.port import MonitorError
 from daedalus_spark.monitor.prometheus import PrometheusMonitor
 from tests.contract.test_monitors import check_known_job
 from tests.exporter import Exporter, SyntheticJob
-from tests.integration.prometheus_server import BINARY, PrometheusServer
+from daedalus_spark.demo.prometheus_server import BINARY, PrometheusServer
 
 pytestmark = pytest.mark.skipif(not os.access(BINARY, os.X_OK),
                                 reason=f"no Prometheus server at {BINARY} (Debian package 'prometheus')")

@@ -1,4 +1,4 @@
-"""A real Prometheus server for tests: generated config, temporary storage, loopback port, always stopped."""
+"""Monitor (demo and tests): a real Prometheus server with a generated config, temporary storage, always stopped."""
 
 from __future__ import annotations
 

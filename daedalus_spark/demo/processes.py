@@ -1,0 +1,54 @@
+"""Demo harness: start the pipeline, generator and controller as process groups, and always stop them all."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Processes:
+    """Started in their own sessions; `stop_all` ends them newest first (SIGTERM, then SIGKILL after a grace)."""
+
+    log_dir: Path
+    started: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
+
+    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        log = (self.log_dir / f"{name}.log").open("ab")
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})})
+        self.started.append((name, process))
+        return process
+
+    def python(self, name: str, module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        return self.start(name, [sys.executable, "-m", module, *args], env)
+
+    def stop(self, process: subprocess.Popen[bytes], grace_s: float = 20.0) -> int | None:
+        """SIGTERM the process group, wait, SIGKILL what is left; returns the exit code."""
+        for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                process.wait(timeout=wait_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        _kill_group(process.pid)  # children that outlived the leader (a driver's JVM)
+        return process.poll()
+
+    def stop_all(self) -> None:
+        for _, process in reversed(self.started):
+            self.stop(process)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,108 @@
+"""Demo: sample the live job (workload, throughput, executors live and targeted, lag) and plot it over time."""
+
+from __future__ import annotations
+
+import csv
+import math
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+@dataclass(frozen=True)
+class Sample:
+    t_s: float
+    workload_per_s: float
+    throughput_per_s: float
+    executors: float
+    target: float
+    lag_records: float
+
+
+def totals(text: str) -> dict[str, float]:
+    """Sums over labels of the agent's metrics that the timeline shows."""
+    wanted = {"daedalus_spark_source_latest_offset", "daedalus_spark_executor_records_processed_total",
+              "daedalus_spark_executors", "daedalus_spark_executors_target", "daedalus_spark_lag_records"}
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name in wanted and s.labels.get("executor_id") != "driver":
+                out[s.name] = out.get(s.name, 0.0) + float(s.value)
+    return out
+
+
+@dataclass
+class Sampler:
+    """Every `period_s`, reads the agent's /metrics; rates are taken between consecutive samples."""
+
+    agent_metrics_url: str
+    period_s: float = 2.0
+    samples: list[Sample] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _previous: tuple[float, dict[str, float]] | None = None
+    _started: float = field(default_factory=time.monotonic)
+
+    def start(self) -> Sampler:
+        threading.Thread(target=self._run, name="demo-sampler", daemon=True).start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            try:
+                with urllib.request.urlopen(self.agent_metrics_url, timeout=2) as r:  # noqa: S310 - loopback
+                    self.add(time.monotonic() - self._started, totals(r.read().decode()))
+            except (OSError, ValueError):
+                continue  # the driver is busy or restarting: a gap in the plot, not an error
+
+    def add(self, t_s: float, now: dict[str, float]) -> None:
+        if self._previous is not None:
+            t0, before = self._previous
+            dt = t_s - t0
+            rate = lambda name: max(0.0, now.get(name, 0.0) - before.get(name, 0.0)) / dt  # noqa: E731
+            target = now.get("daedalus_spark_executors_target", -1.0)
+            self.samples.append(Sample(
+                t_s=round(t_s, 2), workload_per_s=rate("daedalus_spark_source_latest_offset"),
+                throughput_per_s=rate("daedalus_spark_executor_records_processed_total"),
+                executors=now.get("daedalus_spark_executors", math.nan),
+                target=target if target >= 0 else math.nan,
+                lag_records=now.get("daedalus_spark_lag_records", math.nan)))
+        self._previous = (t_s, now)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def write_csv(samples: list[Sample], path: Path) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(Sample.__dataclass_fields__))
+        writer.writeheader()
+        writer.writerows(asdict(s) for s in samples)
+
+
+def plot(samples: list[Sample], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = [s.t_s for s in samples]
+    fig, (load, workers, lag) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    load.plot(t, [s.workload_per_s for s in samples], label="workload (records/s arriving)")
+    load.plot(t, [s.throughput_per_s for s in samples], label="throughput (records/s processed)", alpha=0.8)
+    load.set_ylabel("records/s")
+    load.legend(loc="upper left")
+    workers.step(t, [s.executors for s in samples], where="post", label="executors live")
+    workers.step(t, [s.target for s in samples], where="post", linestyle="--", label="target")
+    workers.set_ylabel("executors")
+    workers.legend(loc="upper left")
+    lag.plot(t, [s.lag_records for s in samples], color="tab:red")
+    lag.set_ylabel("consumer lag (records)")
+    lag.set_xlabel("seconds since start")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
