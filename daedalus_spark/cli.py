@@ -11,6 +11,7 @@ from pathlib import Path
 from daedalus_spark.config import ConfigError, load_config, render_yaml
 from daedalus_spark.knowledge.state import IncompatibleKnowledge
 from daedalus_spark.monitor.files import InputFileError
+from daedalus_spark.report.knowledge_report import register as register_report
 from daedalus_spark.sim.cli import register as register_simulate
 
 
@@ -77,7 +78,11 @@ def _demo(args: argparse.Namespace) -> int:
     from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 
     plan = DemoPlan(duration_s=args.duration, use_prometheus=not args.no_prometheus)
-    return run_demo(args.out, plan, config_path=args.config or DEMO_CONFIG)
+    try:
+        return run_demo(args.out, plan, config_path=args.config or DEMO_CONFIG)
+    except (RuntimeError, TimeoutError) as exc:  # everything it started is already stopped
+        print(f"daedalus-spark demo: failed: {exc}", file=sys.stderr)
+        return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_demo)
 
     register_simulate(sub)
+    register_report(sub)
     return parser
 
 

@@ -19,13 +19,22 @@ CREATE TABLE IF NOT EXISTS recovery (seq INTEGER PRIMARY KEY, json TEXT NOT NULL
 class SqliteKnowledgeStore:
     """One SQLite file; every save is one transaction. Decisions and recoveries are appended, never rewritten."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly  # reports read a live controller's file without writing to it
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path)
-            conn.executescript(SCHEMA)
+            if self.readonly:
+                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if not {"meta", "component"} <= tables:
+                    conn.close()
+                    raise IncompatibleKnowledge(f"{self.path}: not a daedalus-spark knowledge file (no meta and "
+                                                f"component tables; it has: {', '.join(sorted(tables)) or 'none'})")
+            else:
+                conn = sqlite3.connect(self.path)
+                conn.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise IncompatibleKnowledge(f"{self.path}: not a daedalus-spark knowledge file ({exc})") from None
         return conn
@@ -49,6 +58,8 @@ class SqliteKnowledgeStore:
 
     def load(self) -> Snapshot | None:
         if not self.path.exists():
+            if self.readonly:
+                raise IncompatibleKnowledge(f"{self.path}: no such file")
             return None
         conn = self._connect()
         try:
