@@ -16,7 +16,7 @@ from daedalus_spark.domain import Observation
 from daedalus_spark.monitor.assemble import RawWindow, assemble
 from daedalus_spark.monitor.port import MonitorError
 from daedalus_spark.monitor.scrape import ScrapeMonitor
-from tests.exporter import SyntheticJob
+from daedalus_spark.monitor.synthetic import SyntheticJob
 
 URL = "http://agent/metrics"
 

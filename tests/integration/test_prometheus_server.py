@@ -14,7 +14,7 @@ from daedalus_spark.config import MonitorConfig
 from daedalus_spark.monitor.port import MonitorError
 from daedalus_spark.monitor.prometheus import PrometheusMonitor
 from tests.contract.test_monitors import check_known_job
-from tests.exporter import Exporter, SyntheticJob
+from daedalus_spark.monitor.synthetic import Exporter, SyntheticJob
 from daedalus_spark.demo.prometheus_server import BINARY, PrometheusServer
 
 pytestmark = pytest.mark.skipif(not os.access(BINARY, os.X_OK),

@@ -1,4 +1,4 @@
-"""A synthetic job's /metrics page with known rates, and a server for it (monitor contract and Prometheus tests)."""
+"""Monitor (tests, benchmarks): a synthetic job's /metrics page with known rates, and a server for it."""
 
 from __future__ import annotations
 
