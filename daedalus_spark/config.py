@@ -14,7 +14,8 @@ def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # strict: `max_scaleout: true` or `"12"` is a typo to report, not a value to coerce (an int is still a float).
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
 
 class ControllerConfig(_Section):
@@ -239,6 +240,9 @@ class Config(_Section):
             )
         if self.forecast.resolution_s > self.forecast.horizon_s:
             raise ValueError("forecast.resolution_s must not exceed forecast.horizon_s")
+        if self.forecast.resolution_s != int(self.forecast.resolution_s):
+            # Workload samples arrive per whole second; a fractional bucket would split them unevenly.
+            raise ValueError(f"forecast.resolution_s must be a whole number of seconds, got {self.forecast.resolution_s}")
         return self
 
 
@@ -249,7 +253,36 @@ class ConfigError(ValueError):
 
     def __init__(self, source: str, errors: list[str]) -> None:
         super().__init__(f"{source}: invalid {self.kind}\n" + "\n".join(f"  {e}" for e in errors))
+        self.source = source
         self.errors = errors
+
+    def one_line(self) -> str:
+        """For a CLI error line: the file, then every problem by YAML path, separated by semicolons."""
+        return f"{self.source}: invalid {self.kind}: " + "; ".join(self.errors)
+
+
+class _StrictYamlLoader(yaml.SafeLoader):
+    """safe_load that also refuses duplicate keys (YAML keeps the last silently) and aliases (`*name`)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.constructor.ConstructorError(None, None, "aliases (*name) are not allowed here", mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark)
+            except TypeError:
+                continue  # an unhashable key: the base class reports it
+            if first is not key_node.start_mark:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r:.40} (first at line {first.line + 1})", key_node.start_mark
+                )
+        return super().construct_mapping(node, deep=deep)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -292,13 +325,20 @@ def load_model(model: type[M], path: str | Path | None, error: type[ConfigError]
         return model()
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise error(str(path), [f"cannot read: {exc.strerror}"]) from None
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise error(f"{path}:{line}", [f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})"]) from None
+    try:
+        data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise error(str(path), [f"not valid YAML: {exc}".replace("\n", " ")]) from None
+        raise error(str(path), [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
+    except RecursionError:
+        raise error(str(path), ["not valid YAML: nested too deeply"]) from None
     return parse_model(model, data, str(path), error)
 
 

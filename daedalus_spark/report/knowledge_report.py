@@ -18,7 +18,9 @@ from daedalus_spark.runtime.publishers import strict
 
 def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
     """The knowledge in a store, opened read-only (a running controller is not disturbed, a foreign file not changed)."""
-    snapshot = SqliteKnowledgeStore(path, readonly=True).load()
+    if not Path(path).exists():
+        raise IncompatibleKnowledge(f"{path}: no such file")
+    snapshot = SqliteKnowledgeStore(path).load()  # loading opens the file read-only
     if snapshot is None:
         raise IncompatibleKnowledge(f"{path}: an empty knowledge file (no controller has saved to it yet)")
     return restore(snapshot, config or Config())
