@@ -133,6 +133,29 @@ def format_text(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def plot_capacity(r: dict[str, Any], ax: Any) -> None:
+    per = r["capacity"]["per_scaleout"]
+    ax.bar([p["scaleout"] for p in per], [p["capacity_per_s"] for p in per],
+           color=["tab:blue" if p["observed"] else "tab:gray" for p in per])
+    ax.set(xlabel="scale-out (workers)", ylabel="records/s", title="capacity per scale-out (gray: extrapolated)")
+
+
+def plot_forecast(r: dict[str, Any], ax: Any) -> None:
+    s = r["forecast"]["scored"]
+    ax.plot(s["actual_per_s"], label="actual")
+    ax.plot(s["predicted_per_s"], label=f"forecast ({s['model']})", linestyle="--")
+    ax.set(xlabel="forecast step", ylabel="records/s", title=f"forecast made at {s['time_s']:.0f} s vs what came")
+    ax.legend()
+
+
+def plot_decisions(r: dict[str, Any], ax: Any) -> None:
+    latest = r["decisions"]["latest"]
+    ax.step([x["time_s"] for x in latest], [x["target"] for x in latest], where="post", label="target")
+    ax.step([x["time_s"] for x in latest], [x["current"] for x in latest], where="post", label="current")
+    ax.set(xlabel="time (s)", ylabel="workers", title="scale-out, latest decisions")
+    ax.legend()
+
+
 def write_html(r: dict[str, Any], out: Path) -> Path:
     """index.html with PNG plots of capacity per scale-out, forecast vs actual, and scale-outs over time."""
     import matplotlib
@@ -142,29 +165,16 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     figures = []
-    if r["capacity"]:
-        per = r["capacity"]["per_scaleout"]
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.bar([p["scaleout"] for p in per], [p["capacity_per_s"] for p in per],
-               color=["tab:blue" if p["observed"] else "tab:gray" for p in per])
-        ax.set(xlabel="scale-out (workers)", ylabel="records/s", title="capacity per scale-out (gray: extrapolated)")
-        figures.append(_save(fig, out / "capacity.png", plt))
-    if r["forecast"]["scored"]:
-        s = r["forecast"]["scored"]
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.plot(s["actual_per_s"], label="actual")
-        ax.plot(s["predicted_per_s"], label=f"forecast ({s['model']})", linestyle="--")
-        ax.set(xlabel="forecast step", ylabel="records/s", title=f"forecast made at {s['time_s']:.0f} s vs what came")
-        ax.legend()
-        figures.append(_save(fig, out / "forecast.png", plt))
-    latest = r["decisions"]["latest"]
-    if latest:
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.step([x["time_s"] for x in latest], [x["target"] for x in latest], where="post", label="target")
-        ax.step([x["time_s"] for x in latest], [x["current"] for x in latest], where="post", label="current")
-        ax.set(xlabel="time (s)", ylabel="workers", title="scale-out, latest decisions")
-        ax.legend()
-        figures.append(_save(fig, out / "decisions.png", plt))
+    for name, draw, present in (("capacity.png", plot_capacity, r["capacity"]),
+                                ("forecast.png", plot_forecast, r["forecast"]["scored"]),
+                                ("decisions.png", plot_decisions, r["decisions"]["latest"])):
+        if present:
+            fig, ax = plt.subplots(figsize=(7, 3.5))
+            draw(r, ax)
+            fig.tight_layout()
+            fig.savefig(out / name, dpi=90)
+            plt.close(fig)
+            figures.append(name)
     body = "".join(f'<img src="{name}" alt="{name}"><br>' for name in figures)
     text = format_text(r).replace("&", "&amp;").replace("<", "&lt;")
     page = (f"<!doctype html><meta charset='utf-8'><title>daedalus-spark knowledge</title>"
@@ -173,13 +183,6 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
     (out / "report.json").write_text(json.dumps(r, indent=2, allow_nan=False))
     (out / "index.html").write_text(page)
     return out / "index.html"
-
-
-def _save(fig: Any, path: Path, plt: Any) -> str:
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path.name
 
 
 def write_report(knowledge_path: str | Path, out: Path, config: Config | None = None) -> Path:
