@@ -1,94 +1,96 @@
-"""Monitor (tests, benchmarks): a synthetic job's /metrics page with known rates, and a server for it."""
+"""Monitor (test double of a job): an HTTP exporter of the agent's metric names with known, deterministic rates."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+P = "daedalus_spark_"
+BASE = 1e6  # counters start high, so PromQL's rate() never limits its extrapolation at zero
 
 
-@dataclass
-class SyntheticJob:
-    """Counters grow linearly, so every rate is known exactly: workload 1,000/s over 2 partitions, executor i reads
-    `throughput[i]`/s at CPU ratio `cpu[i]` of a 0.5-core quota and busy ratio `busy[i]` of 1 core."""
+@dataclass(eq=False)
+class SyntheticJob(Collector):
+    """`executors` executors (ids 1..n) plus a driver row; counters grow linearly with the clock.
 
-    throughput: tuple[float, ...] = (300.0, 700.0)
-    cpu: tuple[float, ...] = (0.3, 0.7)
-    busy: tuple[float, ...] = (0.25, 0.5)
-    workload_per_s: float = 1000.0
-    lag_records: float = 42.0
-    started_s: float = 0.0
-    cpu_limit_cores: float = 0.5
-    extra_executor_ids: tuple[str, ...] = ()  # executors that left: a flat records counter, nothing else
+    Executor i reads `throughput_per_s(i)` records/s at CPU `utilization_ratio(i)` of its `limit_cores`; the
+    topic grows by the sum of the throughputs over `partitions` partitions. `nan` makes executor 1's CPU counter NaN.
+    """
 
-    def page(self, t: float) -> str:
-        up = t - self.started_s
-        lines = ["# TYPE daedalus_spark_source_latest_offset gauge"]
-        for p in (0, 1):
-            lines.append(f'daedalus_spark_source_latest_offset{{topic="w",partition="{p}"}} '
-                         f"{self.workload_per_s / 2 * up}")
-        lines.append("# TYPE daedalus_spark_executor_records_processed counter")
-        for i, rate in enumerate(self.throughput):
-            lines.append(f'daedalus_spark_executor_records_processed_total{{executor_id="{i}"}} {rate * up}')
-        for gone in self.extra_executor_ids:
-            lines.append(f'daedalus_spark_executor_records_processed_total{{executor_id="{gone}"}} 12345')
-        lines.append('daedalus_spark_executor_records_processed_total{executor_id="driver"} 0')
-        lines.append("# TYPE daedalus_spark_executor_busy_seconds counter")
-        lines += [f'daedalus_spark_executor_busy_seconds_total{{executor_id="{i}"}} {b * up}'
-                  for i, b in enumerate(self.busy)]
-        lines.append("# TYPE daedalus_spark_executor_cores gauge")
-        lines += [f'daedalus_spark_executor_cores{{executor_id="{i}"}} 1' for i in range(len(self.busy))]
-        lines.append("# TYPE daedalus_spark_executor_cpu_seconds counter")
-        lines += [f'daedalus_spark_executor_cpu_seconds_total{{executor_id="{i}"}} {c * self.cpu_limit_cores * up}'
-                  for i, c in enumerate(self.cpu)]
-        lines.append("# TYPE daedalus_spark_executor_cpu_limit_cores gauge")
-        lines += [f'daedalus_spark_executor_cpu_limit_cores{{executor_id="{i}"}} {self.cpu_limit_cores}'
-                  for i in range(len(self.cpu))]
-        lines += ["# TYPE daedalus_spark_lag_records gauge", f"daedalus_spark_lag_records {self.lag_records}",
-                  "# TYPE daedalus_spark_executors gauge", f"daedalus_spark_executors {len(self.throughput)}",
-                  "# TYPE daedalus_spark_uptime_seconds gauge", f"daedalus_spark_uptime_seconds {up}"]
-        return "\n".join(lines) + "\n"
+    executors: int = 4
+    partitions: int = 4
+    limit_cores: float = 0.5
+    lag_records: float = 1234.0
+    clock: Callable[[], float] = time.time
+    nan: bool = False
+    started_s: float = field(default=0.0)
+
+    def __post_init__(self) -> None:
+        self.started_s = self.started_s or self.clock()
+
+    @staticmethod
+    def throughput_per_s(i: int) -> float:
+        return 100.0 + 10.0 * i
+
+    def utilization_ratio(self, i: int) -> float:
+        return 0.2 + 0.6 * i / max(1, self.executors)
+
+    def workload_per_s(self) -> float:
+        return sum(self.throughput_per_s(i) for i in range(1, self.executors + 1))
+
+    def collect(self) -> Iterator[Metric]:
+        elapsed = self.clock() - self.started_s
+        ids = [str(i) for i in range(1, self.executors + 1)]
+        records = CounterMetricFamily(P + "executor_records_processed", "records", labels=["executor_id"])
+        cpu = CounterMetricFamily(P + "executor_cpu_seconds", "cgroup CPU seconds", labels=["executor_id"])
+        limit = GaugeMetricFamily(P + "executor_cpu_limit_cores", "CPU quota", labels=["executor_id"])
+        busy = CounterMetricFamily(P + "executor_busy_seconds", "task time", labels=["executor_id"])
+        cores = GaugeMetricFamily(P + "executor_cores", "cores", labels=["executor_id"])
+        for e in ids:
+            i = int(e)
+            records.add_metric([e], BASE + self.throughput_per_s(i) * elapsed)
+            used = self.utilization_ratio(i) * self.limit_cores * elapsed
+            cpu.add_metric([e], float("nan") if self.nan and i == 1 else BASE + used)
+            limit.add_metric([e], self.limit_cores)
+            busy.add_metric([e], BASE + 2 * self.utilization_ratio(i) * elapsed)
+            cores.add_metric([e], 2.0)
+        records.add_metric(["driver"], 0.0)
+        busy.add_metric(["driver"], BASE + 0.05 * elapsed)
+        yield from (records, cpu, limit, busy, cores)
+        offsets = GaugeMetricFamily(P + "source_latest_offset", "end offset", labels=["topic", "partition"])
+        for p in range(self.partitions):
+            offsets.add_metric(["events", str(p)], BASE + self.workload_per_s() / self.partitions * elapsed)
+        yield offsets
+        yield GaugeMetricFamily(P + "lag_records", "lag", value=self.lag_records)
+        yield GaugeMetricFamily(P + "executors", "live executors", value=float(self.executors))
+        yield GaugeMetricFamily(P + "uptime_seconds", "uptime", value=elapsed)
 
 
 @dataclass
 class Exporter:
-    """Serves `page(now)` on 127.0.0.1; `page` can be swapped while running."""
-
-    page: Callable[[], str]
-    server: ThreadingHTTPServer | None = None
-    requests: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def start(self) -> Exporter:
-        exporter = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return None
-
-            def do_GET(self) -> None:  # noqa: N802
-                with exporter._lock:
-                    exporter.requests += 1
-                body = exporter.page().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
+    server: WSGIServer
+    thread: threading.Thread
 
     @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_port}/metrics"
+    def target(self) -> str:
+        return f"127.0.0.1:{self.server.server_address[1]}"
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def serve(job: SyntheticJob) -> Exporter:
+    """Serve the job's /metrics on 127.0.0.1 at a free port."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(job)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    return Exporter(server, thread)
