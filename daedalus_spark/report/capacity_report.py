@@ -63,9 +63,9 @@ def capacity_from_csv(
 
 def _time_mismatch(util: tuple[str, ...], thr: tuple[str, ...], utilization_path: str | Path) -> str:
     if len(util) != len(thr):
-        return f"{len(thr)} rows, {utilization_path} has {len(util)}: time column differs from the utilization file"
+        return f"time column differs from {utilization_path} ({len(thr)} rows there {len(util)})"
     i = next(i for i, (a, b) in enumerate(zip(util, thr)) if a != b)
-    return f"row {i + 1} has time {thr[i][:30]!r}, {utilization_path} has {util[i][:30]!r}: time column differs from the utilization file"
+    return f"time column differs from {utilization_path} (row {i + 1}: {thr[i][:30]!r} there {util[i][:30]!r})"
 
 
 def _check_usable(
