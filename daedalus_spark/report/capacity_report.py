@@ -79,6 +79,10 @@ def _check_usable(
         raise InputFileError(throughput_path, None, "no usable samples: every throughput is empty, NaN or negative")
     if not u_ok.any():
         raise InputFileError(utilization_path, None, "no usable samples: every utilization is empty, NaN or negative")
+    if not (t[t_ok] > 0).any():
+        raise InputFileError(throughput_path, None, "no usable samples: every throughput is 0 (nothing processed)")
+    if not (u[u_ok] > 0).any():
+        raise InputFileError(utilization_path, None, "no usable samples: every utilization is 0")
     # Samples above 1.2 are dropped as implausible; if most are, the export is in percent, not a ratio.
     if np.median(u[u_ok]) > 1.2 and np.nanmax(u[u_ok]) <= 100:
         raise InputFileError(
