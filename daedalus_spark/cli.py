@@ -60,8 +60,8 @@ def _forecast_evaluate(args: argparse.Namespace) -> int:
     if result.scored_forecasts == 0:
         horizon = config.forecast.horizon_s if args.horizon is None else args.horizon
         raise InputFileError(
-            args.trace, None, f"{len(trace)} s of workload is too short to score a forecast (needs more than "
-            f"forecast.min_history_s {config.forecast.min_history_s:g} s + a horizon of {horizon:g} s)",
+            args.trace, None, f"{len(trace)} s of workload is too short to score a forecast (needs more than one loop interval, "
+            f"{config.controller.loop_interval_s:g} s, + the horizon, {horizon:g} s)",
         )
     if args.json:
         keys = ("wape_median", "wape_p90", "fallback_share", "fit_seconds", "update_seconds_p95", "ticks")

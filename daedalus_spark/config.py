@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
@@ -16,6 +17,24 @@ def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
 class _Section(BaseModel):
     # strict: `max_scaleout: true` or `"12"` is a typo to report, not a value to coerce (an int is still a float).
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
+
+
+def _http_url(value: str) -> str:
+    """An http(s) URL with a host: a typo here would only show as failed ticks once the loop runs."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in 0..65535
+    except ValueError as exc:
+        raise ValueError(f"not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected an http:// or https:// URL with a host")
+    return value
+
+
+def _nonblank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
 
 
 class ControllerConfig(_Section):
@@ -45,6 +64,9 @@ class ControllerConfig(_Section):
     knowledge_path: str = _field(
         "daedalus-knowledge.sqlite", "path", "SQLite file holding everything learned; survives restarts."
     )
+
+
+    _path = field_validator("knowledge_path")(_nonblank)
 
 
 class CapacityConfig(_Section):
@@ -176,6 +198,22 @@ class MonitorConfig(_Section):
     )
 
 
+    @field_validator("prometheus_url")
+    @classmethod
+    def _prometheus(cls, value: str) -> str:
+        return value and _http_url(value)
+
+    @field_validator("scrape_urls")
+    @classmethod
+    def _scrapes(cls, value: list[str]) -> list[str]:
+        for url in value:
+            _http_url(url)
+        return value
+
+    _names = field_validator("executor_label", "query_workload", "query_throughput", "query_cpu", "query_busy",
+                             "query_lag", "query_executors", "query_uptime")(_nonblank)
+
+
 class ActuatorConfig(_Section):
     kind: Literal["agent", "dry_run", "kubernetes"] = _field(
         "agent", "-", "agent: PUT the executor target to the in-driver agent; dry_run: decide and log only.",
@@ -195,6 +233,9 @@ class ActuatorConfig(_Section):
     confirm_poll_s: float = _field(1, "s", "Poll period while confirming.", gt=0, le=60)
 
 
+    _url = field_validator("agent_url")(_http_url)
+
+
 class RuntimeConfig(_Section):
     metrics_host: str = _field("127.0.0.1", "-", "Address of the controller's /metrics and /healthz.")
     metrics_port: int = _field(9097, "port", "Port of the controller's /metrics and /healthz (0 = off).",
@@ -203,6 +244,9 @@ class RuntimeConfig(_Section):
         "daedalus-decisions.jsonl", "path", "One JSON line per tick: time, reason, scale-outs, evidence, actuation.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _field("INFO", "-", "Logging level.")
+
+
+    _log = field_validator("decision_log")(_nonblank)
 
 
 class AgentSettings(_Section):
@@ -240,6 +284,8 @@ class Config(_Section):
             )
         if self.forecast.resolution_s > self.forecast.horizon_s:
             raise ValueError("forecast.resolution_s must not exceed forecast.horizon_s")
+        if not self.monitor.prometheus_url and not self.monitor.scrape_urls:
+            raise ValueError("monitor: set prometheus_url or at least one of scrape_urls (nothing to observe)")
         if self.forecast.resolution_s != int(self.forecast.resolution_s):
             # Workload samples arrive per whole second; a fractional bucket would split them unevenly.
             raise ValueError(f"forecast.resolution_s must be a whole number of seconds, got {self.forecast.resolution_s}")
@@ -259,6 +305,9 @@ class ConfigError(ValueError):
     def one_line(self) -> str:
         """For a CLI error line: the file, then every problem by YAML path, separated by semicolons."""
         return f"{self.source}: invalid {self.kind}: " + "; ".join(self.errors)
+
+
+_MAX_CONFIG_BYTES = 1024 * 1024
 
 
 class _StrictYamlLoader(yaml.SafeLoader):
@@ -325,9 +374,12 @@ def load_model(model: type[M], path: str | Path | None, error: type[ConfigError]
         return model()
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            raw = f.read(_MAX_CONFIG_BYTES + 1)  # bounded: a config is a few kB, /dev/zero is endless
     except OSError as exc:
         raise error(str(path), [f"cannot read: {exc.strerror}"]) from None
+    if len(raw) > _MAX_CONFIG_BYTES:
+        raise error(str(path), [f"larger than {_MAX_CONFIG_BYTES // 1024} KiB: not a config file"])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -63,9 +63,9 @@ def capacity_from_csv(
 
 def _time_mismatch(util: tuple[str, ...], thr: tuple[str, ...], utilization_path: str | Path) -> str:
     if len(util) != len(thr):
-        return f"{len(thr)} rows, {utilization_path} has {len(util)}: time column differs from the utilization file"
+        return f"time column differs from {utilization_path} ({len(thr)} rows there {len(util)})"
     i = next(i for i, (a, b) in enumerate(zip(util, thr)) if a != b)
-    return f"row {i + 1} has time {thr[i][:30]!r}, {utilization_path} has {util[i][:30]!r}: time column differs from the utilization file"
+    return f"time column differs from {utilization_path} (row {i + 1}: {thr[i][:30]!r} there {util[i][:30]!r})"
 
 
 def _check_usable(
@@ -79,6 +79,10 @@ def _check_usable(
         raise InputFileError(throughput_path, None, "no usable samples: every throughput is empty, NaN or negative")
     if not u_ok.any():
         raise InputFileError(utilization_path, None, "no usable samples: every utilization is empty, NaN or negative")
+    if not (t[t_ok] > 0).any():
+        raise InputFileError(throughput_path, None, "no usable samples: every throughput is 0 (nothing processed)")
+    if not (u[u_ok] > 0).any():
+        raise InputFileError(utilization_path, None, "no usable samples: every utilization is 0")
     # Samples above 1.2 are dropped as implausible; if most are, the export is in percent, not a ratio.
     if np.median(u[u_ok]) > 1.2 and np.nanmax(u[u_ok]) <= 100:
         raise InputFileError(

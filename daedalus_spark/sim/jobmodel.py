@@ -31,7 +31,7 @@ class JobModel(_Model):
     """The simulated Spark Structured Streaming job on Kubernetes reading from Kafka."""
 
     worker_capacity_per_s: float | None = Field(
-        None, gt=0, allow_inf_nan=False, description="Records/s one worker processes at full utilization (None: derived from the "
+        None, gt=0, le=1e12, allow_inf_nan=False, description="Records/s one worker processes at full utilization (None: derived from the "
         "trace peak so that `reference_scaleout` workers carry peak x capacity_headroom_ratio)."
     )
     reference_scaleout: int = Field(12, ge=1, le=10000, description="Scale-out that just carries the peak.")
