@@ -128,7 +128,7 @@ def probe(scaleout: int, now_s: float) -> Observation:
 def next_decision(config: Config, store_path: Path, scaleout: int, now_s: float) -> tuple[object, ...]:
     controller = Controller.resume(config, SqliteKnowledgeStore(store_path))
     d = controller.tick(probe(scaleout, now_s), now_s)
-    table = controller.latest_table
+    table = controller.knowledge.history.latest_table
     return d.reason, d.target_scaleout, None if table is None else table.per_scaleout_per_s
 
 
