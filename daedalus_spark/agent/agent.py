@@ -60,8 +60,7 @@ class Agent:
         self.collector.publish(Snapshot(executors=executors, records=dict(self.reader.records),
                                         queries=self.tracker.snapshot(), poll_errors=self._errors))
 
-    def _loop(self) -> None:
-        pending = self.config.initial_target
+    def _loop(self, pending: int | None) -> None:
         while not self._stop.is_set():
             if pending is not None:
                 pending = self._apply_initial(pending)
@@ -113,5 +112,8 @@ def start_agent(spark: SparkSession, config: AgentConfig | None = None, *,
     agent = Agent(config, reader, tracker, collector, scaler, registry)
     routes = Routes(registry, agent.status, agent.apply, config.min_executors, config.max_executors, config.token)
     agent.server = serve(routes, config.host, config.port)
-    threading.Thread(target=agent._loop, name="daedalus-agent-poll", daemon=True).start()
+    # Set before executors register, the initial target also caps what the standalone master launches; a driver
+    # too busy to answer its UI yet gets it from the poll thread instead of failing the job.
+    pending = agent._apply_initial(config.initial_target) if config.initial_target is not None else None
+    threading.Thread(target=agent._loop, args=(pending,), name="daedalus-agent-poll", daemon=True).start()
     return agent
