@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -170,8 +171,6 @@ class Retrying:
 
 def _status_message(exc: ApiException) -> str:
     """The Status object's message, else the HTTP reason."""
-    import json
-
     try:
         status = json.loads(exc.body or "{}")
     except ValueError:
@@ -281,6 +280,7 @@ class ExecutorPodWatcher:
     settings: KubernetesConfig
     app_id: str = ""
     clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
     _never_ran: set[str] = field(default_factory=set)
     _ran: set[str] = field(default_factory=set)
 
@@ -292,7 +292,7 @@ class ExecutorPodWatcher:
     def check(self) -> PodReport:
         """Raises ActuatorError when the pods cannot be listed (403 names the missing RBAC rule)."""
         try:
-            pods = Retrying(self.settings.retries, self.settings.backoff_s).call(
+            pods = Retrying(self.settings.retries, self.settings.backoff_s, self.sleep).call(
                 lambda: self.core.list_namespaced_pod(self.namespace, label_selector=self.selector,
                                                       _request_timeout=self.settings.request_timeout_s))
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:

@@ -217,7 +217,8 @@ def pod_json(executor_id, phase, age_s, *, app="spark-app-1", running=False, uns
 
 def watcher(api, time, app_id="spark-app-1"):
     return ExecutorPodWatcher(k8s.CoreV1Api(api.api_client()), NAMESPACE,
-                              KubernetesConfig(pending_timeout_s=120, request_timeout_s=0.5), app_id, clock=time.now)
+                              KubernetesConfig(pending_timeout_s=120, request_timeout_s=0.5), app_id, clock=time.now,
+                              sleep=time.sleep)
 
 
 def test_watcher_lists_only_this_apps_executors_and_remembers_those_that_never_ran(api):
@@ -237,8 +238,16 @@ def test_watcher_lists_only_this_apps_executors_and_remembers_those_that_never_r
 
 def test_watcher_forbidden_names_the_list_verb(api):
     api.forbidden.add(("GET", "pods"))
+    time = FakeTime(NOW)
     with pytest.raises(ActuatorError, match="RBAC verb 'list' on 'pods'"):
-        watcher(api, FakeTime(NOW)).check()
+        watcher(api, time).check()
+    assert time.sleeps == []  # a refusal is not retried
+
+
+def test_watcher_rides_out_a_server_error(api):
+    api.scripted["GET"] = [500]
+    time = FakeTime(NOW)
+    assert watcher(api, time).check().running == 0 and time.sleeps == [1.0]
 
 
 @dataclass
