@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import ConfigError, load_config, render_yaml
+from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.knowledge.state import IncompatibleKnowledge
 from daedalus_spark.monitor.files import InputFileError
+from daedalus_spark.report.jsonout import strict_json
+from daedalus_spark.report.knowledge_report import register as register_report
 from daedalus_spark.sim.cli import register as register_simulate
+from daedalus_spark.sim.policies import PolicyNameError
+
+# Largest scale-out any command accepts: the config's own bound on controller.max_scaleout.
+MAX_SCALEOUT = 10_000
+
+
+class UsageError(ValueError):
+    """Options that are each valid but cannot be used together, or with this input; names the option."""
 
 
 def _validate_config(args: argparse.Namespace) -> int:
@@ -28,7 +39,7 @@ def _capacity(args: argparse.Namespace) -> int:
         args.utilization, args.throughput, config.capacity, max_scaleout=args.max_scaleout,
         smooth_samples=args.smooth_throughput,
     )
-    print(json.dumps(to_json(report), indent=2) if args.json else format_text(report))
+    print(strict_json(to_json(report)) if args.json else format_text(report))
     return 0
 
 
@@ -37,13 +48,24 @@ def _forecast_evaluate(args: argparse.Namespace) -> int:
     from daedalus_spark.report.forecast_backtest import evaluate_trace, format_text
 
     config = load_config(args.config)
+    if args.horizon is not None and args.horizon < config.forecast.resolution_s:
+        raise UsageError(
+            f"--horizon {args.horizon:g} is shorter than one forecast step (forecast.resolution_s "
+            f"{config.forecast.resolution_s:g} s)"
+        )
     trace = read_trace(args.trace)
     result = evaluate_trace(
         trace, config.forecast, loop_interval_s=config.controller.loop_interval_s, horizon_s=args.horizon
     )
+    if result.scored_forecasts == 0:
+        horizon = config.forecast.horizon_s if args.horizon is None else args.horizon
+        raise InputFileError(
+            args.trace, None, f"{len(trace)} s of workload is too short to score a forecast (needs more than one loop interval, "
+            f"{config.controller.loop_interval_s:g} s, + the horizon, {horizon:g} s)",
+        )
     if args.json:
         keys = ("wape_median", "wape_p90", "fallback_share", "fit_seconds", "update_seconds_p95", "ticks")
-        print(json.dumps({"trace": str(args.trace), **{k: getattr(result, k) for k in keys}}, indent=2))
+        print(strict_json({"trace": str(args.trace), **{k: getattr(result, k) for k in keys}}))
     else:
         print(format_text(result, str(args.trace)))
     return 0
@@ -77,11 +99,15 @@ def _demo(args: argparse.Namespace) -> int:
     from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 
     plan = DemoPlan(duration_s=args.duration, use_prometheus=not args.no_prometheus)
-    return run_demo(args.out, plan, config_path=args.config or DEMO_CONFIG)
+    try:
+        return run_demo(args.out, plan, config_path=args.config or DEMO_CONFIG)
+    except (RuntimeError, TimeoutError) as exc:  # everything it started is already stopped
+        print(f"daedalus-spark demo: failed: {exc}", file=sys.stderr)
+        return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="daedalus-spark", description=__doc__)
+    parser = OneLineParser(prog="daedalus-spark", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("validate-config", help="check a YAML config and print the effective one")
@@ -91,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("capacity", help="capacity per worker and per scale-out from exported metric CSVs")
     p.add_argument("--utilization", required=True, type=Path, help="CSV: time column, one column per worker")
     p.add_argument("--throughput", required=True, type=Path, help="CSV with the same columns, records/s")
-    p.add_argument("--max-scaleout", type=int, default=None, help="list capacities up to this scale-out")
-    p.add_argument("--smooth-throughput", type=int, default=1, metavar="SAMPLES",
+    p.add_argument("--max-scaleout", type=integer(1, MAX_SCALEOUT), default=None,
+                   help=f"list capacities up to this scale-out (1..{MAX_SCALEOUT})")
+    p.add_argument("--smooth-throughput", type=integer(1, 1_000_000), default=1, metavar="SAMPLES",
                    help="trailing mean of throughput over SAMPLES, to match a utilization exported as a moving average")
     p.add_argument("--config", type=Path, default=None)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -101,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     forecast = sub.add_parser("forecast", help="workload forecasting tools").add_subparsers(dest="action", required=True)
     p = forecast.add_parser("evaluate", help="rolling-origin backtest of the forecaster on a trace")
     p.add_argument("--trace", required=True, type=Path, help="'second|count' file, one row per second")
-    p.add_argument("--horizon", type=float, default=None, help="seconds ahead (default: forecast.horizon_s)")
+    p.add_argument("--horizon", type=number(0, 86400, lo_open=True), default=None,
+                   help="seconds ahead, up to 86400 (default: forecast.horizon_s)")
     p.add_argument("--config", type=Path, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_forecast_evaluate)
@@ -120,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_demo)
 
     register_simulate(sub)
+    register_report(sub)
     return parser
 
 
@@ -127,12 +156,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (ConfigError, InputFileError, IncompatibleKnowledge) as exc:
-        print(f"daedalus-spark: error: {exc}", file=sys.stderr)
-        return 2
+    except ConfigError as exc:
+        return _fail(exc.one_line())
+    except (InputFileError, UsageError, PolicyNameError, IncompatibleKnowledge, KnowledgeStoreError) as exc:
+        return _fail(str(exc))
     except OSError as exc:  # an output that cannot be written: say which, without a traceback
-        print(f"daedalus-spark: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
-        return 2
+        return _fail(f"{exc.filename or 'output'}: {exc.strerror or exc}")
+
+
+def _fail(message: str) -> int:
+    """Every CLI error: one line on stderr, exit status 2."""
+    print(f"daedalus-spark: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
@@ -14,7 +15,26 @@ def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # strict: `max_scaleout: true` or `"12"` is a typo to report, not a value to coerce (an int is still a float).
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
+
+
+def _http_url(value: str) -> str:
+    """An http(s) URL with a host: a typo here would only show as failed ticks once the loop runs."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in 0..65535
+    except ValueError as exc:
+        raise ValueError(f"not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected an http:// or https:// URL with a host")
+    return value
+
+
+def _nonblank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
 
 
 class ControllerConfig(_Section):
@@ -44,6 +64,9 @@ class ControllerConfig(_Section):
     knowledge_path: str = _field(
         "daedalus-knowledge.sqlite", "path", "SQLite file holding everything learned; survives restarts."
     )
+
+
+    _path = field_validator("knowledge_path")(_nonblank)
 
 
 class CapacityConfig(_Section):
@@ -175,6 +198,22 @@ class MonitorConfig(_Section):
     )
 
 
+    @field_validator("prometheus_url")
+    @classmethod
+    def _prometheus(cls, value: str) -> str:
+        return value and _http_url(value)
+
+    @field_validator("scrape_urls")
+    @classmethod
+    def _scrapes(cls, value: list[str]) -> list[str]:
+        for url in value:
+            _http_url(url)
+        return value
+
+    _names = field_validator("executor_label", "query_workload", "query_throughput", "query_cpu", "query_busy",
+                             "query_lag", "query_executors", "query_uptime")(_nonblank)
+
+
 class ActuatorConfig(_Section):
     kind: Literal["agent", "dry_run", "kubernetes"] = _field(
         "agent", "-", "agent: PUT the executor target to the in-driver agent; dry_run: decide and log only; "
@@ -195,6 +234,9 @@ class ActuatorConfig(_Section):
     confirm_poll_s: float = _field(1, "s", "Poll period while confirming.", gt=0, le=60)
 
 
+    _url = field_validator("agent_url")(_http_url)
+
+
 class RuntimeConfig(_Section):
     metrics_host: str = _field("127.0.0.1", "-", "Address of the controller's /metrics and /healthz.")
     metrics_port: int = _field(9097, "port", "Port of the controller's /metrics and /healthz (0 = off).",
@@ -203,6 +245,9 @@ class RuntimeConfig(_Section):
         "daedalus-decisions.jsonl", "path", "One JSON line per tick: time, reason, scale-outs, evidence, actuation.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _field("INFO", "-", "Logging level.")
+
+
+    _log = field_validator("decision_log")(_nonblank)
 
 
 class AgentSettings(_Section):
@@ -280,6 +325,11 @@ class Config(_Section):
             )
         if self.forecast.resolution_s > self.forecast.horizon_s:
             raise ValueError("forecast.resolution_s must not exceed forecast.horizon_s")
+        if not self.monitor.prometheus_url and not self.monitor.scrape_urls:
+            raise ValueError("monitor: set prometheus_url or at least one of scrape_urls (nothing to observe)")
+        if self.forecast.resolution_s != int(self.forecast.resolution_s):
+            # Workload samples arrive per whole second; a fractional bucket would split them unevenly.
+            raise ValueError(f"forecast.resolution_s must be a whole number of seconds, got {self.forecast.resolution_s}")
         return self
 
 
@@ -290,7 +340,39 @@ class ConfigError(ValueError):
 
     def __init__(self, source: str, errors: list[str]) -> None:
         super().__init__(f"{source}: invalid {self.kind}\n" + "\n".join(f"  {e}" for e in errors))
+        self.source = source
         self.errors = errors
+
+    def one_line(self) -> str:
+        """For a CLI error line: the file, then every problem by YAML path, separated by semicolons."""
+        return f"{self.source}: invalid {self.kind}: " + "; ".join(self.errors)
+
+
+_MAX_CONFIG_BYTES = 1024 * 1024
+
+
+class _StrictYamlLoader(yaml.SafeLoader):
+    """safe_load that also refuses duplicate keys (YAML keeps the last silently) and aliases (`*name`)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.constructor.ConstructorError(None, None, "aliases (*name) are not allowed here", mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark)
+            except TypeError:
+                continue  # an unhashable key: the base class reports it
+            if first is not key_node.start_mark:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r:.40} (first at line {first.line + 1})", key_node.start_mark
+                )
+        return super().construct_mapping(node, deep=deep)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -333,13 +415,23 @@ def load_model(model: type[M], path: str | Path | None, error: type[ConfigError]
         return model()
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(_MAX_CONFIG_BYTES + 1)  # bounded: a config is a few kB, /dev/zero is endless
     except OSError as exc:
         raise error(str(path), [f"cannot read: {exc.strerror}"]) from None
+    if len(raw) > _MAX_CONFIG_BYTES:
+        raise error(str(path), [f"larger than {_MAX_CONFIG_BYTES // 1024} KiB: not a config file"])
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise error(f"{path}:{line}", [f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})"]) from None
+    try:
+        data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise error(str(path), [f"not valid YAML: {exc}".replace("\n", " ")]) from None
+        raise error(str(path), [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
+    except RecursionError:
+        raise error(str(path), ["not valid YAML: nested too deeply"]) from None
     return parse_model(model, data, str(path), error)
 
 

@@ -61,9 +61,23 @@ class Agent:
                                         queries=self.tracker.snapshot(), poll_errors=self._errors))
 
     def _loop(self) -> None:
+        pending = self.config.initial_target
         while not self._stop.is_set():
+            if pending is not None:
+                pending = self._apply_initial(pending)
             self.poll_once()
             self._stop.wait(self.config.poll_s)
+
+    def _apply_initial(self, target: int) -> int | None:
+        """The initial target, applied from the poll thread: a driver busy starting up is retried, not fatal."""
+        if self.scaler.target is not None:
+            return None  # a controller has set a target meanwhile: it wins
+        try:
+            self.scaler.apply(target)
+        except Exception:  # noqa: BLE001 - the UI may not answer yet; try again next poll
+            self._errors += 1
+            return target
+        return None
 
     def status(self) -> dict[str, Any]:
         live = [e.executor_id for e in self.collector.snapshot.executors if e.active and e.executor_id != "driver"]
@@ -99,7 +113,5 @@ def start_agent(spark: SparkSession, config: AgentConfig | None = None, *,
     agent = Agent(config, reader, tracker, collector, scaler, registry)
     routes = Routes(registry, agent.status, agent.apply, config.min_executors, config.max_executors, config.token)
     agent.server = serve(routes, config.host, config.port)
-    if config.initial_target is not None:
-        scaler.apply(config.initial_target)
     threading.Thread(target=agent._loop, name="daedalus-agent-poll", daemon=True).start()
     return agent

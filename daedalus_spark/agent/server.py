@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +17,20 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from daedalus_spark.agent.targets import TargetError, parse_target
 
 MAX_BODY_BYTES = 4096
+# A client gets this long for each read (request line, headers, body) before its connection is dropped.
+READ_TIMEOUT_S = 10.0
+# Connections handled at once; more are answered 503 at once, so stalled clients cannot pile up threads.
+MAX_CONNECTIONS = 16
+# A Content-Length is plain decimal digits (RFC 9110); a sign, spaces or a fraction make the request malformed.
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,10}")
+
+
+class BadRequest(ValueError):
+    """A request that is not a complete, well-formed HTTP request: answered 4xx, nothing applied."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -27,8 +43,10 @@ class Routes:
     token: str | None
 
 
-def make_handler(routes: Routes) -> type[BaseHTTPRequestHandler]:
+def make_handler(routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = read_timeout_s  # StreamRequestHandler puts this on the socket: every read has a deadline
+
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep the driver log quiet
             return None
 
@@ -48,13 +66,13 @@ def make_handler(routes: Routes) -> type[BaseHTTPRequestHandler]:
                 return
             if not self._authorized():
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
-                self._json(413, {"error": "body too large"})
-                return
             try:
-                target = parse_target(self.rfile.read(length), min_executors=routes.min_executors,
+                target = parse_target(self._body(), min_executors=routes.min_executors,
                                       max_executors=routes.max_executors)
+            except BadRequest as exc:
+                self.close_connection = True
+                self._json(exc.code, {"error": str(exc)})
+                return
             except TargetError as exc:
                 self._json(400, {"error": str(exc)})
                 return
@@ -65,6 +83,26 @@ def make_handler(routes: Routes) -> type[BaseHTTPRequestHandler]:
 
         do_POST = do_PUT
 
+        def _body(self) -> bytes:
+            """The complete body announced by one valid Content-Length, or BadRequest: never a partial one."""
+            if self.headers.get("Transfer-Encoding") is not None:
+                raise BadRequest(400, "Transfer-Encoding is not supported; send a Content-Length")
+            values = self.headers.get_all("Content-Length") or []
+            if len(values) != 1:
+                raise BadRequest(400, "exactly one Content-Length header is required")
+            if not _CONTENT_LENGTH.fullmatch(values[0]):
+                raise BadRequest(400, f"Content-Length {values[0][:20]!r} is not a non-negative integer")
+            length = int(values[0])
+            if length > MAX_BODY_BYTES:
+                raise BadRequest(413, f"body of {length} bytes is over the limit of {MAX_BODY_BYTES}")
+            try:
+                body = self.rfile.read(length)
+            except (TimeoutError, socket.timeout):
+                raise BadRequest(408, f"body not received within {read_timeout_s:g} s") from None
+            if len(body) != length:
+                raise BadRequest(400, f"body has {len(body)} bytes, Content-Length announced {length}")
+            return body
+
         def _authorized(self) -> bool:
             if routes.token is None:
                 return True
@@ -73,6 +111,15 @@ def make_handler(routes: Routes) -> type[BaseHTTPRequestHandler]:
                 return True
             self._json(401, {"error": "missing or wrong bearer token"})
             return False
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """The stdlib's errors (bad request line, header too long, timeouts) as JSON like ours, then close."""
+            self.close_connection = True
+            # A garbage request line leaves the version at HTTP/0.9, which would send the body without a status line.
+            if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+                self.request_version = "HTTP/1.0"
+            reason = self.responses.get(code, ("error",))[0]
+            self._json(code, {"error": message or reason})
 
         def _json(self, code: int, payload: dict[str, Any]) -> None:
             self._send(code, json.dumps(payload).encode(), "application/json")
@@ -87,9 +134,50 @@ def make_handler(routes: Routes) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(routes: Routes, host: str, port: int) -> ThreadingHTTPServer:
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most `max_connections` at once; the rest get a 503 and are closed."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _refuse_busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _refuse_busy(request: socket.socket) -> None:
+    body = b'{"error": "too many connections"}'
+    try:
+        request.settimeout(1.0)
+        request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+    except OSError:
+        pass  # the client is gone or not reading: closing is all that is left
+
+
+def serve(
+    routes: Routes, host: str, port: int, *,
+    max_connections: int = MAX_CONNECTIONS, read_timeout_s: float = READ_TIMEOUT_S,
+) -> ThreadingHTTPServer:
     """Start serving on a daemon thread; port 0 picks a free port (see `server.server_port`)."""
-    server = ThreadingHTTPServer((host, port), make_handler(routes))
-    server.daemon_threads = True
+    handler = make_handler(routes, read_timeout_s=read_timeout_s)
+    server = BoundedHTTPServer((host, port), handler, max_connections=max_connections)
     threading.Thread(target=server.serve_forever, name="daedalus-agent-http", daemon=True).start()
     return server

@@ -15,6 +15,8 @@ def parse_target(body: bytes, *, min_executors: int, max_executors: int) -> int:
         payload = json.loads(body.decode("utf-8") or "null")
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TargetError(f"body is not JSON: {exc}") from None
+    except RecursionError:  # e.g. 4,000 nested brackets: the parser recurses per level
+        raise TargetError("body is nested too deeply") from None
     if not isinstance(payload, dict) or "target" not in payload:
         raise TargetError('expected a JSON object {"target": <integer>}')
     return validate_target(payload["target"], min_executors=min_executors, max_executors=max_executors)

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import math
-import pickle
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, Protocol
 
 import numpy as np
 import pmdarima as pm
+from statsmodels.tsa.statespace.sarimax import SARIMAX
 from threadpoolctl import threadpool_limits
 
 from daedalus_spark.config import ForecastConfig
 from daedalus_spark.domain import Forecast
+from daedalus_spark.untrusted import (
+    Damaged, boolean, field, integer, mapping, number, numbers, optional_number,
+)
+
+_log = logging.getLogger(__name__)
 
 # Small search space: the workloads are smooth at 10 s, and every extra order multiplies fit time.
 _MAX_P, _MAX_Q, _MAX_D = 3, 3, 2
@@ -27,6 +35,12 @@ _BLAS_THREADS = 1
 _EPS = 1e-9
 # What statsmodels raises when a state-space fit or update degenerates (seen: Schur decomposition errors).
 _NUMERIC_FAILURES = (np.linalg.LinAlgError, ValueError, FloatingPointError)
+# Version of the forecaster's stored JSON; another version is relearned, not guessed at.
+_STATE_VERSION = 1
+# Bounds on a stored ARIMA: twice the search space, so a tampered order cannot build a huge state space.
+_MAX_STORED_ORDER, _MAX_STORED_PARAMS = 6, 64
+# Largest magnitude accepted for a stored rate or bucket index (about 3 billion years at 1 s).
+_MAX_STORED_VALUE = 1e17
 
 
 def wape(actual: Sequence[float] | np.ndarray, predicted: Sequence[float] | np.ndarray) -> float:
@@ -115,6 +129,35 @@ class ArimaModel:
         )
         self._model = model.fit(self._y)
 
+    def to_json(self) -> dict[str, Any] | None:
+        """The fitted model as data: order, parameters and the history it filters; None before a fit."""
+        if self._model is None:
+            return None
+        m = self._model
+        return {
+            "order": [int(v) for v in m.order],
+            "seasonal_order": [int(v) for v in m.seasonal_order],
+            "with_intercept": bool(m.with_intercept),
+            "params": [float(v) for v in m.params()],
+            "y": [float(v) for v in self._y],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any, *, window_steps: int, seasonal_period_steps: int) -> ArimaModel:
+        """Rebuild from `to_json` without re-estimating: the stored parameters filter the stored history."""
+        raw = mapping(raw, "arima")
+        order = _order(field(raw, "order", "arima"), "arima.order", 3)
+        seasonal = _order(field(raw, "seasonal_order", "arima"), "arima.seasonal_order", 4, last_hi=window_steps)
+        with_intercept = boolean(field(raw, "with_intercept", "arima"), "arima.with_intercept")
+        params = numbers(field(raw, "params", "arima"), "arima.params", max_len=_MAX_STORED_PARAMS)
+        y = numbers(field(raw, "y", "arima"), "arima.y", max_len=2 * window_steps, lo=-_MAX_STORED_VALUE, hi=_MAX_STORED_VALUE)
+        if not y:
+            raise Damaged("arima.y: empty")
+        model = cls(window_steps=window_steps, seasonal_period_steps=seasonal_period_steps)
+        model._y = np.asarray(y, dtype=float)
+        model._model = _rebuilt_arima(order, seasonal, with_intercept, np.asarray(params), model._y)
+        return model
+
     def predict(self, n_steps: int) -> np.ndarray:
         if self._model is None:
             raise RuntimeError("predict() before fit()")
@@ -155,6 +198,31 @@ class LinearModel:
         return np.clip(intercept + slope * future_x, 0.0, None)
 
 
+def _order(raw: Any, where: str, length: int, *, last_hi: int = _MAX_STORED_ORDER) -> tuple[int, ...]:
+    if not isinstance(raw, list) or len(raw) != length:
+        raise Damaged(f"{where}: expected {length} integers")
+    his = [_MAX_STORED_ORDER] * (length - 1) + [last_hi if length == 4 else _MAX_STORED_ORDER]
+    return tuple(integer(v, f"{where}[{i}]", lo=0, hi=hi) for i, (v, hi) in enumerate(zip(raw, his)))
+
+
+def _rebuilt_arima(
+    order: tuple[int, ...], seasonal_order: tuple[int, ...], with_intercept: bool, params: np.ndarray, y: np.ndarray
+) -> pm.ARIMA:
+    """A fitted pmdarima ARIMA from its parameters: the same SARIMAX pmdarima builds, filtered, not estimated."""
+    model = pm.ARIMA(order=order, seasonal_order=seasonal_order, with_intercept=with_intercept, suppress_warnings=True)
+    sarimax = SARIMAX(endog=y, order=order, seasonal_order=seasonal_order, trend="c" if with_intercept else None)
+    if len(params) != sarimax.k_params:
+        raise Damaged(f"arima.params: {len(params)} values, the order needs {sarimax.k_params}")
+    with warnings.catch_warnings(), threadpool_limits(limits=_BLAS_THREADS, user_api="blas"):
+        warnings.simplefilter("ignore")
+        model.arima_res_ = sarimax.filter(params)
+    # What pmdarima's own fit sets besides the results; predict and update read them.
+    model.fit_with_exog_ = False
+    model.nobs_ = len(y)
+    model.pkg_version_ = pm.__version__
+    return model
+
+
 def fit_arima(y: np.ndarray, *, window_steps: int, seasonal_period_steps: int) -> ArimaModel:
     """A freshly searched auto-ARIMA on `y`; a free function so it can run on any executor."""
     model = ArimaModel(window_steps=window_steps, seasonal_period_steps=seasonal_period_steps)
@@ -165,8 +233,11 @@ def fit_arima(y: np.ndarray, *, window_steps: int, seasonal_period_steps: int) -
 class _Buckets:
     """Turns samples of any step into fixed `resolution_s` buckets aligned to absolute time (partial kept)."""
 
-    def __init__(self, resolution_s: float) -> None:
+    def __init__(self, resolution_s: float, *, max_gap_steps: int | None = None) -> None:
         self.resolution_s = resolution_s
+        # Buckets further back than this are never used (the history keeps fewer); skipping them bounds the work
+        # after a long outage or a damaged stored index.
+        self.max_gap_steps = max_gap_steps
         self.next_index: int | None = None  # the first bucket not yet emitted
         self._sum: dict[int, float] = {}  # records per bucket (rate x covered seconds)
         self._covered_s: dict[int, float] = {}
@@ -197,6 +268,8 @@ class _Buckets:
             return []
         done: list[float] = []
         last_complete = math.floor(end_s / self.resolution_s + _EPS)  # buckets below this index have ended
+        if self.max_gap_steps is not None and last_complete - self.next_index > self.max_gap_steps:
+            self._skip_to(last_complete - self.max_gap_steps)
         for k in range(self.next_index, last_complete):
             covered = self._covered_s.pop(k, 0.0)
             total = self._sum.pop(k, 0.0)
@@ -205,6 +278,45 @@ class _Buckets:
             done.append(self._last_value)
         self.next_index = max(self.next_index, last_complete)
         return done
+
+    def _skip_to(self, index: int) -> None:
+        for k in [k for k in self._sum if k < index]:
+            self._sum.pop(k)
+            self._covered_s.pop(k, None)
+        self.next_index = index
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "next_index": self.next_index,
+            "sum": [[k, v] for k, v in sorted(self._sum.items())],
+            "covered_s": [[k, v] for k, v in sorted(self._covered_s.items())],
+            "last_value": self._last_value,
+        }
+
+    def restore_json(self, raw: Any) -> None:
+        raw = mapping(raw, "buckets")
+        index = field(raw, "next_index", "buckets")
+        limit = int(_MAX_STORED_VALUE)
+        self.next_index = None if index is None else integer(index, "buckets.next_index", lo=-limit, hi=limit)
+        self._last_value = number(field(raw, "last_value", "buckets"), "buckets.last_value", lo=-_MAX_STORED_VALUE, hi=_MAX_STORED_VALUE)
+        self._sum = self._partial(field(raw, "sum", "buckets"), "buckets.sum", -math.inf)
+        self._covered_s = self._partial(field(raw, "covered_s", "buckets"), "buckets.covered_s", 0.0)
+        if set(self._sum) != set(self._covered_s) or any(v > self.resolution_s + _EPS for v in self._covered_s.values()):
+            raise Damaged("buckets: partial sums and covered seconds do not match")
+        if self._sum and (self.next_index is None or min(self._sum) < self.next_index):
+            raise Damaged("buckets: a partial bucket before the next index")
+
+    def _partial(self, raw: Any, where: str, lo: float) -> dict[int, float]:
+        # Only the buckets still open are stored: a handful; a long list is not ours.
+        if not isinstance(raw, list) or len(raw) > 1000:
+            raise Damaged(f"{where}: expected a short list of [index, value] pairs")
+        out: dict[int, float] = {}
+        for i, pair in enumerate(raw):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise Damaged(f"{where}[{i}]: expected [index, value]")
+            k = integer(pair[0], f"{where}[{i}][0]", lo=-int(_MAX_STORED_VALUE), hi=int(_MAX_STORED_VALUE))
+            out[k] = number(pair[1], f"{where}[{i}][1]", lo=max(lo, -_MAX_STORED_VALUE), hi=_MAX_STORED_VALUE)
+        return out
 
 
 class WorkloadForecaster:
@@ -225,7 +337,7 @@ class WorkloadForecaster:
         self._linear_steps = max(2, round(config.linear_window_s / res))
         self._season_steps = round(config.seasonal_period_s / res) if config.seasonal_period_s > 0 else 0
         self._keep_steps = max(self._window_steps, self._min_steps, self._linear_steps)
-        self._buckets = _Buckets(res)
+        self._buckets = _Buckets(res, max_gap_steps=self._keep_steps)
         self._history = np.empty(0)
         self._arima: ArimaModel | None = None
         self._pending: Future[ArimaModel] | None = None
@@ -390,32 +502,86 @@ class WorkloadForecaster:
     # --- persistence -----------------------------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """Everything learned, for the knowledge store; a refit still running is dropped (and resubmitted later)."""
-        state = {k: v for k, v in self.__dict__.items() if k not in _TRANSIENT}
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        """Everything learned as JSON data (no code); a refit still running is dropped (and resubmitted later)."""
+        scored = self._scored_forecast
+        state = {
+            "version": _STATE_VERSION,
+            "resolution_s": self._res,
+            "buckets": self._buckets.to_json(),
+            "history": [float(v) for v in self._history],
+            "arima": None if self._arima is None else self._arima.to_json(),
+            "scored_forecast": None if scored is None else {
+                "start": scored[0], "values": [float(v) for v in scored[1]], "is_arima": scored[2],
+            },
+            "last_wape": self._last_wape,
+            "last_poor": self._last_poor,
+            "poor_streak": self._poor_streak,
+            "refits": self._refits,
+            "refit_failures": self._refit_failures,
+        }
+        # A WAPE against an all-zero window is +inf; JSON has no infinity, so it is written as null-with-a-flag.
+        if state["last_wape"] is not None and math.isinf(state["last_wape"]):
+            state["last_wape"], state["last_wape_infinite"] = None, True
+        return json.dumps(state, allow_nan=False, separators=(",", ":")).encode()
 
     @classmethod
     def from_bytes(
         cls, data: bytes, config: ForecastConfig, *, refit_executor: Executor | None = None
     ) -> WorkloadForecaster:
-        """Restore from `to_bytes` (trusted input: our own knowledge store). Thresholds come from `config`."""
-        state = pickle.loads(data)  # noqa: S301 - written by to_bytes into the controller's own store
-        stored_config: ForecastConfig = state["_config"]
-        if stored_config.resolution_s != config.resolution_s:
-            raise ValueError(
-                f"stored forecaster uses resolution_s={stored_config.resolution_s}, config has {config.resolution_s}"
-            )
+        """Restore from `to_bytes`; the input is untrusted: anything malformed raises `ValueError` naming it.
+
+        Thresholds come from `config`. An ARIMA that cannot be rebuilt is dropped with a warning and refitted from
+        the restored history; the rest of the forecaster is kept.
+        """
+        try:
+            raw = mapping(json.loads(data.decode("utf-8")), "forecaster")
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise Damaged(f"forecaster: not our JSON ({exc.__class__.__name__})") from None
+        if field(raw, "version", "forecaster") != _STATE_VERSION:
+            raise Damaged(f"forecaster: stored version {raw['version']!r:.20}, this version reads {_STATE_VERSION}")
+        stored_res = number(field(raw, "resolution_s", "forecaster"), "forecaster.resolution_s")
+        if stored_res != config.resolution_s:
+            raise ValueError(f"stored forecaster uses resolution_s={stored_res}, config has {config.resolution_s}")
         forecaster = cls(config, refit_executor=refit_executor)
-        fresh = {k: forecaster.__dict__[k] for k in _CONFIG_DERIVED}
-        forecaster.__dict__.update(state)
-        forecaster.__dict__.update(fresh)
-        forecaster._history = forecaster._history[-forecaster._keep_steps:]
+        forecaster._restore_fields(raw)
+        forecaster._restore_arima(field(raw, "arima", "forecaster"))
         return forecaster
 
+    def _restore_fields(self, raw: Mapping[str, Any]) -> None:
+        big = _MAX_STORED_VALUE
+        self._buckets.restore_json(field(raw, "buckets", "forecaster"))
+        history = numbers(field(raw, "history", "forecaster"), "forecaster.history", max_len=10 * self._keep_steps + 10, lo=-big, hi=big)
+        self._history = np.asarray(history, dtype=float)[-self._keep_steps:]
+        self._scored_forecast = self._restored_scored(field(raw, "scored_forecast", "forecaster"))
+        self._last_wape = optional_number(field(raw, "last_wape", "forecaster"), "forecaster.last_wape", lo=0.0)
+        if raw.get("last_wape_infinite") is True:
+            self._last_wape = math.inf
+        self._last_poor = boolean(field(raw, "last_poor", "forecaster"), "forecaster.last_poor")
+        counters = {k: integer(field(raw, k, "forecaster"), f"forecaster.{k}", lo=0, hi=2**53)
+                    for k in ("poor_streak", "refits", "refit_failures")}
+        self._poor_streak, self._refits, self._refit_failures = (
+            counters["poor_streak"], counters["refits"], counters["refit_failures"]
+        )
 
-# Not persisted: the executor and a running job belong to this process only.
-_TRANSIENT = frozenset({"_executor", "_pending", "_pending_updates", "_pending_is_refit"})
-# Taken from the config given at restore time, not from the stored state.
-_CONFIG_DERIVED = (
-    "_config", "_window_steps", "_min_steps", "_linear_steps", "_season_steps", "_keep_steps",
-)
+    def _restored_scored(self, raw: Any) -> tuple[int, np.ndarray, bool] | None:
+        if raw is None:
+            return None
+        raw = mapping(raw, "forecaster.scored_forecast")
+        where = "forecaster.scored_forecast"
+        start = integer(field(raw, "start", where), f"{where}.start", lo=-int(_MAX_STORED_VALUE), hi=int(_MAX_STORED_VALUE))
+        values = numbers(field(raw, "values", where), f"{where}.values", max_len=100_000, lo=0.0, hi=_MAX_STORED_VALUE)
+        return start, np.asarray(values, dtype=float), boolean(field(raw, "is_arima", where), f"{where}.is_arima")
+
+    def _restore_arima(self, raw: Any) -> None:
+        if raw is None:
+            return
+        try:
+            self._arima = ArimaModel.from_json(
+                raw, window_steps=self._window_steps, seasonal_period_steps=self._season_steps
+            )
+        except (Damaged, *_NUMERIC_FAILURES) as exc:
+            _log.warning("stored ARIMA model dropped, refitting it from the stored history: %s", exc)
+            self._arima = None
+            self._last_poor = False
+            self._poor_streak = 0
+            self._scored_forecast = None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import socket
 import sys
@@ -23,8 +22,8 @@ import numpy as np
 
 from daedalus_spark.config import Config, load_config, render_yaml
 from daedalus_spark.demo.processes import Processes
-from daedalus_spark.demo.prometheus_server import BINARY as PROMETHEUS, PrometheusServer
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
+from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +42,7 @@ class DemoPlan:
     trace_start_s: int = 0
     trace_seconds: int = 10800  # one 3-hour load cycle of the WordCount trace...
     duration_s: float = 480.0  # ...played in 8 minutes
-    scale: float = 0.06  # peak 40,000 lines/s x 0.06 = 2,400/s: most of what 4 workers carry here
+    scale: float = 0.015  # peak 40,000 x 0.015 x 22.5 (compression) = 13,500 lines/s: ~3 of the 4 workers here
     initial_executors: int = 2
     use_prometheus: bool = True
 
@@ -120,9 +119,9 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
         log("demo: WordCount starting with the agent ...")
         wait_until(lambda: answers(f"{agent}/healthz"), "the agent", 180, processes)
         prometheus_url = ""
-        if plan.use_prometheus and os.access(PROMETHEUS, os.X_OK):
+        if plan.use_prometheus and find_binary() is not None:
             targets = [u.removeprefix("http://").removesuffix("/metrics") for u in (f"{agent}/metrics", exporter_url)]
-            prometheus = PrometheusServer(targets + [f"127.0.0.1:{controller_port}"]).start()
+            prometheus = start_prometheus(targets + [f"127.0.0.1:{controller_port}"], workdir=work / "prometheus")
             prometheus_url = prometheus.url
         config = controller_config(base, out, agent_url=agent, scrape_urls=[f"{agent}/metrics", exporter_url],
                                    prometheus_url=prometheus_url, metrics_port=controller_port,

@@ -62,7 +62,11 @@ class Sampler:
         if self._previous is not None:
             t0, before = self._previous
             dt = t_s - t0
-            rate = lambda name: max(0.0, now.get(name, 0.0) - before.get(name, 0.0)) / dt  # noqa: E731
+            def rate(name: str) -> float:  # a metric that just appeared has no rate yet (not its total / dt)
+                if name not in now or name not in before:
+                    return math.nan
+                return max(0.0, now[name] - before[name]) / dt
+
             target = now.get("daedalus_spark_executors_target", -1.0)
             self.samples.append(Sample(
                 t_s=round(t_s, 2), workload_per_s=rate("daedalus_spark_source_latest_offset"),
@@ -89,11 +93,15 @@ def plot(samples: list[Sample], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    import pandas as pd
+
     t = [s.t_s for s in samples]
     fig, (load, workers, lag) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
-    load.plot(t, [s.workload_per_s for s in samples], label="workload (records/s arriving)")
-    load.plot(t, [s.throughput_per_s for s in samples], label="throughput (records/s processed)", alpha=0.8)
-    load.set_ylabel("records/s")
+    # Records are counted when a micro-batch's stage completes: smooth over ~10 s so bursts do not hide the level.
+    smooth = lambda values: pd.Series(values).rolling(5, min_periods=1).mean()  # noqa: E731
+    load.plot(t, smooth([s.workload_per_s for s in samples]), label="workload (records/s arriving)")
+    load.plot(t, smooth([s.throughput_per_s for s in samples]), label="throughput (records/s processed)", alpha=0.8)
+    load.set_ylabel("records/s (10-s mean)")
     load.legend(loc="upper left")
     workers.step(t, [s.executors for s in samples], where="post", label="executors live")
     workers.step(t, [s.target for s in samples], where="post", linestyle="--", label="target")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import math
 from collections import deque
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
@@ -15,6 +17,9 @@ from daedalus_spark.analyze.stats import ExponentialMoments, OnlineRegression
 from daedalus_spark.config import Config
 from daedalus_spark.domain import Decision, Reason, Recovery
 from daedalus_spark.knowledge.history import History
+from daedalus_spark.untrusted import Damaged, boolean, integer, mapping, number, optional_number, text
+
+_log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 HISTORY_LIMIT = 1000  # decisions and recoveries kept in memory; stores may keep more
@@ -114,13 +119,24 @@ def restore(s: Snapshot, config: Config, *, refit_executor: Executor | None = No
         )
     try:
         knowledge = _restore_learned(s, config, refit_executor)
-    except (KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
-        raise IncompatibleKnowledge(f"knowledge damaged or from another version: {exc!r}") from None
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:  # JSONDecodeError and Damaged are ValueErrors
+        raise IncompatibleKnowledge(f"knowledge damaged or from another version: {exc}") from None
     try:
         knowledge.forecaster = WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refit_executor=refit_executor)
-    except Exception:  # noqa: BLE001 - e.g. another forecast.resolution_s: relearn the forecast, keep the rest
-        pass
+    except ValueError as exc:  # damaged, or another forecast.resolution_s: relearn the forecast, keep the rest
+        _log.warning("stored forecaster not used, the forecast is relearned: %s", exc)
     return knowledge
+
+
+def _history(raw: str | None) -> History:
+    """The reports' history; damaged, it is started afresh (the learned models do not depend on it)."""
+    if raw is None:
+        return History()
+    try:
+        return History.from_json(mapping(json.loads(raw), "history"))
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:
+        _log.warning("stored report history not used, it starts afresh: %s", exc)
+        return History()
 
 
 def _restore_learned(s: Snapshot, config: Config, refit_executor: Executor | None) -> Knowledge:
@@ -131,23 +147,90 @@ def _restore_learned(s: Snapshot, config: Config, refit_executor: Executor | Non
     return Knowledge(
         capacity=CapacityModel(
             config.capacity,
-            regressions={w: OnlineRegression(**r) for w, r in capacity["regressions"].items()},
-            pooled=OnlineRegression(**capacity["pooled"]),
-            last_seen_s=dict(capacity["last_seen_s"]),
-            observed_per_scaleout={int(n): c for n, c in capacity["observed_per_scaleout"].items()},
+            regressions={
+                text(w, "capacity.regressions key"): _regression(r, f"capacity.regressions.{w}")
+                for w, r in mapping(capacity["regressions"], "capacity.regressions").items()
+            },
+            pooled=_regression(capacity["pooled"], "capacity.pooled"),
+            last_seen_s={
+                text(w, "capacity.last_seen_s key"): number(t, f"capacity.last_seen_s.{w}")
+                for w, t in mapping(capacity["last_seen_s"], "capacity.last_seen_s").items()
+            },
+            observed_per_scaleout=_observed(capacity["observed_per_scaleout"]),
         ),
         forecaster=WorkloadForecaster(config.forecast, refit_executor=refit_executor),
         recovery=RecoveryMonitor(
             config.recovery,
-            moments=ExponentialMoments(**recovery["moments"]),
-            pending=PendingRecovery(**pending) if pending else None,
-            downtime_scale_out_s=recovery["downtime_scale_out_s"],
-            downtime_scale_in_s=recovery["downtime_scale_in_s"],
+            moments=_moments(recovery["moments"]),
+            pending=_pending(pending) if pending is not None else None,
+            downtime_scale_out_s=number(recovery["downtime_scale_out_s"], "recovery.downtime_scale_out_s", lo=-1.0, hi=_MAX_SECONDS),
+            downtime_scale_in_s=number(recovery["downtime_scale_in_s"], "recovery.downtime_scale_in_s", lo=-1.0, hi=_MAX_SECONDS),
         ),
-        last_rescale_s=controller["last_rescale_s"],
+        last_rescale_s=optional_number(controller["last_rescale_s"], "controller.last_rescale_s"),
         decisions=deque((decision_from_json(d) for d in s.decisions), maxlen=HISTORY_LIMIT),
         recoveries=deque((Recovery(**json.loads(r)) for r in s.recoveries), maxlen=HISTORY_LIMIT),
-        history=History.from_json(json.loads(s.components["history"])) if "history" in s.components else History(),
+        history=_history(s.components.get("history")),
+    )
+
+
+# A stored duration beyond this (~30 years) is not one we wrote.
+_MAX_SECONDS = 1e9
+_MAX_SCALEOUT = 100_000
+
+
+def _regression(raw: Any, where: str) -> OnlineRegression:
+    """Stored Welford moments; NaN or a negative sum of squares would reach a division in a later tick."""
+    r = mapping(raw, where)
+    reg = OnlineRegression(
+        n=integer(r["n"], f"{where}.n", lo=0, hi=2**53),
+        mean_x=number(r["mean_x"], f"{where}.mean_x"),
+        mean_y=number(r["mean_y"], f"{where}.mean_y"),
+        m2_x=number(r["m2_x"], f"{where}.m2_x", lo=0.0),
+        m2_y=number(r["m2_y"], f"{where}.m2_y", lo=0.0),
+        c_xy=number(r["c_xy"], f"{where}.c_xy"),
+    )
+    # Cauchy-Schwarz: |c_xy| <= sqrt(m2_x m2_y); beyond rounding the moments were not accumulated by us.
+    if abs(reg.c_xy) > math.sqrt(reg.m2_x * reg.m2_y) * (1 + 1e-6) + 1e-9:
+        raise Damaged(f"{where}: co-moment larger than the variances allow")
+    return reg
+
+
+def _observed(raw: Any) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for n, c in mapping(raw, "capacity.observed_per_scaleout").items():
+        where = f"capacity.observed_per_scaleout.{n!s:.20}"
+        if not isinstance(n, str) or not n.isdigit():
+            raise Damaged(f"{where}: the scale-out is not a whole number")
+        out[integer(int(n), where, lo=1, hi=_MAX_SCALEOUT)] = number(c, where, lo=0.0)
+    return out
+
+
+def _moments(raw: Any) -> ExponentialMoments:
+    m = mapping(raw, "recovery.moments")
+    return ExponentialMoments(
+        alpha=number(m["alpha"], "recovery.moments.alpha", lo=0.0, hi=1.0),
+        n=integer(m["n"], "recovery.moments.n", lo=0, hi=2**53),
+        mean=number(m["mean"], "recovery.moments.mean"),
+        var=number(m["var"], "recovery.moments.var", lo=0.0),
+    )
+
+
+def _pending(raw: Any) -> PendingRecovery:
+    p, w = mapping(raw, "recovery.pending"), "recovery.pending"
+    direction = text(p["direction"], f"{w}.direction")
+    if direction not in ("out", "in"):
+        raise Damaged(f"{w}.direction: {direction!r:.20} is neither 'out' nor 'in'")
+    return PendingRecovery(
+        rescale_time_s=number(p["rescale_time_s"], f"{w}.rescale_time_s"),
+        direction=direction,
+        from_scaleout=integer(p["from_scaleout"], f"{w}.from_scaleout", lo=0, hi=_MAX_SCALEOUT),
+        to_scaleout=integer(p["to_scaleout"], f"{w}.to_scaleout", lo=0, hi=_MAX_SCALEOUT),
+        predicted_recovery_s=number(p["predicted_recovery_s"], f"{w}.predicted_recovery_s", lo=0.0, allow_inf=True),
+        downtime_used_s=number(p["downtime_used_s"], f"{w}.downtime_used_s", lo=0.0, hi=_MAX_SECONDS),
+        anomaly_seen=boolean(p["anomaly_seen"], f"{w}.anomaly_seen"),
+        overlapping=boolean(p["overlapping"], f"{w}.overlapping"),
+        normal_streak_start_s=optional_number(p["normal_streak_start_s"], f"{w}.normal_streak_start_s"),
+        normal_streak=integer(p["normal_streak"], f"{w}.normal_streak", lo=0, hi=2**53),
     )
 
 

@@ -1,14 +1,19 @@
-"""Monitor: turns the outside world into one Observation per tick — Prometheus, an embedded scraper, or files."""
+"""Monitor: turns the outside world into one Observation per tick (Prometheus, direct scrapes, files)."""
 
 from __future__ import annotations
 
 from daedalus_spark.clock import Clock
 from daedalus_spark.config import Config
-from daedalus_spark.monitor.port import MetricsSource
+from daedalus_spark.monitor.port import MetricsSource, MonitorError
+
+__all__ = ["MetricsSource", "MonitorError", "make_monitor"]
+
+# Loop.max_window_intervals: after outages the loop asks for at most this many intervals back.
+_MAX_WINDOW_INTERVALS = 5
 
 
 def make_monitor(config: Config, clock: Clock) -> MetricsSource:
-    """Prometheus when `monitor.prometheus_url` is set, else the embedded scraper (started here)."""
+    """A PrometheusMonitor when `monitor.prometheus_url` is set, else a started ScrapeMonitor of `scrape_urls`."""
     signal = config.controller.utilization_signal
     if config.monitor.prometheus_url:
         from daedalus_spark.monitor.prometheus import PrometheusMonitor
@@ -16,5 +21,7 @@ def make_monitor(config: Config, clock: Clock) -> MetricsSource:
         return PrometheusMonitor(config.monitor, signal)
     from daedalus_spark.monitor.scrape import ScrapeMonitor
 
-    retention_s = 6 * config.controller.loop_interval_s + config.monitor.rate_window_s
-    return ScrapeMonitor(config.monitor, signal, clock, retention_s=retention_s).start()
+    horizon_s = _MAX_WINDOW_INTERVALS * config.controller.loop_interval_s + config.monitor.step_s
+    monitor = ScrapeMonitor(config.monitor, signal, clock, horizon_s=horizon_s)
+    monitor.start()
+    return monitor

@@ -1,80 +1,187 @@
-"""Monitor (pure): turn per-quantity time series into one validated Observation, or say what is missing."""
+"""Monitor (pure): turn range-query results into one Observation on a common step grid, or say why it cannot."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from daedalus_spark.domain import Observation, WorkerSeries
 from daedalus_spark.monitor.port import MonitorError
 
-Series = Mapping[float, float]  # timestamp (s) -> value
-NOT_WORKERS = frozenset({"driver"})
+# The queries every monitor answers, in Prometheus's matrix shape: [{"metric": {labels}, "values": [[t, v], ...]}].
+QUERIES = ("workload", "throughput", "utilization", "lag", "executors", "uptime")
+SCALAR_QUERIES = ("workload", "lag", "executors", "uptime")
+DRIVER_ID = "driver"
+
+Matrix = Sequence[Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
-class RawWindow:
-    """What a metrics source read for one window, before alignment and validation."""
+class Window:
+    """The step grid of (start_s, end_s]: timestamps k * step_s, so consecutive windows never share a sample."""
 
+    start_s: float
     end_s: float
     step_s: float
-    workload: Series
-    throughput: Mapping[str, Series]  # executor id -> series
-    utilization: Mapping[str, Series]
-    lag_records: float | None
-    executors: float | None
-    uptime_s: float | None
+
+    @property
+    def first_index(self) -> int:
+        return math.floor(self.start_s / self.step_s + 1e-9) + 1
+
+    @property
+    def last_index(self) -> int:
+        return math.floor(self.end_s / self.step_s + 1e-9)
+
+    def times_s(self) -> list[float]:
+        return [k * self.step_s for k in range(self.first_index, self.last_index + 1)]
+
+    def index(self, t_s: float) -> int:
+        return round(t_s / self.step_s)
 
 
-def assemble(raw: RawWindow) -> Observation:
-    """Align every series on the timestamps all of them share, then validate; throughput and utilization of a
-    sample therefore always cover the same time."""
-    if not raw.workload:
-        raise MonitorError("empty", "no workload samples in the window (query_workload matched nothing)")
-    executors = _scalar("executors", raw.executors)
-    if executors != int(executors) or executors < 1:
-        raise MonitorError("invalid", f"live executors {executors:g} is not a positive count")
-    throughput = {e: s for e, s in raw.throughput.items() if e not in NOT_WORKERS and s}
-    utilization = {e: s for e, s in raw.utilization.items() if e not in NOT_WORKERS and s}
-    if not throughput or not utilization:
-        which = "throughput" if not throughput else "utilization"
-        raise MonitorError("empty", f"no per-executor {which} series in the window")
-    # Live workers: both series reach the window's end. An executor that left keeps its records counter (a flat
-    # throughput series) but loses its utilization, so it drops out here instead of cutting the window short.
-    end = max(raw.workload)
-    workers = sorted(e for e in set(throughput) & set(utilization)
-                     if max(throughput[e]) >= end and max(utilization[e]) >= end)
-    if len(workers) != int(executors):
-        raise MonitorError("partial", f"series reaching the window's end for {len(workers)} executors "
-                                      f"({', '.join(workers) or 'none'}) but {int(executors)} are live")
-    times = set(raw.workload)
-    for e in workers:
-        times &= set(throughput[e]) & set(utilization[e])
-    grid = sorted(times)
-    if not grid:
-        raise MonitorError("partial", "workload and executor series share no timestamp in the window")
-    workload = _values("workload", raw.workload, grid)
-    series = tuple(WorkerSeries(e, _values(f"throughput of executor {e}", throughput[e], grid),
-                                _values(f"utilization of executor {e}", utilization[e], grid)) for e in workers)
+def render_duration(seconds: float) -> str:
+    """A PromQL duration for `seconds` (whole milliseconds: PromQL has no fractional units)."""
+    ms = max(1, round(seconds * 1000))
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def substitute(template: str, rate_window_s: float) -> str:
+    return template.replace("$rate_window", render_duration(rate_window_s))
+
+
+def build_observation(results: Mapping[str, Matrix], window: Window, *, executor_label: str) -> Observation:
+    """The Observation of `window` from the six query results (see QUERIES).
+
+    Throughput and utilization of an executor are aligned by timestamp (a timestamp missing in either is dropped);
+    the workload and every executor then share the timestamps all of them have. Leading timestamps may be missing
+    (rate() needs two samples; an executor that started inside the window), holes inside the grid may not.
+    Raises MonitorError: `empty` (a query returned no series), `invalid` (non-numeric, NaN, infinite or negative
+    values; several series where one is expected), `partial` (fewer executors with series than the scale-out,
+    holes, no common sample).
+    """
+    for name in QUERIES:
+        if not results.get(name):
+            raise MonitorError("empty", f"query {name!r} returned no series for ({window.start_s:.0f}, "
+                                        f"{window.end_s:.0f}]")
+    scalars = {name: _single(name, results[name], window) for name in SCALAR_QUERIES}
+    throughput = _per_executor("throughput", results["throughput"], window, executor_label)
+    utilization = _per_executor("utilization", results["utilization"], window, executor_label)
+    scaleout = _whole(scalars["executors"])
+    workers = _aligned_workers(throughput, utilization)
+    workers = _live(workers, scaleout)
+    grid = _common_grid(scalars["workload"], workers, window)
     return Observation(
-        time_s=grid[-1], step_s=raw.step_s, workload_per_s=workload, workers=series,
-        consumer_lag_records=_scalar("consumer lag", raw.lag_records),
-        scaleout=len(series), uptime_s=_scalar("uptime", raw.uptime_s),
+        time_s=grid[-1] * window.step_s,
+        step_s=window.step_s,
+        workload_per_s=tuple(scalars["workload"][k] for k in grid),
+        workers=tuple(WorkerSeries(e, tuple(workers[e][k][0] for k in grid), tuple(workers[e][k][1] for k in grid))
+                      for e in sorted(workers, key=_executor_order)),
+        consumer_lag_records=_latest(scalars["lag"]),
+        scaleout=scaleout,
+        uptime_s=_latest(scalars["uptime"]),
     )
 
 
-def _values(what: str, series: Series, grid: Sequence[float]) -> tuple[float, ...]:
-    values = tuple(float(series[t]) for t in grid)
-    bad = [v for v in values if not math.isfinite(v) or v < 0]
-    if bad:
-        raise MonitorError("invalid", f"{what} has {len(bad)} NaN, infinite or negative samples (e.g. {bad[0]})")
-    return values
+def _points(name: str, series: Mapping[str, Any], window: Window) -> dict[int, float]:
+    """Grid index -> value of one series inside the window; bad values raise `invalid`."""
+    labels = series.get("metric", {})
+    points: dict[int, float] = {}
+    for pair in series.get("values", ()):
+        try:
+            t_s, value = float(pair[0]), float(pair[1])
+        except (TypeError, ValueError, IndexError):
+            raise MonitorError("invalid", f"query {name!r} {labels}: sample {pair!r} is not a number") from None
+        if not (math.isfinite(value) and value >= 0):
+            raise MonitorError("invalid", f"query {name!r} {labels}: value {value} at {t_s:.0f} s "
+                                          "(NaN, infinite or negative)")
+        k = window.index(t_s)
+        if window.first_index <= k <= window.last_index:
+            points[k] = value
+    return points
 
 
-def _scalar(what: str, value: float | None) -> float:
-    if value is None:
-        raise MonitorError("empty", f"no {what} in the window")
-    if not math.isfinite(value) or value < 0:
-        raise MonitorError("invalid", f"{what} is {value}, not a non-negative number")
-    return float(value)
+def _single(name: str, matrix: Matrix, window: Window) -> dict[int, float]:
+    if len(matrix) != 1:
+        raise MonitorError("invalid", f"query {name!r} returned {len(matrix)} series where one is expected "
+                                      "(aggregate it, e.g. with sum())")
+    points = _points(name, matrix[0], window)
+    if not points:
+        raise MonitorError("empty", f"query {name!r} has no sample in ({window.start_s:.0f}, {window.end_s:.0f}]")
+    return points
+
+
+def _per_executor(name: str, matrix: Matrix, window: Window, label: str) -> dict[str, dict[int, float]]:
+    out: dict[str, dict[int, float]] = {}
+    for series in matrix:
+        executor = series.get("metric", {}).get(label)
+        if executor is None:
+            raise MonitorError("invalid", f"query {name!r}: a series without the executor label {label!r}: "
+                                          f"{series.get('metric')}")
+        if executor == DRIVER_ID:  # the driver runs no source tasks: not a worker
+            continue
+        if executor in out:
+            raise MonitorError("invalid", f"query {name!r}: two series for executor {executor!r} (aggregate by "
+                                          f"{label})")
+        points = _points(name, series, window)
+        if points:
+            out[executor] = points
+    return out
+
+
+def _aligned_workers(throughput: Mapping[str, dict[int, float]], utilization: Mapping[str, dict[int, float]]
+                     ) -> dict[str, dict[int, tuple[float, float]]]:
+    workers = {}
+    for executor in throughput.keys() & utilization.keys():
+        both = throughput[executor].keys() & utilization[executor].keys()
+        if both:
+            workers[executor] = {k: (throughput[executor][k], utilization[executor][k]) for k in both}
+    return workers
+
+
+def _live(workers: dict[str, dict[int, tuple[float, float]]], scaleout: int
+          ) -> dict[str, dict[int, tuple[float, float]]]:
+    """The executors that report until the end; those that left inside the window are dropped."""
+    if scaleout < 1:
+        raise MonitorError("partial", f"the scale-out is {scaleout}: no live executor to observe")
+    if len(workers) > scaleout:
+        last = max(max(points) for points in workers.values())
+        workers = {e: points for e, points in workers.items() if max(points) == last}
+    if len(workers) != scaleout:
+        ids = ", ".join(sorted(workers, key=_executor_order)) or "none"
+        raise MonitorError("partial", f"{len(workers)} executors with throughput and utilization series ({ids}) "
+                                      f"but the scale-out is {scaleout}")
+    return workers
+
+
+def _common_grid(workload: Mapping[int, float], workers: Mapping[str, Mapping[int, Any]], window: Window
+                 ) -> list[int]:
+    common = set(workload)
+    for points in workers.values():
+        common &= points.keys()
+    if not common:
+        raise MonitorError("partial", f"workload and executor series share no timestamp in ({window.start_s:.0f}, "
+                                      f"{window.end_s:.0f}]")
+    grid = sorted(common)
+    holes = (grid[-1] - grid[0] + 1) - len(grid)
+    if holes:
+        first_hole = next(k for k, nxt in zip(grid, grid[1:], strict=False) if nxt != k + 1) + 1
+        raise MonitorError("partial", f"{holes} samples missing inside the window (first at "
+                                      f"{first_hole * window.step_s:.0f} s)")
+    return grid
+
+
+def _latest(points: Mapping[int, float]) -> float:
+    return points[max(points)]
+
+
+def _whole(points: Mapping[int, float]) -> int:
+    value = _latest(points)
+    if abs(value - round(value)) > 1e-6:
+        raise MonitorError("invalid", f"executor count {value} is not a whole number")
+    return round(value)
+
+
+def _executor_order(executor: str) -> tuple[int, str]:
+    return (int(executor), "") if executor.isdigit() else (1 << 62, executor)

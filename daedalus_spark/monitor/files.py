@@ -11,6 +11,10 @@ from pathlib import Path
 import numpy as np
 
 
+# Largest magnitude of a metric value: beyond it sums of shares overflow (1e308 -> inf); no job reaches 1e15/s.
+MAX_METRIC_VALUE = 1e15
+
+
 class InputFileError(ValueError):
     """A malformed input file; the message names the file and the line."""
 
@@ -19,11 +23,19 @@ class InputFileError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+# Largest input file read (a 6-hour trace is 300 kB, a day of 1-s metrics for 100 workers ~100 MB); bounds memory
+# and ends reads of endless devices (/dev/zero) or pipes.
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+
+
 def _read_lines(path: str | Path) -> list[str]:
     try:
-        raw = Path(path).read_bytes()
+        with Path(path).open("rb") as f:
+            raw = f.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise InputFileError(path, None, f"cannot read ({exc.strerror})") from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InputFileError(path, None, f"larger than {MAX_INPUT_BYTES // 2**20} MiB; split or downsample it")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -53,8 +65,10 @@ def read_trace(path: str | Path) -> np.ndarray:
                 expected_second = -1  # a header line, tolerated once at the top
                 continue
             raise InputFileError(path, number, f"expected two numbers 'second|count', got {line[:60]!r}") from None
-        if not math.isfinite(count) or count < 0:
-            raise InputFileError(path, number, f"count must be a finite number >= 0, got {fields[1]!r}")
+        if not 0 <= count <= MAX_METRIC_VALUE:
+            raise InputFileError(
+                path, number, f"count must be a finite number >= 0 and <= {MAX_METRIC_VALUE:g}, got {fields[1].strip()[:40]!r}"
+            )
         if expected_second not in (None, -1) and second != expected_second:
             raise InputFileError(path, number, f"second {second} out of order (expected {expected_second})")
         expected_second = second + 1
@@ -73,18 +87,22 @@ class MetricTable:
 
 
 def read_metric_csv(path: str | Path) -> MetricTable:
-    """A CSV with a time column first and one numeric column per series; empty cells become NaN."""
-    lines = [ln for ln in _read_lines(path)]
-    rows = list(csv.reader(io.StringIO("\n".join(lines))))
-    if not rows or len(rows[0]) < 2:
+    """A CSV with a time column first and one numeric column per series; empty cells become NaN.
+
+    Rows must be in increasing time order (numbers or ISO timestamps); unsorted or repeated times are refused,
+    naming the line, because the analysis reads the rows as a time series.
+    """
+    rows = _csv_rows(path)
+    if not rows or len(rows[0][1]) < 2:
         raise InputFileError(path, 1, "expected a header with a time column and at least one series column")
-    header = [h.strip() for h in rows[0]]
+    header = [h.strip() for h in rows[0][1]]
     names = header[1:]
     if len(set(names)) != len(names):
         raise InputFileError(path, 1, "duplicate column names in the header")
     times: list[str] = []
+    lines: list[int] = []
     values: list[list[float]] = []
-    for number, row in enumerate(rows[1:], start=2):
+    for number, row in rows[1:]:
         if not row or all(not cell.strip() for cell in row):
             continue
         if len(row) != len(header):
@@ -92,13 +110,65 @@ def read_metric_csv(path: str | Path) -> MetricTable:
         parsed = []
         for name, cell in zip(names, row[1:]):
             cell = cell.strip()
-            try:
-                parsed.append(float(cell) if cell else math.nan)
-            except ValueError:
-                raise InputFileError(path, number, f"column {name!r}: not a number: {cell[:40]!r}") from None
+            parsed.append(_cell(path, number, name, cell))
         times.append(row[0].strip())
+        lines.append(number)
         values.append(parsed)
     if not values:
         raise InputFileError(path, None, "no data rows")
+    _check_time_order(path, times, lines)
     matrix = np.asarray(values, dtype=float)
     return MetricTable(times=tuple(times), columns={name: matrix[:, i] for i, name in enumerate(names)})
+
+
+def _csv_rows(path: str | Path) -> list[tuple[int, list[str]]]:
+    """(line number, cells) of every row; a csv error (a stray quote, a cell over the field limit) names its line."""
+    reader = csv.reader(io.StringIO("\n".join(_read_lines(path))), strict=True)
+    rows: list[tuple[int, list[str]]] = []
+    try:
+        for row in reader:
+            rows.append((reader.line_num, row))
+    except csv.Error as exc:
+        raise InputFileError(path, reader.line_num, f"not a valid CSV row ({exc})") from None
+    return rows
+
+
+def _cell(path: str | Path, line: int, column: str, cell: str) -> float:
+    if not cell:
+        return math.nan
+    try:
+        value = float(cell)
+    except ValueError:
+        raise InputFileError(path, line, f"column {column!r}: not a number: {cell[:40]!r}") from None
+    if math.isnan(value):
+        return value  # an explicit NaN is a missing sample, like an empty cell
+    if not abs(value) <= MAX_METRIC_VALUE:
+        raise InputFileError(path, line, f"column {column!r}: {cell[:40]} is beyond {MAX_METRIC_VALUE:g}")
+    return value
+
+
+def _time_keys(times: list[str]) -> list[float] | None:
+    """Times as seconds, if every one is a number or every one an ISO timestamp; None otherwise."""
+    try:
+        return [float(t) for t in times]
+    except ValueError:
+        pass
+    try:
+        from datetime import datetime
+
+        return [datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() for t in times]
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+def _check_time_order(path: str | Path, times: list[str], lines: list[int]) -> None:
+    keys = _time_keys(times)
+    if keys is None:
+        return  # free-form labels: nothing to order by; both files must still share them (checked by the caller)
+    for i in range(1, len(keys)):
+        if not keys[i] > keys[i - 1]:
+            what = "repeats" if keys[i] == keys[i - 1] else "goes back from"
+            raise InputFileError(
+                path, lines[i], f"time {times[i][:30]!r} {what} {times[i - 1][:30]!r} at line {lines[i - 1]}: "
+                "rows must be in increasing time order (sort the export)",
+            )

@@ -1,101 +1,100 @@
-"""Monitor: read one window from Prometheus with range queries (prometheus-api-client), the production path."""
+"""Monitor (production): range queries to a Prometheus server, assembled into one Observation per window."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from string import Template
 from typing import Any
 
 import requests
+import urllib3
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
 
 from daedalus_spark.config import MonitorConfig
 from daedalus_spark.domain import Observation
-from daedalus_spark.monitor.assemble import RawWindow, Series, assemble
+from daedalus_spark.monitor.assemble import Matrix, Window, build_observation, render_duration, substitute
 from daedalus_spark.monitor.port import MonitorError
 
 
-def promql_duration(seconds: float) -> str:
-    return f"{round(seconds * 1000)}ms"
-
-
-def render(template: str, settings: MonitorConfig) -> str:
-    """A query template with `$rate_window` filled in."""
-    return Template(template).safe_substitute(rate_window=promql_duration(settings.rate_window_s))
+def queries(config: MonitorConfig, utilization_signal: str) -> dict[str, str]:
+    """The PromQL of each query with `$rate_window` substituted (keys: assemble.QUERIES)."""
+    utilization = config.query_cpu if utilization_signal == "cpu" else config.query_busy
+    templates = {
+        "workload": config.query_workload,
+        "throughput": config.query_throughput,
+        "utilization": utilization,
+        "lag": config.query_lag,
+        "executors": config.query_executors,
+        "uptime": config.query_uptime,
+    }
+    return {name: substitute(t, config.rate_window_s) for name, t in templates.items()}
 
 
 class PrometheusMonitor:
-    """Range queries over (start, end] at the configured step; all quantities are evaluated at the same timestamps,
-    so throughput and utilization of a sample always cover the same window."""
+    """MetricsSource over Prometheus's HTTP API; one timeout budget covers all queries of a window."""
 
-    def __init__(self, settings: MonitorConfig, utilization_signal: str) -> None:
-        self.settings = settings
-        # No retries inside a tick: a down server must fail the tick fast; the next tick tries again.
-        self.client = PrometheusConnect(settings.prometheus_url, disable_ssl=True, retry=Retry(total=0, read=False),
-                                        timeout=settings.timeout_s)
-        self.utilization_query = settings.query_cpu if utilization_signal == "cpu" else settings.query_busy
+    def __init__(self, config: MonitorConfig, utilization_signal: str) -> None:
+        if not config.prometheus_url:
+            raise ValueError("monitor.prometheus_url is empty: PrometheusMonitor needs a server")
+        self.config = config
+        self.queries = queries(config, utilization_signal)
+        # No client-side retries: a failed window is skipped and the next tick asks again.
+        self._client = PrometheusConnect(url=config.prometheus_url.rstrip("/"), disable_ssl=True,
+                                         retry=Retry(total=0, read=False))
+        self._pool = ThreadPoolExecutor(max_workers=len(self.queries), thread_name_prefix="promql")
 
     def observe(self, *, start_s: float, end_s: float) -> Observation:
-        s, label = self.settings, self.settings.executor_label
-        first_s = start_s + s.step_s
-        if first_s > end_s:
-            raise MonitorError("empty", f"window ({start_s}, {end_s}] is shorter than one step of {s.step_s} s")
-        query = lambda template: self._range(template, first_s, end_s)  # noqa: E731
-        raw = RawWindow(
-            end_s=end_s, step_s=s.step_s,
-            workload=_single(query(s.query_workload), "query_workload"),
-            throughput=_by_label(query(s.query_throughput), label, "query_throughput"),
-            utilization=_by_label(query(self.utilization_query), label, "utilization query"),
-            lag_records=_last(query(s.query_lag)),
-            executors=_last(query(s.query_executors)),
-            uptime_s=_last(query(s.query_uptime)),
-        )
-        return assemble(raw)
-
-    def _range(self, template: str, first_s: float, end_s: float) -> list[dict[str, Any]]:
-        query = render(template, self.settings)
-        try:
-            return list(self.client.custom_query_range(
-                query, start_time=datetime.fromtimestamp(first_s, UTC), end_time=datetime.fromtimestamp(end_s, UTC),
-                step=promql_duration(self.settings.step_s)))
-        except requests.Timeout:
-            raise MonitorError("timeout", f"Prometheus at {self.settings.prometheus_url} took longer than "
-                                          f"{self.settings.timeout_s:g} s for: {query}") from None
-        except requests.ConnectionError as exc:
-            raise MonitorError("unreachable", f"Prometheus at {self.settings.prometheus_url} unreachable: "
-                                              f"{type(exc).__name__}") from None
-        except (PrometheusApiClientException, requests.RequestException, ValueError) as exc:
-            raise MonitorError("invalid", f"Prometheus refused or garbled {query}: {exc}"[:500]) from None
+        window = Window(start_s, end_s, self.config.step_s)
+        if window.last_index < window.first_index:
+            raise MonitorError("empty", f"window ({start_s}, {end_s}] holds no {self.config.step_s}-s step")
+        deadline = time.monotonic() + self.config.timeout_s
+        # Concurrent: Prometheus evaluates them in parallel while this process decodes the answers.
+        futures = {name: self._pool.submit(self._query, name, promql, window, deadline)
+                   for name, promql in self.queries.items()}
+        results = {name: future.result() for name, future in futures.items()}
+        return build_observation(results, window, executor_label=self.config.executor_label)
 
     def close(self) -> None:
-        self.client._session.close()
+        self._pool.shutdown(wait=True)
+        close = getattr(self._client, "close", None)  # missing before prometheus-api-client 0.6
+        close() if close is not None else self._client._session.close()
+
+    def _query(self, name: str, promql: str, window: Window, deadline: float) -> Matrix:
+        remaining_s = deadline - time.monotonic()
+        if remaining_s <= 0:
+            raise MonitorError("timeout", f"no time left for query {name!r} within {self.config.timeout_s} s")
+        first_s, last_s = window.first_index * window.step_s, window.last_index * window.step_s
+        # The client rounds start and end to whole seconds; the params override them for sub-second steps.
+        params = {"start": f"{first_s:.3f}", "end": f"{last_s:.3f}", "timeout": render_duration(remaining_s)}
+        try:
+            result: Any = self._client.custom_query_range(
+                promql, start_time=_dt(first_s), end_time=_dt(last_s), step=f"{window.step_s:g}",
+                params=params, timeout=remaining_s,
+            )
+        except (requests.Timeout, urllib3.exceptions.TimeoutError):
+            raise MonitorError("timeout", f"query {name!r} took longer than {self.config.timeout_s} s "
+                                          f"({self.config.prometheus_url})") from None
+        except (requests.ConnectionError, urllib3.exceptions.HTTPError) as exc:
+            raise MonitorError("unreachable", f"Prometheus at {self.config.prometheus_url} unreachable: "
+                                              f"{type(exc).__name__}") from None
+        except PrometheusApiClientException as exc:
+            raise _api_error(name, promql, str(exc)) from None
+        except (requests.RequestException, ValueError, KeyError) as exc:  # bad JSON, a proxy's error page
+            raise MonitorError("invalid", f"query {name!r}: unusable answer from Prometheus: {exc}") from None
+        if not isinstance(result, list):
+            raise MonitorError("invalid", f"query {name!r}: expected a matrix, got {type(result).__name__}")
+        return result
 
 
-def _series(result: dict[str, Any]) -> Series:
-    values = result.get("values") or []
-    try:
-        return {float(t): float(v) for t, v in values}
-    except (TypeError, ValueError):
-        raise MonitorError("invalid", f"non-numeric samples in {result.get('metric')}") from None
+def _api_error(name: str, promql: str, detail: str) -> MonitorError:
+    if "503" in detail or "timeout" in detail.lower():  # Prometheus's own query timeout or an overloaded server
+        return MonitorError("timeout", f"query {name!r}: {detail[:300]}")
+    if "400" in detail or "422" in detail:
+        return MonitorError("invalid", f"query {name!r} rejected ({promql}): {detail[:300]}")
+    return MonitorError("unreachable", f"query {name!r}: {detail[:300]}")
 
 
-def _single(results: list[dict[str, Any]], what: str) -> Series:
-    if len(results) > 1:
-        raise MonitorError("invalid", f"{what} returned {len(results)} series; it must aggregate to one (sum(...))")
-    return _series(results[0]) if results else {}
-
-
-def _by_label(results: list[dict[str, Any]], label: str, what: str) -> dict[str, Series]:
-    out: dict[str, Series] = {}
-    for result in results:
-        executor = (result.get("metric") or {}).get(label)
-        if executor is None:
-            raise MonitorError("invalid", f"{what} returned a series without the label {label!r}")
-        out[str(executor)] = _series(result)
-    return out
-
-
-def _last(results: list[dict[str, Any]]) -> float | None:
-    series = _single(results, "a scalar query")
-    return series[max(series)] if series else None
+def _dt(t_s: float) -> datetime:
+    return datetime.fromtimestamp(t_s, tz=UTC)

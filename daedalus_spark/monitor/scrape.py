@@ -1,195 +1,234 @@
-"""Monitor: the embedded default for one machine — scrape the agent's and exporter's /metrics, no Prometheus server."""
+"""Monitor (one machine, no server): scrape the agent's /metrics each step and compute the default queries itself."""
 
 from __future__ import annotations
 
+import bisect
 import logging
-from bisect import bisect_right
-import socket
+import math
 import threading
-import urllib.error
-import urllib.request
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from daedalus_spark.clock import Clock
 from daedalus_spark.config import MonitorConfig
 from daedalus_spark.domain import Observation
-from daedalus_spark.monitor.assemble import RawWindow, Series, assemble
+from daedalus_spark.monitor.assemble import Window, build_observation
 from daedalus_spark.monitor.port import MonitorError
 
 log = logging.getLogger(__name__)
-P = "daedalus_spark_"
-LATEST_OFFSET, LAG, EXECUTORS, UPTIME = (P + "source_latest_offset", P + "lag_records", P + "executors",
-                                         P + "uptime_seconds")
-RECORDS, BUSY, CORES = P + "executor_records_processed_total", P + "executor_busy_seconds_total", P + "executor_cores"
-CPU, CPU_LIMIT = P + "executor_cpu_seconds_total", P + "executor_cpu_limit_cores"
-WANTED = frozenset({LATEST_OFFSET, LAG, EXECUTORS, UPTIME, RECORDS, BUSY, CORES, CPU, CPU_LIMIT})
 
-Labels = tuple[tuple[str, str], ...]
-Samples = dict[str, dict[Labels, float]]  # metric sample name -> labels -> value
-Fetch = Callable[[str, float], str]
+P = "daedalus_spark_"
+OFFSETS = P + "source_latest_offset"
+RECORDS = P + "executor_records_processed_total"
+BUSY, CORES = P + "executor_busy_seconds_total", P + "executor_cores"
+CPU, CPU_LIMIT = P + "executor_cpu_seconds_total", P + "executor_cpu_limit_cores"
+LAG, EXECUTORS, UPTIME = P + "lag_records", P + "executors", P + "uptime_seconds"
+LABEL = "executor_id"
+LOOKBACK_S = 300.0  # Prometheus's default: an instant value older than this is gone
+
+Fetch = Callable[[str, float], str]  # (url, timeout_s) -> exposition text; raises MonitorError
+SeriesKey = tuple[str, str, tuple[tuple[str, str], ...]]  # (url, metric name, sorted labels)
+STALE = None  # Prometheus's staleness marker: the series vanished from its target's latest scrape
 
 
 def http_fetch(url: str, timeout_s: float) -> str:
-    """GET a /metrics page; failures become MonitorErrors of the right kind."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with opener.open(url, timeout=timeout_s) as response:
-            return str(response.read(32 << 20).decode("utf-8", errors="replace"))
-    except (TimeoutError, socket.timeout):
-        raise MonitorError("timeout", f"{url} took longer than {timeout_s:g} s") from None
-    except urllib.error.HTTPError as exc:
-        raise MonitorError("invalid", f"{url} answered HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        kind = "timeout" if isinstance(reason, (TimeoutError, socket.timeout)) else "unreachable"
-        raise MonitorError(kind, f"{url} unreachable: {reason}") from None
+        response = requests.get(url, timeout=timeout_s)
+    except requests.Timeout:
+        raise MonitorError("timeout", f"scrape of {url} took longer than {timeout_s} s") from None
+    except requests.RequestException as exc:
+        raise MonitorError("unreachable", f"cannot scrape {url}: {type(exc).__name__}") from None
+    if response.status_code != 200:
+        raise MonitorError("unreachable", f"scrape of {url}: HTTP {response.status_code}")
+    return response.text
 
 
-def parse(text: str) -> Samples:
-    """The samples of the metrics we use; anything else on the page is ignored."""
-    out: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in WANTED:
-                out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = float(sample.value)
-    return out
+@dataclass
+class _Series:
+    times_s: deque[float]
+    values: deque[float | None]
 
 
 @dataclass
 class ScrapeMonitor:
-    """Scrapes every `step_s` on a thread of its own and keeps `retention_s` of rounds; `observe` computes what the
-    default PromQL queries would (rates over `rate_window_s`, counter resets handled) at each round's time."""
+    """MetricsSource that is its own tiny Prometheus for the default metric names (custom PromQL needs a server).
 
-    settings: MonitorConfig
+    `scrape_once` takes one sample of every scrape URL at `clock.now()`; `start` runs it every `step_s` in a
+    thread. Rates follow PromQL's rate(): the increase (counter resets count from zero) between the first and the
+    last sample inside (t - rate window, t], divided by their distance.
+    """
+
+    config: MonitorConfig
     utilization_signal: str
     clock: Clock
-    retention_s: float = 600.0
     fetch: Fetch = http_fetch
-    _rounds: deque[tuple[float, Samples]] = field(default_factory=deque)
-    _last_error: MonitorError | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    horizon_s: float = 600.0  # samples older than this are forgotten (the longest window the loop asks for)
+    _series: dict[SeriesKey, _Series] = field(default_factory=dict, init=False)
+    _errors: dict[str, MonitorError | None] = field(default_factory=dict, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
 
-    def start(self) -> ScrapeMonitor:
-        self._thread = threading.Thread(target=self._run, name="daedalus-scrape", daemon=True)
-        self._thread.start()
-        return self
+    def __post_init__(self) -> None:
+        self._wanted = {OFFSETS, RECORDS, LAG, EXECUTORS, UPTIME}
+        self._wanted |= {CPU, CPU_LIMIT} if self.utilization_signal == "cpu" else {BUSY, CORES}
+        self._maxlen = math.ceil((self.horizon_s + self.config.rate_window_s) / self.config.step_s) + 4
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.scrape_once()
-            self._stop.wait(self.settings.step_s)
-
-    def scrape_once(self) -> None:
-        """One round over every URL, stamped with one time; a failed URL leaves its metrics out of the round."""
-        now = self.clock.now()
-        samples: Samples = {}
-        error = None
-        for url in self.settings.scrape_urls:
-            try:
-                for name, values in parse(self.fetch(url, self.settings.timeout_s)).items():
-                    samples.setdefault(name, {}).update(values)
-            except MonitorError as exc:
-                error = exc
-            except ValueError as exc:  # the page is not Prometheus text
-                error = MonitorError("invalid", f"{url}: not Prometheus text format: {exc}")
-        with self._lock:
-            self._last_error = error
-            self._rounds.append((now, samples))
-            while self._rounds and self._rounds[0][0] < now - self.retention_s:
-                self._rounds.popleft()
-
-    def observe(self, *, start_s: float, end_s: float) -> Observation:
-        with self._lock:
-            rounds = list(self._rounds)
-            error = self._last_error
-        inside = [i for i, (t, _) in enumerate(rounds) if start_s < t <= end_s]
-        if error is not None and (not inside or not rounds[inside[-1]][1]):
-            raise error  # the latest round failed: say why rather than "no data"
-        if not inside:
-            raise MonitorError("empty", f"no scrape in ({start_s:.0f}, {end_s:.0f}] of {self.settings.scrape_urls}")
-        window = _Window(rounds, self.settings.rate_window_s)
-        last = rounds[inside[-1]][1]
-        by = self.settings.executor_label
-        cpu = self.utilization_signal == "cpu"
-        raw = RawWindow(
-            end_s=end_s, step_s=self.settings.step_s,
-            workload=window.summed_rate(LATEST_OFFSET, inside),
-            throughput=window.rates_by(RECORDS, by, inside),
-            utilization=window.ratios_by(CPU if cpu else BUSY, CPU_LIMIT if cpu else CORES, by, inside),
-            lag_records=_total(last.get(LAG)),
-            executors=_total(last.get(EXECUTORS)),
-            uptime_s=max(last[UPTIME].values()) if last.get(UPTIME) else None,
-        )
-        return assemble(raw)
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="daedalus-scrape", daemon=True)
+            self._thread.start()
 
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=self.settings.timeout_s * max(1, len(self.settings.scrape_urls)) + 1)
+            self._thread.join(timeout=self.config.timeout_s * len(self.config.scrape_urls) + self.config.step_s)
+            self._thread = None
 
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = self.clock.now()
+            try:
+                self.scrape_once()
+            except Exception:  # noqa: BLE001 - a bug in one scrape must not end monitoring
+                log.exception("scrape failed")
+            self._stop.wait(max(0.0, self.config.step_s - (self.clock.now() - started)))
 
-def _total(values: dict[Labels, float] | None) -> float | None:
-    return sum(values.values()) if values else None
+    def scrape_once(self) -> None:
+        for url in self.config.scrape_urls:
+            t_s = self.clock.now()
+            try:
+                samples = list(self._parse(url, self.fetch(url, self.config.timeout_s)))
+            except MonitorError as exc:
+                with self._lock:
+                    self._errors[url] = exc
+                    self._mark_stale(url, t_s, keep=set())
+                continue
+            with self._lock:
+                self._errors[url] = None
+                self._record(url, t_s, samples)
+
+    def _parse(self, url: str, text: str) -> Iterable[tuple[str, tuple[tuple[str, str], ...], float]]:
+        try:
+            families = list(text_string_to_metric_families(text))
+        except (ValueError, TypeError, IndexError) as exc:
+            raise MonitorError("invalid", f"{url}: not the Prometheus text format ({exc})") from None
+        for family in families:
+            for sample in family.samples:
+                if sample.name in self._wanted:
+                    yield sample.name, tuple(sorted(sample.labels.items())), float(sample.value)
+
+    def _record(self, url: str, t_s: float, samples: list[tuple[str, tuple[tuple[str, str], ...], float]]) -> None:
+        seen = set()
+        for name, labels, value in samples:
+            key = (url, name, labels)
+            seen.add(key)
+            self._append(key, t_s, value)
+        self._mark_stale(url, t_s, keep=seen)
+        horizon = t_s - self.horizon_s - self.config.rate_window_s
+        for key in [k for k, s in self._series.items() if s.times_s[-1] < horizon]:
+            del self._series[key]  # executors that left long ago: keeps memory bounded
+
+    def _append(self, key: SeriesKey, t_s: float, value: float | None) -> None:
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _Series(deque(maxlen=self._maxlen), deque(maxlen=self._maxlen))
+        series.times_s.append(t_s)
+        series.values.append(value)
+
+    def _mark_stale(self, url: str, t_s: float, keep: set[SeriesKey]) -> None:
+        for key, series in self._series.items():
+            if key[0] == url and key not in keep and series.values[-1] is not STALE:
+                self._append(key, t_s, STALE)
+
+    def observe(self, *, start_s: float, end_s: float) -> Observation:
+        window = Window(start_s, end_s, self.config.step_s)
+        if window.last_index < window.first_index:
+            raise MonitorError("empty", f"window ({start_s}, {end_s}] holds no {self.config.step_s}-s step")
+        with self._lock:
+            failed = [e for e in self._errors.values() if e is not None]
+            snapshot = {k: (list(s.times_s), list(s.values)) for k, s in self._series.items()}
+        if failed:
+            raise failed[0]
+        if not self._errors:
+            raise MonitorError("empty", "nothing scraped yet")
+        results = _Evaluator(snapshot, self.config.rate_window_s).results(window, self.utilization_signal)
+        return build_observation(results, window, executor_label=LABEL)
 
 
 @dataclass
-class _Window:
-    rounds: list[tuple[float, Samples]]
+class _Evaluator:
+    """The default queries over a snapshot of the ring buffers, one value per grid time."""
+
+    series: dict[SeriesKey, tuple[list[float], list[float | None]]]
     rate_window_s: float
 
     def __post_init__(self) -> None:
-        self.times = [t for t, _ in self.rounds]
+        self._index: dict[tuple[str, str | None], list[tuple[list[float], list[float | None]]]] = {}
+        for (_, name, labels), s in self.series.items():
+            self._index.setdefault((name, None), []).append(s)
+            executor = dict(labels).get(LABEL)
+            if executor is not None:
+                self._index.setdefault((name, executor), []).append(s)
 
-    def _base(self, i: int) -> int | None:
-        """The latest round at least a rate window before round i (the first round if none is that old)."""
-        if i == 0:
+    def results(self, window: Window, signal: str) -> dict[str, list[dict]]:
+        times = window.times_s()
+        counter, limit = (CPU, CPU_LIMIT) if signal == "cpu" else (BUSY, CORES)
+        executors = sorted({dict(k[2]).get(LABEL, "") for k in self.series if k[1] in (RECORDS, counter)} - {""})
+        return {
+            "workload": self._scalar(times, lambda t: self._sum(OFFSETS, t, self._rate)),
+            "throughput": [self._matrix(e, times, lambda t, e=e: self._sum(RECORDS, t, self._rate, e))
+                           for e in executors],
+            "utilization": [self._matrix(e, times, lambda t, e=e: self._ratio(counter, limit, t, e))
+                            for e in executors],
+            "lag": self._scalar(times, lambda t: self._sum(LAG, t, self._instant)),
+            "executors": self._scalar(times, lambda t: self._sum(EXECUTORS, t, self._instant)),
+            "uptime": self._scalar(times, lambda t: self._max(UPTIME, t)),
+        }
+
+    def _scalar(self, times: list[float], value: Callable[[float], float | None]) -> list[dict]:
+        values = [[t, v] for t in times if (v := value(t)) is not None]
+        return [{"metric": {}, "values": values}] if values else []
+
+    def _matrix(self, executor: str, times: list[float], value: Callable[[float], float | None]) -> dict:
+        return {"metric": {LABEL: executor}, "values": [[t, v] for t in times if (v := value(t)) is not None]}
+
+    def _matching(self, name: str, executor: str | None) -> list[tuple[list[float], list[float | None]]]:
+        return self._index.get((name, executor), [])
+
+    def _sum(self, name: str, t: float, fn: Callable, executor: str | None = None) -> float | None:
+        values = [v for s in self._matching(name, executor) if (v := fn(s, t)) is not None]
+        return sum(values) if values else None
+
+    def _max(self, name: str, t: float) -> float | None:
+        values = [v for s in self._matching(name, None) if (v := self._instant(s, t)) is not None]
+        return max(values) if values else None
+
+    def _ratio(self, counter: str, limit: str, t: float, executor: str) -> float | None:
+        used = self._sum(counter, t, self._rate, executor)
+        cores = self._sum(limit, t, self._instant, executor)
+        if used is None or cores is None:
             return None
-        return max(0, min(i - 1, bisect_right(self.times, self.times[i] - self.rate_window_s) - 1))
+        return used / cores if cores > 0 else math.nan  # a zero limit is invalid data, not a missing sample
 
-    def _rate(self, name: str, labels: Labels, i: int) -> float | None:
-        j = self._base(i)
-        if j is None:
+    def _rate(self, series: tuple[list[float], list[float | None]], t: float) -> float | None:
+        times, values = series
+        lo, hi = bisect.bisect_right(times, t - self.rate_window_s), bisect.bisect_right(times, t)
+        points = [(ts, v) for ts, v in zip(times[lo:hi], values[lo:hi], strict=True) if v is not STALE]
+        if len(points) < 2 or points[-1][0] <= points[0][0]:
             return None
-        (t1, now), (t0, then) = self.rounds[i], self.rounds[j]
-        v1, v0 = now.get(name, {}).get(labels), then.get(name, {}).get(labels)
-        if v1 is None or v0 is None or t1 <= t0:
+        increase = 0.0
+        for (_, before), (_, after) in zip(points, points[1:], strict=False):
+            increase += after - before if after >= before else after  # a reset restarts the counter at zero
+        return increase / (points[-1][0] - points[0][0])
+
+    def _instant(self, series: tuple[list[float], list[float | None]], t: float) -> float | None:
+        times, values = series
+        i = bisect.bisect_right(times, t) - 1
+        if i < 0 or times[i] < t - LOOKBACK_S:
             return None
-        return (v1 if v1 < v0 else v1 - v0) / (t1 - t0)  # a counter that went down was reset (restart)
-
-    def summed_rate(self, name: str, inside: Iterable[int]) -> Series:
-        out: dict[float, float] = {}
-        for i in inside:
-            keys = self.rounds[i][1].get(name, {})
-            rates = [self._rate(name, k, i) for k in keys]
-            if rates and all(r is not None for r in rates):
-                out[self.rounds[i][0]] = sum(r for r in rates if r is not None)
-        return out
-
-    def rates_by(self, name: str, label: str, inside: Iterable[int]) -> dict[str, Series]:
-        out: dict[str, dict[float, float]] = {}
-        for i in inside:
-            t, samples = self.rounds[i]
-            for labels in samples.get(name, {}):
-                rate = self._rate(name, labels, i)
-                key = dict(labels).get(label)
-                if rate is not None and key is not None:
-                    out.setdefault(key, {})[t] = rate
-        return out
-
-    def ratios_by(self, counter: str, gauge: str, label: str, inside: Iterable[int]) -> dict[str, Series]:
-        """rate(counter) / gauge per label value, where both exist (`/ on (executor_id)` in PromQL)."""
-        rates = self.rates_by(counter, label, inside)
-        out: dict[str, dict[float, float]] = {}
-        for i in inside:
-            t, samples = self.rounds[i]
-            for labels, limit in samples.get(gauge, {}).items():
-                key = dict(labels).get(label)
-                if key is not None and t in rates.get(key, {}):
-                    out.setdefault(key, {})[t] = rates[key][t] / limit if limit > 0 else float("nan")
-        return out
+        return values[i]

@@ -38,10 +38,16 @@ def capacity_from_csv(
     util = read_metric_csv(utilization_path)
     thr = read_metric_csv(throughput_path)
     if util.times != thr.times:
-        raise InputFileError(throughput_path, None, f"time column differs from {utilization_path}")
+        raise InputFileError(throughput_path, None, _time_mismatch(util.times, thr.times, utilization_path))
     missing = sorted(set(util.columns) ^ set(thr.columns))
     if missing:
         raise InputFileError(throughput_path, 1, f"worker columns not in both files: {', '.join(missing)}")
+    if smooth_samples > len(util.times):
+        raise InputFileError(
+            throughput_path, None,
+            f"--smooth-throughput {smooth_samples} is more than its {len(util.times)} rows (it would average them all)",
+        )
+    _check_usable(utilization_path, util.columns, throughput_path, thr.columns)
     workers = tuple(
         WorkerSeries(w, _trailing_mean(thr.columns[w], smooth_samples), tuple(util.columns[w].tolist()))
         for w in sorted(util.columns)
@@ -53,6 +59,42 @@ def capacity_from_csv(
     if table is None:
         raise InputFileError(utilization_path, None, "no usable (finite, non-negative) samples")
     return CapacityReport(table=table, samples=learned)
+
+
+def _time_mismatch(util: tuple[str, ...], thr: tuple[str, ...], utilization_path: str | Path) -> str:
+    if len(util) != len(thr):
+        return f"time column differs from {utilization_path} ({len(thr)} rows there {len(util)})"
+    i = next(i for i, (a, b) in enumerate(zip(util, thr)) if a != b)
+    return f"time column differs from {utilization_path} (row {i + 1}: {thr[i][:30]!r} there {util[i][:30]!r})"
+
+
+def _check_usable(
+    utilization_path: str | Path, util: dict[str, np.ndarray], throughput_path: str | Path, thr: dict[str, np.ndarray]
+) -> None:
+    """Name the file that makes the samples unusable, and say why when the reason is recognisable."""
+    u = np.concatenate(list(util.values()))
+    t = np.concatenate(list(thr.values()))
+    u_ok, t_ok = np.isfinite(u) & (u >= 0), np.isfinite(t) & (t >= 0)
+    if not t_ok.any():
+        raise InputFileError(throughput_path, None, "no usable samples: every throughput is empty, NaN or negative")
+    if not u_ok.any():
+        raise InputFileError(utilization_path, None, "no usable samples: every utilization is empty, NaN or negative")
+    if not (t[t_ok] > 0).any():
+        raise InputFileError(throughput_path, None, "no usable samples: every throughput is 0 (nothing processed)")
+    if not (u[u_ok] > 0).any():
+        raise InputFileError(utilization_path, None, "no usable samples: every utilization is 0")
+    # Samples above 1.2 are dropped as implausible; if most are, the export is in percent, not a ratio.
+    if np.median(u[u_ok]) > 1.2 and np.nanmax(u[u_ok]) <= 100:
+        raise InputFileError(
+            utilization_path, None,
+            f"utilization looks like percent (median {np.median(u[u_ok]):.1f}, max {np.nanmax(u[u_ok]):.1f}): "
+            "export it as a ratio 0..1 (divide by 100)",
+        )
+    if not (u_ok & t_ok & (u <= 1.2)).any():
+        raise InputFileError(
+            utilization_path, None, f"no usable samples: no row has a utilization in 0..1.2 together with a "
+            f"throughput in {throughput_path}",
+        )
 
 
 def _trailing_mean(values: np.ndarray, window: int) -> tuple[float, ...]:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from daedalus_spark.config import ConfigError, load_config
+from daedalus_spark.cliargs import OneLineParser, integer, number
+from daedalus_spark.config import Config, ConfigError, load_config
 from daedalus_spark.monitor.files import InputFileError, read_trace
+from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
-from daedalus_spark.sim.jobmodel import load_job_model
+from daedalus_spark.sim.jobmodel import JobModel, load_job_model
 from daedalus_spark.sim.policies import PolicyNameError, parse_policy_list
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "workloads" / "traces"
@@ -37,8 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated (default {DEFAULT_POLICIES})")
     p.add_argument("--config", metavar="YAML", help="controller settings (daedalus-spark config)")
     p.add_argument("--job-model", metavar="YAML", help="simulated job: capacity, skew, downtime, partitions")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--speedup", type=float, default=1.0, help="shorten each trace by this factor (default 1)")
+    p.add_argument("--seed", type=integer(0, 2**32 - 1), default=1, help="random seed, 0..2^32-1 (default 1)")
+    p.add_argument("--speedup", type=number(1, 3600, whole=True), default=1.0,
+                   help="shorten each trace by this whole factor, 1..3600 (default 1)")
     p.add_argument("--json", metavar="FILE", help="write metrics as JSON ('-' for stdout)")
     p.add_argument("--out", metavar="DIR", help="write per-second CSVs, plots and an HTML report here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -72,13 +74,14 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         job_model = load_job_model(args.job_model)
         names = parse_policy_list(args.policies, config)
-        if args.speedup < 1:
-            raise ValueError(f"--speedup must be >= 1 (got {args.speedup})")
+        _check_job_model(job_model, config, args.job_model)
         traces = [Path(t) for t in (args.trace or [str(DEFAULT_TRACE)])]
-        workloads = [compress_trace(read_trace(t), args.speedup) for t in traces]
-    except (ConfigError, PolicyNameError, InputFileError, ValueError) as exc:
-        print(f"daedalus-spark simulate: {exc}", file=sys.stderr)
-        return 2
+        workloads = [_long_enough(t, compress_trace(read_trace(t), args.speedup), args.speedup, config)
+                     for t in traces]
+    except ConfigError as exc:
+        return _fail(exc.one_line())
+    except (PolicyNameError, InputFileError, ValueError) as exc:
+        return _fail(str(exc))
     evaluations = []
     for path, workload in zip(traces, workloads):
         bar = None if args.no_progress else ProgressBar(sys.stderr, path.name, len([n for n in names if n != "oracle"]))
@@ -92,20 +95,53 @@ def run(args: argparse.Namespace) -> int:
     return _write_outputs(args, evaluations)
 
 
-def _write_outputs(args: argparse.Namespace, evaluations: list[TraceEvaluation]) -> int:
-    if args.json:
-        payload = json_payload(evaluations)
-        text = json.dumps(payload, indent=2, sort_keys=False)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
-    if args.out:
-        from daedalus_spark.report.simulation import write_report
+def _fail(message: str) -> int:
+    print(f"daedalus-spark simulate: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
-        report = write_report(evaluations, Path(args.out), command=" ".join(sys.argv))
-        print(f"report: {report}", file=sys.stderr)
+
+def _check_job_model(job_model: JobModel, config: Config, source: str | None) -> None:
+    """Settings that are valid alone but not with this config: refused rather than silently ignored."""
+    where = source or "job model"
+    slots = max(config.controller.max_scaleout, job_model.reference_scaleout)
+    outside = [s for s in job_model.slow_workers if not 0 <= s < slots]
+    if outside:
+        raise ValueError(f"{where}: slow_workers {outside} outside the worker slots 0..{slots - 1}")
+    if len(set(job_model.slow_workers)) != len(job_model.slow_workers):
+        raise ValueError(f"{where}: slow_workers lists a slot twice")
+    initial = job_model.initial_scaleout
+    if initial is not None and initial > config.controller.max_scaleout:
+        raise ValueError(
+            f"{where}: initial_scaleout {initial} exceeds controller.max_scaleout {config.controller.max_scaleout}"
+        )
+
+
+def _long_enough(path: Path, workload: object, speedup: float, config: Config) -> object:
+    """A trace shorter than two loop intervals gives no decision to compare: refused, naming the file."""
+    seconds = len(workload)  # type: ignore[arg-type]
+    needed = 2 * config.controller.loop_interval_s
+    if seconds < needed:
+        after = f" after --speedup {speedup:g}" if speedup > 1 else ""
+        raise InputFileError(path, None, f"{seconds} s of workload{after}; the simulation needs at least {needed:g} s")
+    return workload
+
+
+def _write_outputs(args: argparse.Namespace, evaluations: list[TraceEvaluation]) -> int:
+    try:
+        if args.json:
+            text = strict_json(json_payload(evaluations))
+            if args.json == "-":
+                print(text)
+            else:
+                Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.json).write_text(text + "\n", encoding="utf-8")
+        if args.out:
+            from daedalus_spark.report.simulation import write_report
+
+            report = write_report(evaluations, Path(args.out), command=" ".join(sys.argv))
+            print(f"report: {report}", file=sys.stderr)
+    except OSError as exc:  # e.g. a full disk: name the file (OSError.filename can be None)
+        return _fail(f"{exc.filename or args.json or args.out}: cannot write ({exc.strerror or exc})")
     return 0
 
 
@@ -137,7 +173,7 @@ def demo(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run `simulate` alone (python -m daedalus_spark.sim.cli ...)."""
-    parser = argparse.ArgumentParser(prog="daedalus-spark")
+    parser = OneLineParser(prog="daedalus-spark")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return int(args.handler(args))

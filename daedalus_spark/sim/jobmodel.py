@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from daedalus_spark.config import ConfigError, load_model, parse_model
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
 
 class DowntimeModel(_Model):
@@ -31,7 +31,7 @@ class JobModel(_Model):
     """The simulated Spark Structured Streaming job on Kubernetes reading from Kafka."""
 
     worker_capacity_per_s: float | None = Field(
-        None, gt=0, description="Records/s one worker processes at full utilization (None: derived from the "
+        None, gt=0, le=1e12, allow_inf_nan=False, description="Records/s one worker processes at full utilization (None: derived from the "
         "trace peak so that `reference_scaleout` workers carry peak x capacity_headroom_ratio)."
     )
     reference_scaleout: int = Field(12, ge=1, le=10000, description="Scale-out that just carries the peak.")
@@ -40,7 +40,8 @@ class JobModel(_Model):
     keys: int = Field(1000, ge=1, le=1_000_000, description="Distinct keys hashed onto partitions.")
     zipf_exponent: float = Field(0.5, ge=0, le=5, description="Key popularity ~ 1/rank^s (0: uniform keys).")
     skew_seed: int = Field(7, ge=0, description="Seed of the key-to-partition hash.")
-    slow_workers: tuple[int, ...] = Field((), description="Worker slots (0-based) that are slow.")
+    # A YAML list is fine here (strict mode alone would want a tuple); each slot is still a strict integer.
+    slow_workers: tuple[StrictInt, ...] = Field((), strict=False, description="Worker slots (0-based) that are slow.")
     slow_worker_capacity_ratio: float = Field(0.7, gt=0, le=1, description="Capacity of a slow worker.")
     utilization_signal: Literal["cpu", "busy_time"] | None = Field(
         None, description="Signal emitted as utilization (None: the controller config's utilization_signal)."

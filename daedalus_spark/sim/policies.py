@@ -47,14 +47,27 @@ KNOWN = "daedalus, static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle"
 ORACLE = "oracle"
 
 
-def _number(name: str, arg: str, kind: Callable[[str], float | int], low: float, high: float) -> float | int:
+def _number(
+    name: str, arg: str, kind: Callable[[str], float | int], low: float, high: float, *, low_open: bool = False
+) -> float | int:
     try:
         value = kind(arg)
     except ValueError:
-        raise PolicyNameError(f"policy {name!r}: {arg!r} is not a number") from None
-    if not low <= value <= high:
-        raise PolicyNameError(f"policy {name!r}: {value} is outside {low}..{high}")
+        what = "a whole number" if kind is int else "a number"
+        raise PolicyNameError(f"policy {name!r}: {arg!r} is not {what}") from None
+    # `not (...)` so that NaN, which fails every comparison, is refused too.
+    if not (low < value <= high if low_open else low <= value <= high):
+        raise PolicyNameError(f"policy {name!r}: {value} is outside {'(' if low_open else '['}{low:g}, {high:g}]")
     return value
+
+
+def _boolean(name: str, key: str, raw: str) -> bool:
+    word = raw.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise PolicyNameError(f"policy {name!r}: {key}={raw[:20]!r} is not true or false")
 
 
 def make_policy(name: str, config: Config) -> Policy:
@@ -62,7 +75,8 @@ def make_policy(name: str, config: Config) -> Policy:
     kind, _, arg = name.strip().partition(":")
     limit = config.controller.max_scaleout
     if kind == "static" and arg:
-        return StaticPolicy(int(_number(name, arg, int, 1, 10000)), name=name)
+        # Above the limit the simulated job would clamp it, and the row would carry a name it did not run.
+        return StaticPolicy(int(_number(name, arg, int, config.controller.min_scaleout, limit)), name=name)
     if kind == "hpa" and arg:
         from daedalus_spark.sim.hpa import HpaPolicy
 
@@ -80,6 +94,11 @@ def make_policy(name: str, config: Config) -> Policy:
     raise PolicyNameError(f"unknown policy {name!r} (known: {KNOWN})")
 
 
+# Flink settings that may be 0 (0 disables catch-up / restart-time allowance), and bounds tighter than a week.
+_FLINK_MAY_BE_ZERO = frozenset({"catch_up_duration_s", "restart_time_s", "utilization_boundary_ratio"})
+_FLINK_MAX = {"target_utilization_ratio": 1.0, "utilization_boundary_ratio": 1.0, "scale_down_max_factor": 1.0}
+
+
 def _flink_settings(name: str, arg: str) -> FlinkSettings:
     """`flink`, `flink:0.8` (target utilization) or `flink:KEY=VALUE:KEY=VALUE` over FlinkSettings' fields."""
     from daedalus_spark.sim.flink import FlinkSettings
@@ -93,10 +112,14 @@ def _flink_settings(name: str, arg: str) -> FlinkSettings:
         if key not in fields:
             raise PolicyNameError(f"policy {name!r}: unknown setting {key!r} (known: {', '.join(fields)})")
         default = getattr(FlinkSettings(), key)
+        if key in values:
+            raise PolicyNameError(f"policy {name!r}: {key} given twice")
         if isinstance(default, bool):
-            values[key] = raw.lower() in ("1", "true", "yes")
+            values[key] = _boolean(name, key, raw)
         else:
-            values[key] = _number(name, raw, type(default), 0, 1e9)
+            # Intervals and windows of 0 divide by zero or never tick; the ratios have their own ranges below.
+            low_open = key not in _FLINK_MAY_BE_ZERO
+            values[key] = _number(name, raw, type(default), 0, _FLINK_MAX.get(key, 86400 * 7), low_open=low_open)
     if not 0 < float(values.get("target_utilization_ratio", 0.7)) <= 1:
         raise PolicyNameError(f"policy {name!r}: target utilization must be in (0, 1]")
     return FlinkSettings(**values)  # type: ignore[arg-type]

@@ -1,161 +1,351 @@
-"""Monitor contract: a known job gives the right Observation; faults give the right MonitorError kind.
+"""Contract: every MetricsSource turns the same known job into the same Observation and names the same faults.
 
-Run here over the embedded scraper (fake fetch and clock); the Prometheus monitor runs the same checks against a
-real Prometheus server in tests/integration/test_prometheus_server.py.
+One scenario job (counters that are linear pieces of time, with a rate change, a counter reset and a driver row)
+is served over HTTP: as a /metrics page for the ScrapeMonitor (scraped at fake-clock times), and as the answers a
+Prometheus server gives to the default range queries for the PrometheusMonitor. The oracle is computed by hand
+with numpy from the counters, with PromQL's rate(): increase inside (t - window, t] over the sample distance, a
+drop counting as a reset to zero. The evaluation of PromQL itself by a real server is tests/integration's job.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
 
+import numpy as np
 import pytest
 
-from daedalus_spark.clock import FakeClock
-from daedalus_spark.config import MonitorConfig
-from daedalus_spark.domain import Observation
-from daedalus_spark.monitor.assemble import RawWindow, assemble
+from daedalus_spark.clock import FakeClock, SystemClock
+from daedalus_spark.config import Config, MonitorConfig
+from daedalus_spark.monitor import make_monitor
 from daedalus_spark.monitor.port import MonitorError
+from daedalus_spark.monitor.prometheus import PrometheusMonitor, queries
 from daedalus_spark.monitor.scrape import ScrapeMonitor
-from tests.exporter import SyntheticJob
 
-URL = "http://agent/metrics"
-
-
-def check_known_job(obs: Observation, job: SyntheticJob, *, signal: str, rel: float) -> None:
-    """The numbers of a SyntheticJob, as every monitor must report them."""
-    assert obs.scaleout == len(job.throughput) and obs.worker_ids == tuple(str(i) for i in range(obs.scaleout))
-    assert all(w == pytest.approx(job.workload_per_s, rel=rel) for w in obs.workload_per_s)
-    expected_util = job.cpu if signal == "cpu" else job.busy
-    for i, worker in enumerate(obs.workers):
-        assert len(worker.throughput_per_s) == len(obs.workload_per_s)  # aligned on the same timestamps
-        assert worker.throughput_per_s == pytest.approx([job.throughput[i]] * len(obs.workload_per_s), rel=rel)
-        assert worker.utilization_ratio == pytest.approx([expected_util[i]] * len(obs.workload_per_s), rel=rel)
-    assert obs.consumer_lag_records == job.lag_records
+START_S = 1000.0  # the job (re)started here
+RATE_WINDOW_S = 5.0
 
 
-def scraped(job: SyntheticJob, *, seconds: int = 60, signal: str = "cpu", page=None, **settings):
-    clock = FakeClock(0.0)
-    monitor = ScrapeMonitor(MonitorConfig(scrape_urls=[URL], **settings), signal, clock, retention_s=600,
-                            fetch=lambda url, timeout: (page or job.page)(clock.now()))
-    for _ in range(seconds):
-        clock.advance(1.0)
-        monitor.scrape_once()
-    return monitor, clock
+def _ramp(t: float, after_s: float) -> float:
+    return max(0.0, t - after_s)
 
 
-@pytest.mark.parametrize("signal", ["cpu", "busy_time"])
-def test_scraper_reports_the_known_job(signal):
-    job = SyntheticJob()
-    monitor, clock = scraped(job, signal=signal)
-    obs = monitor.observe(start_s=0.0, end_s=clock.now())
-    check_known_job(obs, job, signal=signal, rel=1e-9)
-    assert len(obs.workload_per_s) == 59  # the first scrape has nothing before it to take a rate from
-    assert obs.time_s == 60.0 and obs.uptime_s == 60.0
+# (metric name, labels) -> counter or gauge value at time t. Executor 1's records reset at 1100.
+SCENARIO: dict[tuple[str, tuple[tuple[str, str], ...]], Callable[[float], float]] = {
+    ("daedalus_spark_source_latest_offset", (("partition", "0"),)): lambda t: 150 * t,
+    ("daedalus_spark_source_latest_offset", (("partition", "1"),)): lambda t: 250 * t + 100 * _ramp(t, 1090),
+    ("daedalus_spark_executor_records_processed_total", (("executor_id", "1"),)):
+        lambda t: 100 * t if t < 1100 else 100 * (t - 1100),
+    ("daedalus_spark_executor_records_processed_total", (("executor_id", "2"),)): lambda t: 300 * t + 80 * _ramp(t, 1090),
+    ("daedalus_spark_executor_records_processed_total", (("executor_id", "driver"),)): lambda t: 0.0,
+    ("daedalus_spark_executor_busy_seconds_total", (("executor_id", "1"),)): lambda t: 0.4 * t,
+    ("daedalus_spark_executor_busy_seconds_total", (("executor_id", "2"),)): lambda t: 1.2 * t + 0.4 * _ramp(t, 1090),
+    ("daedalus_spark_executor_busy_seconds_total", (("executor_id", "driver"),)): lambda t: 0.05 * t,
+    ("daedalus_spark_executor_cores", (("executor_id", "1"),)): lambda t: 2.0,
+    ("daedalus_spark_executor_cores", (("executor_id", "2"),)): lambda t: 2.0,
+    ("daedalus_spark_executor_cores", (("executor_id", "driver"),)): lambda t: 1.0,
+    ("daedalus_spark_executor_cpu_seconds_total", (("executor_id", "1"),)): lambda t: 0.125 * t,
+    ("daedalus_spark_executor_cpu_seconds_total", (("executor_id", "2"),)): lambda t: 0.375 * t + 0.1 * _ramp(t, 1090),
+    ("daedalus_spark_executor_cpu_limit_cores", (("executor_id", "1"),)): lambda t: 0.5,
+    ("daedalus_spark_executor_cpu_limit_cores", (("executor_id", "2"),)): lambda t: 0.5,
+    ("daedalus_spark_lag_records", ()): lambda t: 1234 + (t - START_S),
+    ("daedalus_spark_executors", ()): lambda t: 2.0,
+    ("daedalus_spark_uptime_seconds", ()): lambda t: t - START_S,
+}
 
 
-def test_scraper_window_is_half_open_and_follows_the_loop():
-    monitor, _ = scraped(SyntheticJob())
-    obs = monitor.observe(start_s=30.0, end_s=45.0)
-    assert len(obs.workload_per_s) == 15 and obs.time_s == 45.0
+def counter_at(name: str, t: float, executor: str | None = None) -> float:
+    return sum(f(t) for (n, labels), f in SCENARIO.items()
+               if n == name and (executor is None or dict(labels).get("executor_id") == executor))
 
 
-def test_scraper_handles_a_counter_reset():
-    job = SyntheticJob()
-    monitor, clock = scraped(job, seconds=30)
-    job.started_s = 30.0  # the job restarted: every counter begins again from 0
-    for _ in range(30):
-        clock.advance(1.0)
-        monitor.scrape_once()
-    obs = monitor.observe(start_s=35.0, end_s=60.0)
-    check_known_job(obs, job, signal="cpu", rel=1e-9)
+def oracle_rate(name: str, grid: np.ndarray, executor: str | None = None) -> np.ndarray:
+    """rate() of 1-s samples at whole seconds: samples t-4..t lie inside (t - 5, t]."""
+    out = []
+    for t in grid:
+        per_partition = [f for (n, labels), f in SCENARIO.items()
+                         if n == name and (executor is None or dict(labels).get("executor_id") == executor)]
+        total = 0.0
+        for f in per_partition:
+            c = np.array([f(s) for s in np.arange(t - RATE_WINDOW_S + 1, t + 1)])
+            steps = np.diff(c)
+            total += float(np.where(steps >= 0, steps, c[1:]).sum()) / (RATE_WINDOW_S - 1)
+        out.append(total)
+    return np.array(out)
 
 
-def test_executors_that_left_are_not_workers():
-    job = SyntheticJob(extra_executor_ids=("7",))
-    monitor, clock = scraped(job)
-    assert monitor.observe(start_s=0.0, end_s=clock.now()).worker_ids == ("0", "1")
+def oracle(signal: str, grid: np.ndarray) -> dict[str, np.ndarray]:
+    counter, limit = (("daedalus_spark_executor_cpu_seconds_total", "daedalus_spark_executor_cpu_limit_cores")
+                      if signal == "cpu" else
+                      ("daedalus_spark_executor_busy_seconds_total", "daedalus_spark_executor_cores"))
+    values = {"workload": oracle_rate("daedalus_spark_source_latest_offset", grid)}
+    for e in ("1", "2"):
+        values[f"throughput/{e}"] = oracle_rate("daedalus_spark_executor_records_processed_total", grid, e)
+        values[f"utilization/{e}"] = oracle_rate(counter, grid, e) / counter_at(limit, grid[-1], e)
+    return values
 
 
-@pytest.mark.parametrize(
-    "page,kind",
-    [
-        pytest.param(lambda t: "", "empty", id="empty-page"),
-        pytest.param(lambda t: SyntheticJob(cpu_limit_cores=0.0).page(t), "invalid", id="nan-cpu"),
-        pytest.param(lambda t: "this is { not prometheus", "invalid", id="garbage"),
-        pytest.param(lambda t: SyntheticJob().page(t).replace("daedalus_spark_executors 2", "daedalus_spark_executors 3"),
-                     "partial", id="fewer-series-than-executors"),
-        pytest.param(lambda t: "\n".join(l for l in SyntheticJob().page(t).splitlines() if "cpu" not in l),
-                     "empty", id="cpu-exporter-missing"),
-    ],
-)
-def test_scraper_faults(page, kind):
-    monitor, clock = scraped(SyntheticJob(), page=page)
+@dataclass
+class Job:
+    """The served job; `mode` injects a fault: normal, nan, slow, empty, partial."""
+
+    clock: FakeClock
+    mode: str = "normal"
+    promql: dict[str, str] = field(default_factory=dict)  # PromQL -> query name, for the Prometheus API
+    signal: str = "cpu"
+
+    def exposition(self) -> str:
+        if self.mode == "empty":
+            return ""
+        lines = []
+        for (name, labels), f in SCENARIO.items():
+            if self.mode == "partial" and ("executor_id", "2") in labels:
+                continue
+            value = math.nan if self.mode == "nan" and name.endswith(("cpu_seconds_total", "busy_seconds_total")) else f(self.clock.now())
+            rendered = ",".join(f'{k}="{v}"' for k, v in labels)
+            lines.append(f"{name}{{{rendered}}} {value!r}" if rendered else f"{name} {value!r}")
+        return "\n".join(lines) + "\n"
+
+    def query_range(self, promql: str, start_s: float, end_s: float, step_s: float) -> list[dict]:
+        """What Prometheus answers for the default queries over this job (values from the oracle)."""
+        name = self.promql[promql]
+        if self.mode == "empty":
+            return []
+        grid = np.arange(start_s, end_s + step_s / 2, step_s)
+        truth = oracle(self.signal, grid)
+        executors = ("1",) if self.mode == "partial" else ("1", "2")
+        if name in ("throughput", "utilization"):
+            series = {e: truth[f"{name}/{e}"] for e in executors}
+            if self.mode == "nan" and name == "utilization":
+                series["1"] = np.full(len(grid), math.nan)
+            return [_matrix({"executor_id": e}, grid, v) for e, v in series.items()]
+        if name == "workload":
+            return [_matrix({}, grid, truth["workload"])]
+        metric = {"lag": "daedalus_spark_lag_records", "executors": "daedalus_spark_executors",
+                  "uptime": "daedalus_spark_uptime_seconds"}[name]
+        return [_matrix({}, grid, np.array([counter_at(metric, t) for t in grid]))]
+
+
+def _matrix(labels: dict[str, str], grid: np.ndarray, values: np.ndarray) -> dict:
+    # Prometheus sends values as strings ("NaN" included).
+    return {"metric": labels, "values": [[float(t), format(float(v), "g") if math.isfinite(v) else "NaN"]
+                                         for t, v in zip(grid, values, strict=True)]}
+
+
+def _serve(job: Job) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if job.mode == "slow":
+                time.sleep(1.5)  # a server slower than the monitor's 0.5-s timeout
+            url = urlparse(self.path)
+            if url.path == "/metrics":
+                body, kind = job.exposition().encode(), "text/plain; version=0.0.4"
+            elif url.path == "/api/v1/query_range":
+                q = {k: v[0] for k, v in parse_qs(url.query).items()}
+                result = job.query_range(q["query"], float(q["start"]), float(q["end"]), float(q["step"]))
+                body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+                kind = "application/json"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                self.wfile.write(body)
+            except BrokenPipeError:  # the monitor gave up on a slow answer, as it should
+                pass
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    return server
+
+
+@dataclass
+class Harness:
+    """A monitor over the served job; `advance_to` moves the fake clock (the scrape monitor scrapes every second)."""
+
+    monitor: PrometheusMonitor | ScrapeMonitor
+    job: Job
+    server: ThreadingHTTPServer
+
+    def advance_to(self, t_s: float) -> None:
+        while self.job.clock.now() < t_s:
+            self.job.clock.advance(1.0)
+            if isinstance(self.monitor, ScrapeMonitor):
+                self.monitor.scrape_once()
+
+    def stop_server(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+KINDS = ["prometheus", "scrape"]
+
+
+@contextlib.contextmanager
+def open_harness(kind: str, signal: str) -> Iterator[Harness]:
+    job = Job(FakeClock(1054.0), signal=signal)  # scraping starts in time for the first rate() window
+    server = _serve(job)
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    if kind == "prometheus":
+        config = MonitorConfig(prometheus_url=base, rate_window_s=RATE_WINDOW_S, timeout_s=0.5)
+        job.promql = {q: name for name, q in queries(config, signal).items()}
+        monitor: PrometheusMonitor | ScrapeMonitor = PrometheusMonitor(config, signal)
+    else:
+        config = MonitorConfig(scrape_urls=[base + "/metrics"], rate_window_s=RATE_WINDOW_S, timeout_s=0.5)
+        monitor = ScrapeMonitor(config, signal, job.clock, horizon_s=300)
+    h = Harness(monitor, job, server)
+    h.advance_to(1120)
+    try:
+        yield h
+    finally:
+        monitor.close()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(params=[(k, s) for k in KINDS for s in ("cpu", "busy_time")], ids=lambda p: f"{p[0]}-{p[1]}")
+def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    with open_harness(*request.param) as h:
+        yield h
+
+
+def test_known_job_gives_the_oracles_numbers(harness: Harness) -> None:
+    obs = harness.monitor.observe(start_s=1060, end_s=1120)
+    grid = np.arange(1061, 1121, dtype=float)
+    truth = oracle(harness.job.signal, grid)
+    assert (obs.time_s, obs.step_s, obs.scaleout) == (1120, 1.0, 2)
+    assert obs.worker_ids == ("1", "2")  # the driver row is no worker
+    np.testing.assert_allclose(obs.workload_per_s, truth["workload"], rtol=1e-9)
+    for w in obs.workers:
+        np.testing.assert_allclose(w.throughput_per_s, truth[f"throughput/{w.worker_id}"], rtol=1e-9)
+        np.testing.assert_allclose(w.utilization_ratio, truth[f"utilization/{w.worker_id}"], rtol=1e-9)
+    assert obs.consumer_lag_records == pytest.approx(1234 + 120)
+    assert obs.uptime_s == pytest.approx(120)
+
+
+def test_the_oracle_sees_the_rate_change_and_the_reset(harness: Harness) -> None:
+    # Guards the oracle itself: a scenario without variation would pass a monitor that returns constants.
+    truth = oracle(harness.job.signal, np.arange(1061, 1121, dtype=float))
+    assert truth["workload"][0] == pytest.approx(400) and truth["workload"][-1] == pytest.approx(500)
+    assert truth["throughput/1"][1100 - 1061] == pytest.approx(75)  # 3 of 4 intervals before the reset
+    assert truth["throughput/1"][-1] == pytest.approx(100)
+
+
+def test_consecutive_windows_share_no_sample(harness: Harness) -> None:
+    first = harness.monitor.observe(start_s=1090, end_s=1100)
+    second = harness.monitor.observe(start_s=1100, end_s=1120)
+    assert len(first.workload_per_s) == 10 and len(second.workload_per_s) == 20
+
+
+@pytest.mark.parametrize(("fault", "kind"), [
+    ("down", "unreachable"),
+    ("slow", "timeout"),
+    ("empty", "empty"),
+    ("nan", "invalid"),
+    ("partial", "partial"),
+])
+def test_faults_raise_their_kind(harness: Harness, fault: str, kind: str) -> None:
+    if fault == "down":
+        harness.stop_server()
+    else:
+        harness.job.mode = fault
+    harness.advance_to(1123)
     with pytest.raises(MonitorError) as err:
-        monitor.observe(start_s=0.0, end_s=clock.now())
-    assert err.value.kind == kind
+        harness.monitor.observe(start_s=1120, end_s=1123)
+    assert err.value.kind == kind, str(err.value)
 
 
-@pytest.mark.parametrize("kind", ["unreachable", "timeout"])
-def test_scraper_reports_why_the_latest_scrape_failed(kind):
-    job = SyntheticJob()
-    failing = False
-
-    def page(t):
-        if failing:
-            raise MonitorError(kind, f"agent {kind}")
-        return job.page(t)
-
-    monitor, clock = scraped(job, page=page)
-    failing = True
-    clock.advance(1.0)
-    monitor.scrape_once()
+def test_a_window_without_a_step_is_empty(harness: Harness) -> None:
     with pytest.raises(MonitorError) as err:
-        monitor.observe(start_s=60.0, end_s=clock.now())
-    assert err.value.kind == kind
+        harness.monitor.observe(start_s=1119.2, end_s=1119.9)
+    assert err.value.kind == "empty"
 
 
-def test_scraper_thread_starts_and_stops():
-    job = SyntheticJob()
-    clock = FakeClock(0.0)
-    monitor = ScrapeMonitor(MonitorConfig(scrape_urls=[URL], step_s=0.1), "cpu", clock,
-                            fetch=lambda url, timeout: job.page(clock.advance(1.0))).start()
-    monitor.close()
-    assert monitor._thread is not None and not monitor._thread.is_alive()
-
-
-def raw(**changes):
-    base = dict(end_s=3.0, step_s=1.0, workload={1.0: 10.0, 2.0: 10.0, 3.0: 10.0},
-                throughput={"a": {1.0: 5.0, 2.0: 5.0, 3.0: 5.0}}, utilization={"a": {1.0: 0.5, 2.0: 0.5, 3.0: 0.5}},
-                lag_records=0.0, executors=1.0, uptime_s=100.0)
-    return RawWindow(**{**base, **changes})
-
-
-@pytest.mark.parametrize(
-    "window,kind,text",
-    [
-        pytest.param(raw(workload={}), "empty", "no workload", id="no-workload"),
-        pytest.param(raw(executors=None), "empty", "no executors", id="no-executor-count"),
-        pytest.param(raw(executors=1.5), "invalid", "not a positive count", id="fractional-executors"),
-        pytest.param(raw(utilization={}), "empty", "utilization", id="no-utilization"),
-        pytest.param(raw(lag_records=math.nan), "invalid", "consumer lag", id="nan-lag"),
-        pytest.param(raw(uptime_s=-1.0), "invalid", "uptime", id="negative-uptime"),
-        pytest.param(raw(workload={1.0: 10.0, 2.0: -1.0, 3.0: 10.0}), "invalid", "workload", id="negative-workload"),
-        pytest.param(raw(throughput={"a": {1.0: 5.0, 2.0: math.inf, 3.0: 5.0}}), "invalid", "throughput of executor a",
-                     id="infinite-throughput"),
-        pytest.param(raw(executors=2.0), "partial", "for 1 executors", id="missing-executor"),
-        pytest.param(raw(throughput={"a": {1.0: 5.0, 2.0: 5.0}}), "partial", "for 0 executors",
-                     id="series-ends-early"),
-    ],
-)
-def test_assemble_refuses_what_must_not_be_scaled_on(window, kind, text):
+def test_scrape_monitor_before_its_first_scrape_has_nothing() -> None:
+    monitor = ScrapeMonitor(MonitorConfig(scrape_urls=["http://127.0.0.1:9/metrics"]), "cpu", FakeClock(10))
     with pytest.raises(MonitorError) as err:
-        assemble(window)
-    assert err.value.kind == kind and text in str(err.value)
+        monitor.observe(start_s=0, end_s=10)
+    assert err.value.kind == "empty"
 
 
-def test_assemble_keeps_only_the_timestamps_every_series_has():
-    window = raw(workload={1.0: 9.0, 2.0: 10.0, 3.0: 11.0}, throughput={"a": {1.0: 4.0, 3.0: 6.0}},
-                 utilization={"a": {2.0: 0.4, 3.0: 0.6}})
-    obs = assemble(window)
-    assert obs.workload_per_s == (11.0,) and obs.workers[0].throughput_per_s == (6.0,)
-    assert obs.workers[0].utilization_ratio == (0.6,) and obs.time_s == 3.0
+def test_scrape_monitor_forgets_old_samples() -> None:
+    job = Job(FakeClock(START_S))
+    server = _serve(job)
+    try:
+        config = MonitorConfig(scrape_urls=[f"http://127.0.0.1:{server.server_address[1]}/metrics"])
+        monitor = ScrapeMonitor(config, "cpu", job.clock, horizon_s=30)
+        h = Harness(monitor, job, server)
+        h.advance_to(1200)
+        assert max(len(s.times_s) for s in monitor._series.values()) <= 30 / config.step_s + 10
+        with pytest.raises(MonitorError) as err:
+            monitor.observe(start_s=1100, end_s=1130)  # scraped, but beyond the buffer
+        assert err.value.kind == "empty"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_factory_picks_by_prometheus_url() -> None:
+    nowhere = MonitorConfig(scrape_urls=["http://127.0.0.1:9/metrics"])  # port 9: refused at once
+    scrape = make_monitor(Config(monitor=nowhere), SystemClock())
+    try:
+        assert isinstance(scrape, ScrapeMonitor)
+        deadline = time.monotonic() + 10
+        while not scrape._errors:  # the started thread's first scrape (of a refused port)
+            assert time.monotonic() < deadline, "the scrape thread never scraped"
+            time.sleep(0.05)
+        with pytest.raises(MonitorError) as err:
+            scrape.observe(start_s=time.time() - 10, end_s=time.time())
+        assert err.value.kind == "unreachable"
+    finally:
+        scrape.close()
+    assert scrape._thread is None
+    remote = make_monitor(Config(monitor=MonitorConfig(prometheus_url="http://127.0.0.1:9")), FakeClock(0))
+    assert isinstance(remote, PrometheusMonitor)
+    remote.close()
+
+
+def _simulated_monitor() -> tuple[object, float]:
+    from daedalus_spark.sim.daedalus import SimulatedJobMonitor
+    from daedalus_spark.sim.job import SimulatedJob
+    from daedalus_spark.sim.jobmodel import JobModel
+    from daedalus_spark.sim.skew import build_capacity_model
+
+    model = JobModel(worker_capacity_per_s=100.0, partitions=4, zipf_exponent=0.0, keys=4000,
+                     utilization_noise_ratio=0.0, checkpoint_interval_s=0)
+    workload = np.full(200, 150.0)
+    job = SimulatedJob(workload, model, build_capacity_model(model, slots=4, peak_per_s=150.0), initial_scaleout=2,
+                       cpu_signal=True, rng=np.random.default_rng(0))
+    job.advance(120)
+    return SimulatedJobMonitor(job), 120.0
+
+
+@pytest.mark.parametrize("kind", ["prometheus", "scrape", "simulated"])
+def test_every_monitor_keeps_the_observation_invariants(kind: str) -> None:
+    """What the loop relies on from any source: one sample per step in (start, end], all series on one grid."""
+    with contextlib.ExitStack() as stack:
+        if kind == "simulated":
+            monitor, end_s = _simulated_monitor()
+        else:
+            monitor, end_s = stack.enter_context(open_harness(kind, "cpu")).monitor, 1120.0
+        obs = monitor.observe(start_s=end_s - 60, end_s=end_s)  # type: ignore[attr-defined]
+    assert obs.time_s == end_s and obs.step_s == 1.0 and len(obs.workload_per_s) == 60
+    assert obs.scaleout == len(obs.workers) >= 1
+    for w in obs.workers:
+        assert len(w.throughput_per_s) == len(w.utilization_ratio) == 60
+        assert all(math.isfinite(x) and x >= 0 for x in (*w.throughput_per_s, *w.utilization_ratio))
+    assert math.isfinite(obs.consumer_lag_records) and obs.consumer_lag_records >= 0 and obs.uptime_s >= 0

@@ -1,109 +1,185 @@
-"""The Prometheus monitor against a real Prometheus server scraping a synthetic job with known rates."""
+"""PrometheusMonitor against a real Prometheus server scraping a synthetic job every second, then its faults;
+the embedded ScrapeMonitor, scraping the same job, must agree with the server.
+
+The tests of this module share one server (start-up costs seconds); the last one stops it.
+"""
 
 from __future__ import annotations
 
-import os
 import socket
-import threading
 import time
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
+import requests
 
+from daedalus_spark.clock import SystemClock
 from daedalus_spark.config import MonitorConfig
 from daedalus_spark.monitor.port import MonitorError
+from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.monitor.prometheus import PrometheusMonitor
-from tests.contract.test_monitors import check_known_job
-from tests.exporter import Exporter, SyntheticJob
-from daedalus_spark.demo.prometheus_server import BINARY, PrometheusServer
+from daedalus_spark.monitor.scrape import ScrapeMonitor
+from daedalus_spark.monitor.synthetic import Exporter, SyntheticJob, serve
 
-pytestmark = pytest.mark.skipif(not os.access(BINARY, os.X_OK),
-                                reason=f"no Prometheus server at {BINARY} (Debian package 'prometheus')")
+pytestmark = pytest.mark.skipif(find_binary() is None,
+                                reason="no prometheus binary (Debian package `prometheus`; .ci/run installs it)")
+
+EXECUTORS = 3
+
+
+@dataclass
+class Stack:
+    job: SyntheticJob
+    exporter: Exporter
+    prometheus: PrometheusServer
+    scraper: ScrapeMonitor  # the embedded monitor, scraping the same exporter since the start
+
+    def monitor(self, **overrides: object) -> PrometheusMonitor:
+        config = MonitorConfig(prometheus_url=self.prometheus.url, timeout_s=5, **overrides)  # type: ignore[arg-type]
+        return PrometheusMonitor(config, "cpu")
+
+    def instant(self, promql: str) -> list[dict]:
+        answer = requests.get(self.prometheus.url + "/api/v1/query", params={"query": promql}, timeout=5)
+        return answer.json()["data"]["result"]
+
+    def wait_for(self, promql: str, done: object, timeout_s: float = 30) -> None:
+        """Poll an instant query until `done(result)` holds (deadline, no fixed sleep)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if done(self.instant(promql)):  # type: ignore[operator]
+                return
+            time.sleep(0.2)
+        pytest.fail(f"Prometheus never answered {promql!r} as expected within {timeout_s} s:\n"
+                    f"{self.prometheus.log_tail()}")
 
 
 @pytest.fixture(scope="module")
-def served():
-    job = SyntheticJob(started_s=time.time() - 1000.0)
-    exporter = Exporter(lambda: job.page(time.time())).start()
-    target = exporter.url.removeprefix("http://").removesuffix("/metrics")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    job = SyntheticJob(executors=EXECUTORS)
+    exporter = serve(job)
+    scraper = ScrapeMonitor(MonitorConfig(scrape_urls=[f"http://{exporter.target}/metrics"]), "cpu", SystemClock())
+    scraper.start()
+    prometheus = None
     try:
-        with PrometheusServer([target]) as prometheus:
-            yield job, exporter, prometheus
+        prometheus = start_prometheus([exporter.target], workdir=tmp_path_factory.mktemp("prometheus"))
+        s = Stack(job, exporter, prometheus, scraper)
+        # Ready for a 6-s window: every grid point needs a 5-s rate() window of 1-s scrapes before it.
+        s.wait_for("count_over_time(daedalus_spark_executors[20s])", lambda r: r and float(r[0]["value"][1]) >= 12)
+        yield s
     finally:
+        scraper.close()
+        if prometheus is not None:
+            prometheus.stop()
         exporter.stop()
 
 
-def wait_for_window(monitor, seconds: float, timeout_s: float = 45.0):
-    """Poll (with a deadline) until Prometheus holds `seconds` of samples plus a rate window before them (rates at
-    the very start of a series are extrapolated from fewer points); returns the observation of the last `seconds`."""
-    deadline = time.monotonic() + timeout_s
-    settled = seconds + monitor.settings.rate_window_s + 2
-    while True:
-        end = time.time()
-        try:
-            if len(monitor.observe(start_s=end - settled, end_s=end).workload_per_s) >= settled - 2:
-                return monitor.observe(start_s=end - seconds, end_s=end)
-        except MonitorError:
-            pass
-        assert time.monotonic() < deadline, "Prometheus did not collect the samples in time"
-        time.sleep(0.5)
+def test_observation_has_the_served_numbers(stack: Stack) -> None:
+    now = time.time()
+    monitor = stack.monitor()
+    try:
+        obs = monitor.observe(start_s=now - 6, end_s=now)
+    finally:
+        monitor.close()
+    assert obs.scaleout == EXECUTORS and obs.worker_ids == ("1", "2", "3")
+    assert len(obs.workload_per_s) == 6
+    assert obs.workload_per_s == pytest.approx([stack.job.workload_per_s()] * len(obs.workload_per_s), rel=0.02)
+    for w in obs.workers:
+        i = int(w.worker_id)
+        assert w.throughput_per_s == pytest.approx([stack.job.throughput_per_s(i)] * len(w.throughput_per_s),
+                                                   rel=0.02)
+        assert w.utilization_ratio == pytest.approx([stack.job.utilization_ratio(i)] * len(w.utilization_ratio),
+                                                    rel=0.02)
+    assert obs.consumer_lag_records == stack.job.lag_records
+    assert obs.uptime_s == pytest.approx(now - stack.job.started_s, abs=3)
 
 
-def settings(prometheus, **changes) -> MonitorConfig:
-    return MonitorConfig(prometheus_url=prometheus.url, rate_window_s=3, **changes)
+def test_embedded_monitor_agrees_with_prometheus(stack: Stack) -> None:
+    now = time.time()
+    monitor = stack.monitor()
+    try:
+        served, scraped = monitor.observe(start_s=now - 6, end_s=now), stack.scraper.observe(start_s=now - 6, end_s=now)
+    finally:
+        monitor.close()
+    assert scraped.time_s == served.time_s and scraped.worker_ids == served.worker_ids
+    assert scraped.workload_per_s == pytest.approx(served.workload_per_s, rel=0.02)
+    for mine, theirs in zip(scraped.workers, served.workers, strict=True):
+        assert mine.throughput_per_s == pytest.approx(theirs.throughput_per_s, rel=0.02)
+        assert mine.utilization_ratio == pytest.approx(theirs.utilization_ratio, rel=0.02)
+    assert (scraped.scaleout, scraped.consumer_lag_records) == (served.scaleout, served.consumer_lag_records)
 
 
-@pytest.mark.parametrize("signal", ["cpu", "busy_time"])
-def test_observation_numbers_match_the_served_job(served, signal):
-    job, _, prometheus = served
-    obs = wait_for_window(PrometheusMonitor(settings(prometheus), signal), seconds=10)
-    check_known_job(obs, job, signal=signal, rel=0.02)
-    assert obs.step_s == 1.0 and obs.uptime_s == pytest.approx(1000.0 + (time.time() - obs.time_s), abs=1e3)
+def test_busy_time_signal_reads_busy_per_core(stack: Stack) -> None:
+    now = time.time()
+    config = MonitorConfig(prometheus_url=stack.prometheus.url, timeout_s=5)
+    monitor = PrometheusMonitor(config, "busy_time")
+    try:
+        obs = monitor.observe(start_s=now - 5, end_s=now)
+    finally:
+        monitor.close()
+    assert obs.workers[0].utilization_ratio[-1] == pytest.approx(stack.job.utilization_ratio(1), rel=0.02)
 
 
-def test_a_query_matching_nothing_is_empty(served):
-    _, _, prometheus = served
-    monitor = PrometheusMonitor(settings(prometheus, query_workload="sum(no_such_metric_anywhere)"), "cpu")
+def test_query_matching_nothing_is_empty(stack: Stack) -> None:
+    now = time.time()
+    monitor = stack.monitor(query_lag="sum(daedalus_spark_no_such_metric)")
     with pytest.raises(MonitorError) as err:
-        monitor.observe(start_s=time.time() - 10, end_s=time.time())
-    assert err.value.kind == "empty"
+        monitor.observe(start_s=now - 10, end_s=now)
+    monitor.close()
+    assert err.value.kind == "empty" and "lag" in str(err.value)
 
 
-def test_nan_samples_are_invalid(served):
-    _, _, prometheus = served
-    zero_limit = "sum by (executor_id) (rate(daedalus_spark_executor_cpu_seconds_total[$rate_window])) / 0"
-    monitor = PrometheusMonitor(settings(prometheus, query_cpu=zero_limit), "cpu")
-    wait_for_window(PrometheusMonitor(settings(prometheus), "cpu"), seconds=5)  # the data is there
+def test_malformed_promql_is_invalid(stack: Stack) -> None:
+    now = time.time()
+    monitor = stack.monitor(query_uptime="max(")
     with pytest.raises(MonitorError) as err:
-        monitor.observe(start_s=time.time() - 5, end_s=time.time())
-    assert err.value.kind == "invalid" and "NaN, infinite or negative" in str(err.value)
+        monitor.observe(start_s=now - 10, end_s=now)
+    monitor.close()
+    assert err.value.kind == "invalid"
 
 
-def test_a_slow_server_times_out(tmp_path: Path):
-    with socket.socket() as listener:  # accepts connections and never answers
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        accepted: list[socket.socket] = []
-        threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True).start()
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        monitor = PrometheusMonitor(MonitorConfig(prometheus_url=url, timeout_s=0.5), "cpu")
+def test_hanging_server_is_a_timeout() -> None:
+    # A listening socket that never accepts: the connection is made, no answer ever comes.
+    with socket.socket() as hang:
+        hang.bind(("127.0.0.1", 0))
+        hang.listen(8)
+        config = MonitorConfig(prometheus_url=f"http://127.0.0.1:{hang.getsockname()[1]}", timeout_s=0.5)
+        monitor = PrometheusMonitor(config, "cpu")
         started = time.monotonic()
         with pytest.raises(MonitorError) as err:
-            monitor.observe(start_s=time.time() - 10, end_s=time.time())
-        assert err.value.kind == "timeout" and time.monotonic() - started < 10
-        for conn in accepted:
-            conn.close()
+            monitor.observe(start_s=0, end_s=60)
+        monitor.close()
+    assert err.value.kind == "timeout"
+    assert time.monotonic() - started < 3  # one budget for all queries, not one per query
 
 
-def test_a_stopped_server_is_unreachable():
-    job = SyntheticJob()
-    exporter = Exporter(lambda: job.page(time.time())).start()
+def test_nan_samples_are_invalid(stack: Stack) -> None:
+    monitor = stack.monitor()
+    stack.job.nan = True
     try:
-        prometheus = PrometheusServer([exporter.url.removeprefix("http://").removesuffix("/metrics")]).start()
-        prometheus.stop()
+        stack.wait_for('daedalus_spark_executor_cpu_seconds_total{executor_id="1"}',
+                       lambda r: r and r[0]["value"][1] == "NaN")
+        deadline = time.monotonic() + 10
+        while True:  # until a step of the window lies after the first NaN scrape
+            now = time.time()
+            try:
+                monitor.observe(start_s=now - 3, end_s=now)
+            except MonitorError as err:
+                assert err.kind == "invalid", str(err)
+                break
+            assert time.monotonic() < deadline, "NaN samples never refused"
+            time.sleep(0.2)
     finally:
-        exporter.stop()
-    monitor = PrometheusMonitor(MonitorConfig(prometheus_url=prometheus.url), "cpu")
+        stack.job.nan = False
+        monitor.close()
+
+
+def test_stopped_server_is_unreachable(stack: Stack) -> None:
+    monitor = stack.monitor()
+    stack.prometheus.stop()  # the last test of the module: the fixture's stop is idempotent
+    now = time.time()
     with pytest.raises(MonitorError) as err:
-        monitor.observe(start_s=time.time() - 10, end_s=time.time())
+        monitor.observe(start_s=now - 10, end_s=now)
+    monitor.close()
     assert err.value.kind == "unreachable"
+

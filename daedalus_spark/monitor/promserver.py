@@ -1,0 +1,93 @@
+"""Monitor (one machine): start and stop a local Prometheus server with a generated scrape config."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+import yaml
+
+DEFAULT_BINARY = "/usr/bin/prometheus"  # Debian's package `prometheus`
+
+
+def find_binary(binary: str = DEFAULT_BINARY) -> str | None:
+    """The Prometheus executable, or None when it is not installed."""
+    return binary if Path(binary).is_file() else shutil.which("prometheus")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def render_config(targets: list[str], scrape_interval_s: float) -> str:
+    interval = f"{max(1, round(scrape_interval_s * 1000))}ms"
+    return yaml.safe_dump({
+        "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
+        "scrape_configs": [{"job_name": "daedalus", "static_configs": [{"targets": targets}]}],
+    }, sort_keys=False)
+
+
+@dataclass
+class PrometheusServer:
+    process: subprocess.Popen[bytes]
+    url: str
+    workdir: Path
+
+    def stop(self) -> None:
+        """Terminate, then kill after 10 s (idempotent)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    def log_tail(self, lines: int = 20) -> str:
+        path = self.workdir / "prometheus.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+
+def start_prometheus(targets: list[str], *, workdir: Path, scrape_interval_s: float = 1.0,
+                     binary: str = DEFAULT_BINARY, ready_timeout_s: float = 30.0) -> PrometheusServer:
+    """A Prometheus scraping `targets` (host:port, path /metrics), data in `workdir`, ready when this returns."""
+    executable = find_binary(binary)
+    if executable is None:
+        raise FileNotFoundError(f"no Prometheus binary at {binary} or on PATH (Debian: apt-get install prometheus)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "prometheus.yml"
+    config.write_text(render_config(targets, scrape_interval_s), encoding="utf-8")
+    port = free_port()
+    with (workdir / "prometheus.log").open("wb") as log:
+        process = subprocess.Popen(  # noqa: S603 - our own arguments, no shell
+            [executable, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+        )
+    server = PrometheusServer(process, f"http://127.0.0.1:{port}", workdir)
+    try:
+        _wait_ready(server, ready_timeout_s)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _wait_ready(server: PrometheusServer, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"prometheus exited with {server.process.returncode}:\n{server.log_tail()}")
+        with contextlib.suppress(requests.RequestException):
+            if requests.get(server.url + "/-/ready", timeout=1).status_code == 200:
+                return
+        time.sleep(0.1)  # polling a starting process; the deadline bounds it
+    raise TimeoutError(f"prometheus not ready within {timeout_s} s:\n{server.log_tail()}")

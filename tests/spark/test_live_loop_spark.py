@@ -1,0 +1,221 @@
+"""End to end on real Spark: `daedalus-spark run` scales WordCount out and back in on a step trace, exactly once.
+
+A local cluster of 2 workers (0.25 CPU each), WordCount in this process with the agent and a memory sink, the CPU
+exporter, a generator thread replaying low -> high -> low, and the runtime as a subprocess with time settings scaled
+down (5-s loop). The runtime is killed with SIGKILL after its first scale-out and restarted: the knowledge it left
+must be the one it had, and give the same next decision.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+from daedalus_spark.agent import AgentConfig, start_agent  # noqa: E402
+from daedalus_spark.config import (  # noqa: E402
+    ActuatorConfig,
+    CapacityConfig,
+    Config,
+    ControllerConfig,
+    ForecastConfig,
+    MonitorConfig,
+    RecoveryConfig,
+    RuntimeConfig,
+    render_yaml,
+)
+from daedalus_spark.controller import Controller  # noqa: E402
+from daedalus_spark.domain import Observation, WorkerSeries  # noqa: E402
+from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore  # noqa: E402
+from daedalus_spark.sparkcluster import LocalCluster  # noqa: E402
+from daedalus_spark.sparkcluster.cluster import free_port  # noqa: E402
+from tests.spark.helpers import request, scrape, total, wait_until  # noqa: E402
+from workloads import wordcount  # noqa: E402
+from workloads.generator import Generator, LocalLogSink  # noqa: E402
+from workloads.locallog import LocalLog  # noqa: E402
+from workloads.pacing import PaceKeeper, Pacer  # noqa: E402
+from workloads.records import wordcount_line  # noqa: E402
+from workloads.source import read_values, write_stream  # noqa: E402
+
+pytestmark = pytest.mark.spark
+TOPIC, QUERY, PARTITIONS = "words", "wordcount_live", 2
+CPUS = 0.25
+# lines/s: one 0.25-CPU executor carries LOW easily and HIGH not at all; two carry HIGH (docs/demo.md sizing)
+LOW, HIGH = 250.0, 1100.0
+LOW_S, HIGH_S, TAIL_S = 30, 70, 75
+
+
+def live_config(root: Path, agent_url: str, exporter_url: str) -> Config:
+    return Config(
+        controller=ControllerConfig(loop_interval_s=5, max_scaleout=2, target_recovery_s=40, checkpoint_interval_s=1,
+                                    recent_rescale_window_s=20, cooldown_s=10, warmup_s=5,
+                                    knowledge_path=str(root / "knowledge.sqlite")),
+        capacity=CapacityConfig(partitions=PARTITIONS),
+        forecast=ForecastConfig(horizon_s=60, resolution_s=2, history_window_s=300, min_history_s=60,
+                                linear_window_s=15, poor_forecasts_before_refit=3),
+        recovery=RecoveryConfig(initial_downtime_scale_out_s=10, initial_downtime_scale_in_s=5,
+                                anomaly_halflife_s=10, stable_samples=3, max_recovery_s=60),
+        monitor=MonitorConfig(scrape_urls=[f"{agent_url}/metrics", exporter_url], step_s=1, rate_window_s=3,
+                              timeout_s=3),
+        actuator=ActuatorConfig(agent_url=agent_url, timeout_s=5, retries=2, backoff_s=0.5, confirm_timeout_s=45),
+        runtime=RuntimeConfig(metrics_port=free_port(), decision_log=str(root / "decisions.jsonl")),
+    )
+
+
+class Runtime:
+    """`daedalus-spark run` as a subprocess; always stopped."""
+
+    def __init__(self, config_file: Path, log: Path) -> None:
+        self.config_file, self.log = config_file, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen([sys.executable, "-m", "daedalus_spark.cli", "run", "--config",
+                                             str(self.config_file)], stdout=out, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return None if self.process is None else self.process.returncode
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait(timeout=10)
+
+
+def decisions(path: Path) -> list[dict[str, object]]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # the last line of a killed runtime may be cut short
+    return out
+
+
+def applied(records: list[dict[str, object]], direction: int) -> list[dict[str, object]]:
+    return [d for d in records if (d.get("actuation") or {}).get("outcome") in ("applied", "unconfirmed")  # type: ignore[union-attr]
+            and (int(d["target"]) - int(d["current"])) * direction > 0]  # type: ignore[arg-type]
+
+
+def probe(scaleout: int, now_s: float) -> Observation:
+    """A fixed observation to ask two controllers for their next decision."""
+    workers = tuple(WorkerSeries(str(i), (400.0,) * 10, (0.5,) * 10) for i in range(scaleout))
+    return Observation(now_s, 1.0, (400.0 * scaleout,) * 10, workers, 0.0, scaleout, 600.0)
+
+
+def next_decision(config: Config, store_path: Path, scaleout: int, now_s: float) -> tuple[object, ...]:
+    controller = Controller.resume(config, SqliteKnowledgeStore(store_path))
+    d = controller.tick(probe(scaleout, now_s), now_s)
+    table = controller.knowledge.history.latest_table
+    return d.reason, d.target_scaleout, None if table is None else table.per_scaleout_per_s
+
+
+@pytest.fixture()
+def job(tmp_path: Path) -> Iterator[tuple[SparkSession, str, str, LocalLog]]:
+    log = LocalLog(tmp_path / "log")
+    log.create_topic(TOPIC, PARTITIONS)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    with LocalCluster(workers=2, cpus_per_worker=CPUS, memory_per_worker="768m") as cluster:
+        exporter_url = cluster.start_cpu_exporter()
+        spark = (SparkSession.builder.master(cluster.master_url).appName("daedalus-test-live-loop")
+                 .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
+                 .config("spark.sql.shuffle.partitions", str(PARTITIONS)).config("spark.driver.host", "127.0.0.1")
+                 .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        agent = query = None
+        try:
+            agent = start_agent(spark, AgentConfig(port=free_port(), max_executors=2, poll_s=0.5, initial_target=1),
+                                latest_offsets={TOPIC: lambda: log.latest_offsets(TOPIC)})
+            frame = wordcount.build(spark, read_values(spark, source="local", topic=TOPIC, path=str(tmp_path / "log")))
+            query = write_stream(frame, sink="memory", name=QUERY, output_mode="update",
+                                 checkpoint=str(tmp_path / "ckpt"), trigger_s=1.0).start()
+            wait_until(lambda: request(f"{agent.url}/executors")[1]["current"] == 1, "1 executor", 120)
+            yield spark, agent.url, exporter_url, log
+        finally:
+            if query is not None:
+                query.stop()
+            if agent is not None:
+                agent.stop()
+            spark.stop()
+
+
+def expected_counts(log: LocalLog) -> dict[str, int]:
+    words: Counter[str] = Counter()
+    for partition, end in log.latest_offsets(TOPIC).items():
+        for _, line in log.read(TOPIC, partition, 0, end):
+            words.update(line.split())
+    return dict(words)
+
+
+def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sigkill(
+        job: tuple[SparkSession, str, str, LocalLog], tmp_path: Path) -> None:
+    spark, agent_url, exporter_url, log = job
+    config = live_config(tmp_path, agent_url, exporter_url)
+    config_file = tmp_path / "live.yaml"
+    config_file.write_text(render_yaml(config))
+    decision_log, store_path = Path(config.runtime.decision_log), Path(config.controller.knowledge_path)
+    rates = np.concatenate([np.full(LOW_S, LOW), np.full(HIGH_S, HIGH), np.full(TAIL_S, LOW)])
+    generator = Generator(PaceKeeper(Pacer(rates)), LocalLogSink(log, TOPIC, PARTITIONS), wordcount_line, TOPIC,
+                          tick_s=0.1, seed=11)
+    feeder = threading.Thread(target=generator.run, kwargs={"report": lambda _: None}, daemon=True)
+    runtime = Runtime(config_file, tmp_path / "runtime.log")
+    try:
+        runtime.start()
+        feeder.start()
+        wait_until(lambda: applied(decisions(decision_log), +1), "a scale-out", LOW_S + HIGH_S + 30, step_s=1)
+
+        # SIGKILL right after a tick's save: the store must hold exactly what the runtime had
+        ticks = len(decisions(decision_log))
+        wait_until(lambda: len(decisions(decision_log)) > ticks, "the next tick", 30, step_s=0.1)
+        copy = tmp_path / "before-kill.sqlite"
+        with sqlite3.connect(store_path) as source, sqlite3.connect(copy) as target:
+            source.backup(target)  # the knowledge as the running runtime had saved it
+        runtime.stop(signal.SIGKILL)
+        before, after = SqliteKnowledgeStore(copy).load(), SqliteKnowledgeStore(store_path).load()
+        assert before is not None and after == before
+        now = time.time()
+        expected = next_decision(config, copy, 2, now)
+        assert expected[2] is not None, "a capacity table was learned before the kill"
+        assert next_decision(config, store_path, 2, now) == expected
+        runtime.start()  # resumes from the store
+
+        wait_until(lambda: applied(decisions(decision_log), -1), "a scale-in after the load fell", TAIL_S + 60,
+                   step_s=1)
+        feeder.join(timeout=TAIL_S + 120)
+        appended = sum(log.latest_offsets(TOPIC).values())
+        wait_until(lambda: total(scrape(agent_url), "daedalus_spark_lag_records") == 0
+                   and total(scrape(agent_url), "daedalus_spark_query_input_records_total") == appended,
+                   "lag back to 0", 120)
+        assert runtime.stop() == 0  # SIGTERM: finish the tick, save, exit 0
+    finally:
+        runtime.stop(signal.SIGKILL)
+        generator.keeper.pacer = Pacer(np.zeros(0))
+
+    records = decisions(decision_log)
+    assert records and all(r.get("reason") for r in records), "every tick has a logged reason"
+    out, back = applied(records, +1), applied(records, -1)
+    assert out[0]["time_s"] < back[-1]["time_s"]  # type: ignore[operator]
+    counts = {r[0]: int(r[1]) for r in spark.table(QUERY).groupBy("word").max("count").collect()}
+    assert counts == expected_counts(log), "every record counted exactly once across the rescales"
+    print(f"ticks {len(records)}, scale-outs {len(out)}, scale-ins {len(back)}, records {appended}")

@@ -1,0 +1,98 @@
+"""The pure assembly of range-query results into an Observation: alignment by timestamp and its refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from daedalus_spark.monitor.assemble import Window, build_observation, render_duration, substitute
+from daedalus_spark.monitor.port import MonitorError
+
+WINDOW = Window(100.0, 110.0, 1.0)  # grid 101..110
+GRID = list(range(101, 111))
+
+
+def series(values: dict[int, float | str], **labels: str) -> dict:
+    return {"metric": labels, "values": [[float(t), str(v)] for t, v in sorted(values.items())]}
+
+
+def const(value: float, times: list[int] = GRID) -> dict[int, float | str]:
+    return {t: value for t in times}
+
+
+def results(**override: list[dict]) -> dict[str, list[dict]]:
+    base = {
+        "workload": [series({t: 10.0 * t for t in GRID})],
+        "throughput": [series(const(5.0), executor_id="1"), series(const(7.0), executor_id="2"),
+                       series(const(0.0), executor_id="driver")],
+        "utilization": [series(const(0.5), executor_id="1"), series(const(0.7), executor_id="2")],
+        "lag": [series({109: 3.0, 110: 4.0})],
+        "executors": [series(const(2.0))],
+        "uptime": [series({110: 55.0})],
+    }
+    return base | override
+
+
+def test_complete_results_make_the_observation() -> None:
+    obs = build_observation(results(), WINDOW, executor_label="executor_id")
+    assert obs.time_s == 110 and obs.scaleout == 2 and obs.worker_ids == ("1", "2")
+    assert obs.workload_per_s == tuple(10.0 * t for t in GRID)
+    assert obs.workers[1].throughput_per_s == (7.0,) * 10 and obs.workers[0].utilization_ratio == (0.5,) * 10
+    assert (obs.consumer_lag_records, obs.uptime_s) == (4.0, 55.0)
+
+
+def test_timestamps_missing_in_either_series_are_dropped_for_everyone() -> None:
+    # Executor 2's utilization starts 3 steps late (a new executor's first rate()): every series starts there too,
+    # so throughput and utilization always describe the same seconds.
+    late = results(utilization=[series(const(0.5), executor_id="1"),
+                                series(const(0.7, GRID[3:]), executor_id="2")])
+    obs = build_observation(late, WINDOW, executor_label="executor_id")
+    assert len(obs.workload_per_s) == 7 and obs.workload_per_s[0] == 1040.0
+    assert all(len(w.throughput_per_s) == len(w.utilization_ratio) == 7 for w in obs.workers)
+
+
+def test_an_executor_that_left_inside_the_window_is_dropped() -> None:
+    left = results(throughput=results()["throughput"] + [series(const(9.0, GRID[:4]), executor_id="3")],
+                   utilization=results()["utilization"] + [series(const(0.9, GRID[:4]), executor_id="3")])
+    obs = build_observation(left, WINDOW, executor_label="executor_id")
+    assert obs.worker_ids == ("1", "2") and len(obs.workload_per_s) == 10
+
+
+def test_samples_outside_the_window_are_ignored() -> None:
+    wide = results(workload=[series({t: 1.0 for t in range(95, 115)})])
+    assert len(build_observation(wide, WINDOW, executor_label="executor_id").workload_per_s) == 10
+
+
+@pytest.mark.parametrize(("override", "kind"), [
+    ({"lag": []}, "empty"),
+    ({"uptime": [series({90: 1.0})]}, "empty"),
+    ({"workload": [series(const("NaN"))]}, "invalid"),
+    ({"workload": [series(const("+Inf"))]}, "invalid"),
+    ({"lag": [series({110: -1.0})]}, "invalid"),
+    ({"lag": [series({110: "many"})]}, "invalid"),
+    ({"executors": [series(const(2.5))]}, "invalid"),
+    ({"workload": [series(const(1.0)), series(const(2.0))]}, "invalid"),
+    ({"throughput": [series(const(1.0))]}, "invalid"),
+    ({"utilization": [series(const(0.5), executor_id="1")]}, "partial"),
+    ({"executors": [series(const(3.0))]}, "partial"),
+    ({"executors": [series(const(0.0))]}, "partial"),
+    ({"workload": [series({t: 1.0 for t in GRID if t != 105})]}, "partial"),
+    ({"workload": [series(const(1.0, GRID[:3]))], "utilization": [
+        series(const(0.5, GRID[5:]), executor_id="1"), series(const(0.7), executor_id="2")]}, "partial"),
+], ids=["no-lag", "uptime-outside-window", "nan", "inf", "negative", "non-numeric", "fractional-executors",
+        "two-workload-series", "no-executor-label", "fewer-executors", "scaleout-above-series", "no-executors",
+        "hole", "no-common-sample"])
+def test_unusable_results_raise_their_kind(override: dict, kind: str) -> None:
+    with pytest.raises(MonitorError) as err:
+        build_observation(results(**override), WINDOW, executor_label="executor_id")
+    assert err.value.kind == kind, str(err.value)
+
+
+@pytest.mark.parametrize(("seconds", "rendered"), [(5, "5s"), (60, "60s"), (1.5, "1500ms"), (0.0001, "1ms")])
+def test_rate_window_renders_as_a_promql_duration(seconds: float, rendered: str) -> None:
+    assert render_duration(seconds) == rendered
+    assert substitute("rate(x[$rate_window])", seconds) == f"rate(x[{rendered}])"
+
+
+def test_window_grid_is_the_steps_after_start_up_to_end() -> None:
+    assert Window(100.5, 103.0, 1.0).times_s() == [101.0, 102.0, 103.0]
+    assert Window(100.0, 101.0, 0.5).times_s() == [100.5, 101.0]
