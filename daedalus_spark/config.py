@@ -216,7 +216,8 @@ class MonitorConfig(_Section):
 
 class ActuatorConfig(_Section):
     kind: Literal["agent", "dry_run", "kubernetes"] = _field(
-        "agent", "-", "agent: PUT the executor target to the in-driver agent; dry_run: decide and log only.",
+        "agent", "-", "agent: PUT the executor target to the in-driver agent; dry_run: decide and log only; "
+        "kubernetes: set the scale of the kubernetes: section's StatefulSet or Deployment.",
     )
     agent_url: str = _field("http://127.0.0.1:9095", "url", "The agent's base URL (sidecar: localhost).")
     token_env: str = _field(
@@ -260,6 +261,45 @@ class AgentSettings(_Section):
     poll_s: float = _field(1, "s", "How often the agent polls the driver's REST API.", gt=0, le=60)
 
 
+class KubernetesConfig(_Section):
+    namespace: str = _field(
+        "", "-", "Namespace of the scaled object, the executor pods and the events (empty: the pod's own namespace "
+        "in a cluster, else the kubeconfig context's, else default).",
+    )
+    kind: Literal["StatefulSet", "Deployment"] = _field(
+        "StatefulSet", "-", "actuator.kind kubernetes: kind of the object whose scale subresource is set.",
+    )
+    name: str = _field("spark-worker", "-", "actuator.kind kubernetes: name of that StatefulSet or Deployment.")
+    in_cluster: bool | Literal["auto"] = _field(
+        "auto", "-", "true: the pod's service account; false: the kubeconfig; auto: in-cluster when running in a pod.",
+    )
+    kubeconfig: str = _field("", "path", "Kubeconfig file when not in a cluster (empty: $KUBECONFIG or ~/.kube/config).")
+    request_timeout_s: float = _field(10, "s", "Timeout of one request to the API server.", gt=0, le=300)
+    retries: int = _field(
+        4, "attempts", "Attempts per request on conflicts (409), server errors (5xx) and timeouts.", ge=1, le=20,
+    )
+    backoff_s: float = _field(1, "s", "Wait before the first retry; doubles with every further one.", ge=0, le=60)
+    executor_selector: str = _field(
+        "spark-role=executor", "labels", "Label selector of the job's executor pods (driver-sidecar modes).",
+    )
+    app_id_env: str = _field(
+        "DAEDALUS_SPARK_APP_ID", "-", "Environment variable holding the Spark application id; when set, the "
+        "selector also requires spark-app-selector=<id> (other jobs' executors in the namespace are ignored).",
+    )
+    pending_timeout_s: float = _field(
+        120, "s", "An executor pod Pending longer than this (quota, no nodes) makes the target unreachable.",
+        ge=0, le=86400,
+    )
+    events: bool = _field(True, "-", "Write a Kubernetes Event for every rescale and failed rescale.")
+    pod_name_env: str = _field(
+        "DAEDALUS_POD_NAME", "-", "Driver-sidecar modes: variable with the driver pod's name, the events' object.",
+    )
+    pod_uid_env: str = _field(
+        "DAEDALUS_POD_UID", "-", "Driver-sidecar modes: variable with the driver pod's uid (kubectl describe "
+        "matches events by uid).",
+    )
+
+
 class Config(_Section):
     controller: ControllerConfig = ControllerConfig()
     capacity: CapacityConfig = CapacityConfig()
@@ -269,6 +309,7 @@ class Config(_Section):
     actuator: ActuatorConfig = ActuatorConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     agent: AgentSettings = AgentSettings()
+    kubernetes: KubernetesConfig = KubernetesConfig()
 
     @model_validator(mode="after")
     def _consistent(self) -> Config:

@@ -34,7 +34,7 @@ def test_defaults_are_the_papers():
                      "controller.utilization_signal: Input should be 'cpu' or 'busy_time'", id="not-an-allowed-value"),
         pytest.param({"controller": {"max_scaleot": 3}}, "controller.max_scaleot: unknown key (allowed here:",
                      id="unknown-key-typo"),
-        pytest.param({"planner": {}}, "planner: unknown key (allowed here: actuator, agent, capacity, controller, forecast, monitor, recovery, runtime)",
+        pytest.param({"planner": {}}, "planner: unknown key (allowed here: actuator, agent, capacity, controller, forecast, kubernetes, monitor, recovery, runtime)",
                      id="unknown-section"),
         pytest.param({"controller": {"min_scaleout": 5, "max_scaleout": 3}},
                      "controller.min_scaleout (5) must not exceed controller.max_scaleout (3)", id="inconsistent"),

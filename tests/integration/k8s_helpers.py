@@ -1,0 +1,37 @@
+"""Shared pieces of the Kubernetes tests: a fake time, and actuators wired to the fake API server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client as k8s
+
+from daedalus_spark.config import ActuatorConfig, KubernetesConfig
+from daedalus_spark.execute.kubernetes import KubernetesScaleActuator
+from tests.integration.fake_apiserver import FakeApiServer
+
+NAMESPACE = "jobs"
+
+
+@dataclass
+class FakeTime:
+    t: float = 1_800_000_000.0
+    sleeps: list[float] = field(default_factory=list)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+
+    def now(self) -> float:
+        return self.t
+
+
+def scale_actuator(api: FakeApiServer, time: FakeTime, kind: str = "StatefulSet", **settings: Any
+                   ) -> KubernetesScaleActuator:
+    defaults: dict[str, Any] = {"name": "spark-worker", "kind": kind, "request_timeout_s": 0.5, "retries": 3,
+                                "backoff_s": 0.5}
+    confirm = ActuatorConfig(confirm_timeout_s=settings.pop("confirm_timeout_s", 10.0), confirm_poll_s=1.0)
+    return KubernetesScaleActuator(k8s.AppsV1Api(api.api_client()), NAMESPACE,
+                                   KubernetesConfig(**{**defaults, **settings}), confirm,
+                                   sleep=time.sleep, monotonic=time.now)

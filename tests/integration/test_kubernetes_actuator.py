@@ -1,0 +1,292 @@
+"""Kubernetes actuator and executor-pod watcher with the real kubernetes client against a fake API server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import pytest
+from kubernetes import client as k8s
+
+from daedalus_spark.config import Config, KubernetesConfig
+from daedalus_spark.execute.kubernetes import (
+    ExecutorPod,
+    ExecutorPodWatcher,
+    KubernetesSetupError,
+    PendingAwareActuator,
+    api_error_kind,
+    classify_executor_pods,
+    load_api_client,
+    make_kubernetes_actuator,
+)
+from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
+from tests.integration.fake_apiserver import FakeApiServer
+from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    server = FakeApiServer().start()
+    server.add("statefulsets", NAMESPACE, "spark-worker", 2)
+    yield server
+    server.stop()
+
+
+def patches(api: FakeApiServer) -> list[str]:
+    return [method for method, _ in api.requests if method == "PATCH"]
+
+
+def test_applied_target_patches_the_scale_with_a_merge_patch_and_a_resource_version(api):
+    time = FakeTime()
+    result = scale_actuator(api, time).apply(4)
+    assert result.outcome is Outcome.APPLIED and result.live == 4
+    assert api.content_types == ["application/merge-patch+json"]
+    assert api.objects[("statefulsets", NAMESPACE, "spark-worker")].resource_version == 2
+
+
+def test_a_target_already_set_writes_nothing(api):
+    actuator = scale_actuator(api, FakeTime())
+    assert actuator.apply(2).outcome is Outcome.APPLIED
+    assert patches(api) == []
+
+
+def test_conflicts_are_retried_each_after_a_fresh_read(api):
+    api.conflicts_by_others = 2
+    time = FakeTime()
+    result = scale_actuator(api, time).apply(5)
+    assert result.outcome is Outcome.APPLIED, result.detail
+    writes = [m for m, path in api.requests if path.endswith("/scale")][:6]
+    assert writes == ["GET", "PATCH"] * 3  # every PATCH carries the resourceVersion just read
+    assert time.sleeps == [0.5, 1.0]
+
+
+@pytest.mark.parametrize("status,outcome,words", [
+    pytest.param(403, Outcome.REFUSED, ["forbidden", "RBAC verb 'patch'", "statefulsets/scale jobs/spark-worker",
+                                        "resourceNames: [spark-worker]"], id="forbidden-names-the-rbac-rule"),
+    pytest.param(404, Outcome.REFUSED, ["statefulsets/scale jobs/spark-worker not found"], id="missing-object"),
+])
+def test_refusals_name_the_object_and_are_not_retried(api, status, outcome, words):
+    if status == 403:
+        api.forbidden.add(("PATCH", "statefulsets"))
+    else:
+        api.objects.clear()
+    time = FakeTime()
+    result = scale_actuator(api, time).apply(4)
+    assert result.outcome is outcome and not result.outcome.changed_the_job
+    for word in words:
+        assert word in result.detail
+    assert time.sleeps == []
+
+
+def test_forbidden_read_raises_an_actuator_error_naming_get(api):
+    api.forbidden.add(("GET", "statefulsets"))
+    with pytest.raises(ActuatorError, match="RBAC verb 'get' on 'statefulsets/scale'"):
+        scale_actuator(api, FakeTime()).current()
+
+
+def test_server_errors_back_off_then_fail(api):
+    api.scripted["GET"] = [500, 500, 500]
+    time = FakeTime()
+    result = scale_actuator(api, time).apply(4)
+    assert result.outcome is Outcome.FAILED and "HTTP 500" in result.detail
+    assert time.sleeps == [0.5, 1.0] and patches(api) == []
+
+
+def test_a_transient_server_error_is_ridden_out(api):
+    api.scripted["PATCH"] = [503]
+    time = FakeTime()
+    assert scale_actuator(api, time).apply(4).outcome is Outcome.APPLIED
+    assert time.sleeps == [0.5]
+
+
+def test_a_slow_api_server_times_out_within_the_bounded_retries(api):
+    api.delay_s = 2.0  # longer than request_timeout_s 0.2
+    time = FakeTime()
+    result = scale_actuator(api, time, request_timeout_s=0.2, retries=2).apply(4)
+    assert result.outcome is Outcome.FAILED and "no answer from the API server" in result.detail
+    assert time.sleeps == [0.5]
+
+
+def test_pods_that_come_up_late_are_awaited_then_applied(api):
+    api.objects[("statefulsets", NAMESPACE, "spark-worker")].join_reads = 3
+    time = FakeTime()
+    result = scale_actuator(api, time).apply(6)
+    assert result.outcome is Outcome.APPLIED and result.duration_s == pytest.approx(3.0)
+
+
+def test_pods_that_never_come_up_are_unconfirmed(api):
+    api.objects[("statefulsets", NAMESPACE, "spark-worker")].join_reads = 1000
+    result = scale_actuator(api, FakeTime(), confirm_timeout_s=5.0).apply(6)
+    assert result.outcome is Outcome.UNCONFIRMED and result.live == 2
+    assert "replicas set to 6, 2 after 5.0 s" in result.detail
+
+
+def test_deployments_are_scaled_through_their_own_subresource(api):
+    api.add("deployments", NAMESPACE, "spark-worker", 1)
+    result = scale_actuator(api, FakeTime(), kind="Deployment").apply(3)
+    assert result.outcome is Outcome.APPLIED
+    assert ("PATCH", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/spark-worker/scale") in api.requests
+
+
+@pytest.mark.parametrize("status,kind", [(None, "retry"), (409, "retry"), (429, "retry"), (500, "retry"),
+                                         (403, "refuse"), (404, "refuse"), (422, "refuse"), (302, "fail")],
+                         ids=lambda v: str(v))
+def test_api_error_kinds(status, kind):
+    assert api_error_kind(status) == kind
+
+
+# ------------------------------------------------------------------ client loading
+
+
+def kubeconfig(path, server: str, namespace: str = "analytics") -> str:
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: fake, cluster: {{server: "{server}"}}}}]
+users: [{{name: me, user: {{token: abc}}}}]
+contexts: [{{name: here, context: {{cluster: fake, user: me, namespace: {namespace}}}}}]
+current-context: here
+""")
+    return str(path)
+
+
+def test_kubeconfig_is_loaded_with_its_context_namespace(api, tmp_path):
+    api.add("statefulsets", "analytics", "spark-worker", 3)
+    config = Config.model_validate({"actuator": {"kind": "kubernetes"},
+                                    "kubernetes": {"in_cluster": False, "kubeconfig": kubeconfig(tmp_path / "kc",
+                                                                                                 api.url)}})
+    actuator = make_kubernetes_actuator(config, environ={})
+    assert actuator.namespace == "analytics" and actuator.current() == 3
+
+
+def test_auto_uses_the_kubeconfig_outside_a_pod(tmp_path, api):
+    settings = KubernetesConfig(kubeconfig=kubeconfig(tmp_path / "kc", api.url), namespace="jobs")
+    client, namespace = load_api_client(settings, environ={})
+    assert namespace == "jobs" and client.configuration.host == api.url
+
+
+@pytest.mark.parametrize("settings,environ,words", [
+    pytest.param({"in_cluster": True}, {}, "cannot load the in-cluster service account", id="in-cluster-outside"),
+    pytest.param({"in_cluster": "auto"}, {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+                 "in-cluster service account", id="auto-in-a-pod-without-token"),
+    pytest.param({"in_cluster": False, "kubeconfig": "/nonexistent/kc"}, {}, "kubeconfig /nonexistent/kc",
+                 id="missing-kubeconfig"),
+])
+def test_unloadable_credentials_give_one_clear_error(settings, environ, words):
+    with pytest.raises(KubernetesSetupError, match=words):
+        load_api_client(KubernetesConfig(**settings), environ)
+
+
+# ------------------------------------------------------------------ executor pods
+
+NOW = 1_800_000_000.0
+
+
+def pod(executor_id, phase, age_s, ran=False, why=""):
+    return ExecutorPod(executor_id, phase, NOW - age_s, ran, why)
+
+
+@pytest.mark.parametrize("pods,stuck,never_ran", [
+    pytest.param([pod("1", "Running", 500, True), pod("2", "Running", 30, True)], [], set(), id="all-running"),
+    pytest.param([pod("1", "Running", 500, True), pod("2", "Pending", 60)], [], {"2"}, id="young-pending-not-stuck"),
+    pytest.param([pod("1", "Running", 500, True), pod("2", "Pending", 121, why="Unschedulable: 0/3 nodes")],
+                 ["2"], {"2"}, id="old-pending-stuck"),
+    pytest.param([pod("3", "Failed", 900), pod("4", "Failed", 900, True)], [], {"3"}, id="failed-before-running"),
+    pytest.param([pod("5", "Pending", 130, True)], ["5"], set(), id="restarting-pod-ran-before"),
+])
+def test_classify_executor_pods(pods, stuck, never_ran):
+    report = classify_executor_pods(pods, now_s=NOW, pending_timeout_s=120)
+    assert [p.executor_id for p in report.stuck] == stuck
+    assert report.never_ran == frozenset(never_ran)
+
+
+def pod_json(executor_id, phase, age_s, *, app="spark-app-1", running=False, unschedulable=False):
+    created = datetime.fromtimestamp(NOW - age_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status = {"phase": phase}
+    if running:
+        status["containerStatuses"] = [{"name": "executor", "image": "job", "imageID": "", "ready": True,
+                                        "restartCount": 0, "state": {"running": {"startedAt": created}}}]
+    if unschedulable:
+        status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                 "message": "0/3 nodes are available: 3 Insufficient cpu."}]
+    return {"metadata": {"name": f"wordcount-exec-{executor_id}", "namespace": NAMESPACE, "creationTimestamp": created,
+                         "labels": {"spark-role": "executor", "spark-app-selector": app,
+                                    "spark-exec-id": executor_id}},
+            "spec": {"containers": [{"name": "executor", "image": "job"}]}, "status": status}
+
+
+def watcher(api, time, app_id="spark-app-1"):
+    return ExecutorPodWatcher(k8s.CoreV1Api(api.api_client()), NAMESPACE,
+                              KubernetesConfig(pending_timeout_s=120, request_timeout_s=0.5), app_id, clock=time.now,
+                              sleep=time.sleep)
+
+
+def test_watcher_lists_only_this_apps_executors_and_remembers_those_that_never_ran(api):
+    time = FakeTime(NOW)
+    api.pods = [pod_json("1", "Running", 600, running=True), pod_json("2", "Pending", 300, unschedulable=True),
+                pod_json("9", "Pending", 300, app="another-app")]
+    w = watcher(api, time)
+    report = w.check()
+    assert [p.executor_id for p in report.stuck] == ["2"] and report.running == 1
+    assert "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu." in report.unreachable_detail(120)
+    api.pods = [pod_json("1", "Running", 600, running=True)]  # executor 2 was given up on and deleted
+    assert w.check().stuck == () and w.never_ran() == {"2"}
+    api.pods.append(pod_json("2", "Running", 400, running=True))
+    w.check()
+    assert w.never_ran() == frozenset()
+
+
+def test_watcher_forbidden_names_the_list_verb(api):
+    api.forbidden.add(("GET", "pods"))
+    time = FakeTime(NOW)
+    with pytest.raises(ActuatorError, match="RBAC verb 'list' on 'pods'"):
+        watcher(api, time).check()
+    assert time.sleeps == []  # a refusal is not retried
+
+
+def test_watcher_rides_out_a_server_error(api):
+    api.scripted["GET"] = [500]
+    time = FakeTime(NOW)
+    assert watcher(api, time).check().running == 0 and time.sleeps == [1.0]
+
+
+@dataclass
+class StandInAgent:
+    """What the agent actuator would answer: the target is accepted, `live` executors are up."""
+
+    live: int
+    outcome: Outcome = Outcome.UNCONFIRMED
+    asked: list[int] = field(default_factory=list)
+
+    def current(self) -> int:
+        return self.live
+
+    def apply(self, target: int) -> Actuation:
+        self.asked.append(target)
+        return Actuation(target, self.outcome, f"target {target} set, but {self.live} executors live", self.live)
+
+
+def test_a_target_whose_pods_stay_pending_is_unreachable(api):
+    api.pods = [pod_json("1", "Running", 600, running=True)]
+    time = FakeTime(NOW)
+    agent = StandInAgent(live=1)
+    actuator = PendingAwareActuator(agent, watcher(api, time))
+
+    def executors_pending_after_apply(target: int) -> Actuation:
+        api.pods.append(pod_json("2", "Pending", 200, unschedulable=True))  # the pod the new target created
+        return StandInAgent.apply(agent, target)
+
+    agent.apply = executors_pending_after_apply  # type: ignore[method-assign]
+    result = actuator.apply(2)
+    assert result.outcome is Outcome.UNCONFIRMED and "target unreachable: 1 executor pod(s) Pending" in result.detail
+    again = actuator.apply(3)
+    assert again.outcome is Outcome.REFUSED and again.detail.startswith("not scaling out: target unreachable")
+    assert agent.asked == [2]  # no further scale-out into pending pods
+    assert actuator.apply(1).outcome is Outcome.UNCONFIRMED  # scaling in is still allowed
+    assert actuator.never_ran() == {"2"}
+
+
+def test_pod_check_failure_keeps_the_agents_outcome(api):
+    api.forbidden.add(("GET", "pods"))
+    result = PendingAwareActuator(StandInAgent(live=3, outcome=Outcome.APPLIED), watcher(api, FakeTime(NOW))).apply(3)
+    assert result.outcome is Outcome.APPLIED and "executor pods not checked" in result.detail

@@ -1,0 +1,235 @@
+"""Kubernetes manifests: every overlay renders with kustomize and validates against the pinned API schemas."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from daedalus_spark.config import parse_config
+from tests.conftest import ROOT
+
+KUBERNETES_VERSION = "1.32.0"  # the kubectl on the machines is 1.32; kubernetes-validate ships its schemas
+DEPLOY = ROOT / "deploy" / "kubernetes"
+CRDS = ROOT / "tests" / "data" / "crd"
+OVERLAYS = ["spark-operator", "spark-submit", "standalone"]
+TARGETS = {name: DEPLOY / "overlays" / name for name in OVERLAYS} | {"monitoring": DEPLOY / "monitoring"}
+CRD_SUBSETS = {"SparkApplication": "sparkapplication-v1beta2", "PodMonitor": "podmonitor-v1",
+               "PrometheusRule": "prometheusrule-v1"}
+
+MIN_KUBECTL_MINOR = 27  # kustomize v5 inside (components, labels); Debian's kubernetes-client 1.20 is too old
+
+
+def kubectl_problem() -> str:
+    """Why the overlays cannot be rendered here ('' when they can)."""
+    if shutil.which("kubectl") is None:
+        return "kubectl not installed: the overlays cannot be rendered with kustomize"
+    out = subprocess.run(["kubectl", "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30)
+    try:
+        minor = int("".join(ch for ch in json.loads(out.stdout)["clientVersion"]["minor"] if ch.isdigit()))
+    except (ValueError, KeyError):
+        return f"kubectl version unreadable: {out.stderr.strip()[:200]}"
+    return "" if minor >= MIN_KUBECTL_MINOR else f"kubectl 1.{minor} is older than 1.{MIN_KUBECTL_MINOR} (kustomize v5)"
+
+
+KUBECTL_PROBLEM = kubectl_problem()
+needs_kubectl = pytest.mark.skipif(bool(KUBECTL_PROBLEM), reason=KUBECTL_PROBLEM or "kubectl usable")
+kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate (test extra)")
+
+
+@cache
+def rendered(target: str) -> tuple[dict[str, Any], ...]:
+    out = subprocess.run(["kubectl", "kustomize", str(TARGETS[target])], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+
+
+def find(docs: tuple[dict[str, Any], ...], kind: str, name: str | None = None) -> dict[str, Any]:
+    hits = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(hits) == 1, f"expected one {kind} {name or ''}, found {len(hits)}"
+    return hits[0]
+
+
+def pod_template() -> dict[str, Any]:
+    pod = yaml.safe_load((DEPLOY / "overlays" / "spark-submit" / "driver-pod-template.yaml").read_text())
+    pod["metadata"]["name"] = "wordcount-driver"  # spark-submit names the pod
+    return pod
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", OVERLAYS)  # monitoring/ holds custom resources only (checked below)
+def test_core_resources_pass_kubernetes_validate_strict(target, tmp_path):
+    docs = [d for d in rendered(target) if d["kind"] not in CRD_SUBSETS]
+    if target == "spark-submit":
+        docs.append(pod_template())
+    path = tmp_path / f"{target}.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    result = subprocess.run([sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet",
+                             "-k", KUBERNETES_VERSION, str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def crd_schema(kind: str) -> dict[str, Any]:
+    return yaml.safe_load((CRDS / f"{CRD_SUBSETS[kind]}.subset.yaml").read_text())
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", ["spark-operator", "monitoring"])
+def test_custom_resources_match_their_crd_schemas(target):
+    customs = [d for d in rendered(target) if d["kind"] in CRD_SUBSETS]
+    assert customs
+    for doc in customs:
+        jsonschema.validate(doc, crd_schema(doc["kind"]))
+
+
+def test_the_crd_subsets_reject_an_unknown_field():
+    app = yaml.safe_load((DEPLOY / "overlays" / "spark-operator" / "sparkapplication.yaml").read_text())
+    app["spec"]["driver"]["sidecar"] = app["spec"]["driver"].pop("sidecars")  # a typo
+    with pytest.raises(jsonschema.ValidationError, match="sidecar"):
+        jsonschema.validate(app, crd_schema("SparkApplication"))
+
+
+def spark_operator_pods(app: dict[str, Any]) -> list[dict[str, Any]]:
+    """The driver and executor pods as the operator assembles them, so their core types meet the real schemas."""
+    spec, pods = app["spec"], []
+    for role in ("driver", "executor"):
+        part = spec[role]
+        main = {"name": f"spark-kubernetes-{role}", "image": spec["image"], "env": part.get("env", []),
+                "volumeMounts": part.get("volumeMounts", []), "securityContext": part.get("securityContext", {}),
+                "ports": [{"name": p["name"], "containerPort": p["containerPort"], "protocol": p["protocol"]}
+                          for p in part.get("ports", [])]}
+        pods.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"wordcount-{role}", "labels": part.get("labels", {})},
+                     "spec": {"serviceAccountName": part.get("serviceAccount", "default"),
+                              "securityContext": part.get("podSecurityContext", {}),
+                              "volumes": spec.get("volumes", []), "containers": [main, *part.get("sidecars", [])]}})
+    return pods
+
+
+@needs_kubectl
+def test_sparkapplication_core_parts_pass_kubernetes_validate_strict():
+    app = find(rendered("spark-operator"), "SparkApplication")
+    for pod in spark_operator_pods(app):
+        kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
+    monitor = find(rendered("monitoring"), "PodMonitor")
+    selector_holder = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+                       "spec": {"selector": monitor["spec"]["selector"], "template": {"spec": {"containers": []}}}}
+    kubernetes_validate.validate(selector_holder, KUBERNETES_VERSION, strict=True)
+
+
+# ------------------------------------------------------------------ what the resources mean
+
+
+def rules(docs: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == "Role"]
+
+
+@needs_kubectl
+def test_standalone_controller_may_only_get_and_patch_its_named_statefulsets_scale():
+    docs = rendered("standalone")
+    scale = find(docs, "Role", "daedalus-scale")["rules"]
+    config = parse_config(yaml.safe_load(find(docs, "ConfigMap")["data"]["daedalus.yaml"]))
+    assert scale == [{"apiGroups": ["apps"], "resources": ["statefulsets/scale"], "resourceNames": ["spark-worker"],
+                      "verbs": ["get", "patch"]}]
+    assert (config.actuator.kind, config.kubernetes.kind, config.kubernetes.name) == (
+        "kubernetes", "StatefulSet", "spark-worker")
+    find(docs, "StatefulSet", config.kubernetes.name)
+    events = find(docs, "Role", "daedalus-events")["rules"]
+    assert events == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}]
+    bound = {(b["roleRef"]["name"], s["name"]) for b in docs if b["kind"] == "RoleBinding" for s in b["subjects"]}
+    assert bound == {("daedalus-scale", "daedalus"), ("daedalus-events", "daedalus")}
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["spark-operator", "spark-submit"])
+def test_sidecar_service_account_has_no_cluster_wide_or_apps_rights(overlay):
+    docs = rendered(overlay)
+    assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    granted = {(g, r, v) for role in rules(docs) for rule in role["rules"] for g in rule["apiGroups"]
+               for r in rule["resources"] for v in rule["verbs"]}
+    assert {g for g, _, _ in granted} == {""}  # core group only: no scale, no apps
+    assert {("", "pods", "list"), ("", "events", "create"), ("", "events", "patch")} <= granted
+    assert not {(g, r, v) for g, r, v in granted if r in ("secrets", "roles", "rolebindings")}
+
+
+def our_containers(target: str) -> list[dict[str, Any]]:
+    """Every container spec this project defines (the driver's own containers are Spark's)."""
+    out: list[dict[str, Any]] = []
+    for doc in rendered(target):
+        spec = doc.get("spec", {})
+        out += spec.get("template", {}).get("spec", {}).get("containers", [])
+        out += spec.get("driver", {}).get("sidecars", [])
+    if target == "spark-submit":
+        out += [c for c in pod_template()["spec"]["containers"] if c["name"] == "daedalus-controller"]
+    return out
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_containers_are_non_root_read_only_bounded_and_the_controller_is_probed(overlay):
+    containers = our_containers(overlay)
+    assert containers
+    for c in containers:
+        security = c["securityContext"]
+        assert security["readOnlyRootFilesystem"] is True and security["allowPrivilegeEscalation"] is False, c["name"]
+        assert security["capabilities"]["drop"] == ["ALL"], c["name"]
+        assert set(c["resources"]) == {"requests", "limits"}, c["name"]
+    controller = [c for c in containers if c["image"].endswith("/controller:0.1.0")]
+    assert len(controller) == 1
+    (c,) = controller
+    assert c["args"] == ["run", "--config", "/etc/daedalus/daedalus.yaml"]
+    assert c["securityContext"].get("runAsNonRoot", True) and c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert {"name": "metrics", "containerPort": 9097} in c["ports"]
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_configs_are_valid_and_every_query_is_a_recorded_rule(overlay):
+    config = parse_config(yaml.safe_load(find(rendered(overlay), "ConfigMap")["data"]["daedalus.yaml"]), overlay)
+    recorded = {r["record"] for g in find(rendered("monitoring"), "PrometheusRule")["spec"]["groups"] for r in g["rules"]}
+    signal = "query_cpu" if config.controller.utilization_signal == "cpu" else "query_busy"
+    for key in ("query_workload", "query_throughput", signal, "query_lag", "query_executors", "query_uptime"):
+        assert getattr(config.monitor, key) in recorded, f"{overlay}: monitor.{key} is not a recording rule"
+    assert config.runtime.metrics_port == 9097 and config.runtime.metrics_host == "0.0.0.0"
+    assert config.controller.knowledge_path.startswith("/var/lib/daedalus/")  # on the knowledge volume
+    assert config.monitor.rate_window_s == 30  # the rules' window
+
+
+def test_prometheusrule_carries_the_plain_rule_file():
+    plain = yaml.safe_load((DEPLOY / "monitoring" / "daedalus-rules.yaml").read_text())
+    wrapped = yaml.safe_load((DEPLOY / "monitoring" / "prometheusrule.yaml").read_text())
+    assert wrapped["spec"]["groups"] == plain["groups"]
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed: rule expressions unparsed")
+def test_promtool_accepts_the_recording_rules():
+    result = subprocess.run(["promtool", "check", "rules", str(DEPLOY / "monitoring" / "daedalus-rules.yaml")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 10 rules found" in result.stdout
+
+
+def test_dockerfiles_run_as_non_root_and_the_controller_carries_no_spark():
+    controller = (ROOT / "deploy" / "Dockerfile.controller").read_text()
+    job = (ROOT / "deploy" / "Dockerfile.job").read_text()
+    last_user = [line for line in controller.splitlines() if line.startswith("USER ")][-1]
+    assert last_user.split()[1] not in ("root", "0") and "pyspark" not in controller.lower()
+    assert 'ENTRYPOINT ["daedalus-spark"]' in controller
+    assert [line for line in job.splitlines() if line.startswith("USER ")][-1] == "USER 185"
+    assert "spark-sql-kafka-0-10_2.13" in job  # the Kafka source is baked in: no download at submit time
+
+
+def test_manifest_paths_named_in_the_docs_exist():
+    text = (ROOT / "docs" / "kubernetes.md").read_text()
+    for overlay in OVERLAYS:
+        assert f"deploy/kubernetes/overlays/{overlay}" in text
+    assert Path(DEPLOY / "monitoring" / "kustomization.yaml").exists()
