@@ -80,7 +80,12 @@ def _run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     logging.basicConfig(level=config.runtime.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    sidecar = build_sidecar(config, dry_run=args.dry_run, environ=os.environ)
+    try:
+        sidecar = build_sidecar(config, dry_run=args.dry_run, environ=os.environ)
+    except IncompatibleKnowledge:
+        raise
+    except ValueError as exc:  # e.g. no Kubernetes configuration to be found: one line, not a traceback
+        raise ConfigError(str(args.config or "config"), [str(exc)]) from None
     try:
         return sidecar.run()
     except OSError as exc:  # the metrics port is taken or not ours to bind

@@ -128,11 +128,24 @@ def _utcnow() -> Any:
 
 
 def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) -> Sidecar:
-    """The sidecar with the monitor and actuator the config names (environment read by the caller, passed in)."""
+    """The sidecar with the monitor, actuator and publishers the config names (environment passed in by the caller).
+
+    In a driver pod on Kubernetes (the pod name in `kubernetes.pod_name_env`), the agent actuator also watches the
+    executor pods, so targets that stay Pending are reported unreachable, and rescales become Kubernetes Events.
+    """
     from daedalus_spark.execute import make_actuator
     from daedalus_spark.monitor import make_monitor
 
     clock = SystemClock()
-    monitor = make_monitor(config, clock)
     actuator = make_actuator(config, dry_run=dry_run, environ=environ)
-    return Sidecar(config, monitor, actuator, clock)
+    on_kubernetes = config.actuator.kind == "kubernetes" or bool(environ.get(config.kubernetes.pod_name_env))
+    publishers: list[Publisher] = []
+    if on_kubernetes and not dry_run:
+        from daedalus_spark.execute.events import make_event_publisher
+        from daedalus_spark.execute.kubernetes import PendingAwareActuator, make_pod_watcher
+
+        if config.actuator.kind == "agent":
+            actuator = PendingAwareActuator(actuator, make_pod_watcher(config, environ))
+        events = make_event_publisher(config, environ)
+        publishers += [events] if events is not None else []
+    return Sidecar(config, make_monitor(config, clock), actuator, clock, publishers)
