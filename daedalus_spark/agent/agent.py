@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from daedalus_spark.agent.scaler import ExecutorScaler
 from daedalus_spark.agent.server import Routes, serve
 
 LOCALHOST = "127.0.0.1"
+SURPLUS_GRACE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,29 @@ class Agent:
                                         queries=self.tracker.snapshot(), poll_errors=self._errors))
 
     def _loop(self, pending: int | None) -> None:
+        surplus_since: float | None = None
         while not self._stop.is_set():
             if pending is not None:
                 pending = self._apply_initial(pending)
             self.poll_once()
+            surplus_since = self._reconcile(surplus_since, time.monotonic())
             self._stop.wait(self.config.poll_s)
+
+    def _reconcile(self, surplus_since: float | None, now: float) -> float | None:
+        """More live executors than the target for `SURPLUS_GRACE_S` (a standalone master launched one before the
+        target reached it): apply the target again. The grace outlasts an executor's normal leave (~5 s), so one
+        already leaving is never doubled by a second victim."""
+        target = self.scaler.target
+        live = sum(1 for e in self.collector.snapshot.executors if e.active and e.executor_id != "driver")
+        if target is None or live <= target:
+            return None
+        if surplus_since is None or now - surplus_since < SURPLUS_GRACE_S:
+            return surplus_since if surplus_since is not None else now
+        try:
+            self.scaler.apply(target)
+        except Exception:  # noqa: BLE001 - try again after another grace
+            self._errors += 1
+        return None
 
     def _apply_initial(self, target: int) -> int | None:
         """The initial target, applied from the poll thread: a driver busy starting up is retried, not fatal."""
