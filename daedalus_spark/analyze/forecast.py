@@ -270,6 +270,12 @@ class _Buckets:
         last_complete = math.floor(end_s / self.resolution_s + _EPS)  # buckets below this index have ended
         if self.max_gap_steps is not None and last_complete - self.next_index > self.max_gap_steps:
             self._skip_to(last_complete - self.max_gap_steps)
+        elif self.max_gap_steps is not None and self.next_index - last_complete > self.max_gap_steps:
+            # The stored position lies far ahead of the clock (another clock, or a damaged file): waiting for it
+            # would stop the forecast from learning; start again here.
+            self._sum.clear()
+            self._covered_s.clear()
+            self.next_index = last_complete
         for k in range(self.next_index, last_complete):
             covered = self._covered_s.pop(k, 0.0)
             total = self._sum.pop(k, 0.0)

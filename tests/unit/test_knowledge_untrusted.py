@@ -157,6 +157,16 @@ def test_a_long_gap_does_not_replay_every_missing_bucket() -> None:
     assert restored.history_steps <= 30
 
 
+def test_a_stored_position_far_in_the_future_does_not_stop_learning() -> None:
+    forecaster, trace = _fed()
+    state = json.loads(forecaster.to_bytes())
+    state["buckets"]["next_index"], state["buckets"]["sum"], state["buckets"]["covered_s"] = 10**15, [], []
+    restored = WorkloadForecaster.from_bytes(json.dumps(state).encode(), FORECAST)
+    for end in (360, 420):
+        restored.observe(trace[end - 60:end], step_s=1, end_s=end)
+    assert restored.predict(420).start_s == 420.0  # learning again from the present, not waiting for 10**15
+
+
 def _component_damage(config: Config):
     controller = Controller(config)
     for k in range(1, 4):
