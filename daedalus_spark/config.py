@@ -310,7 +310,7 @@ class ConfigError(ValueError):
 _MAX_CONFIG_BYTES = 1024 * 1024
 
 
-class _StrictSafeLoader(yaml.SafeLoader):
+class _StrictYamlLoader(yaml.SafeLoader):
     """safe_load that also refuses duplicate keys (YAML keeps the last silently) and aliases (`*name`)."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
@@ -386,7 +386,7 @@ def load_model(model: type[M], path: str | Path | None, error: type[ConfigError]
         line = raw[:exc.start].count(b"\n") + 1
         raise error(f"{path}:{line}", [f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})"]) from None
     try:
-        data = yaml.load(text, Loader=_StrictSafeLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise error(str(path), [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
     except RecursionError:
