@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
+import daedalus_spark.config as config_module
 from daedalus_spark.analyze.forecast import WorkloadForecaster
 from daedalus_spark.config import Config, ForecastConfig
 from daedalus_spark.controller import Controller
@@ -306,7 +308,7 @@ def test_a_text_forecaster_cell_is_relearned(tmp_path: Path) -> None:
 UNSAFE_LOADS = re.compile(
     r"\b(pickle|cPickle|dill|cloudpickle|joblib|marshal|shelve)\s*\.\s*(loads?|Unpickler|open)\b"
     r"|\bimport\s+(pickle|dill|cloudpickle|marshal|shelve)\b|\bfrom\s+(pickle|dill|marshal|shelve)\s+import"
-    r"|\byaml\.(unsafe_)?load\s*\((?![^)]*SafeLoader)|\beval\s*\(|\bexec\s*\("
+    r"|\byaml\.(unsafe_)?load\s*\((?![^)]*(SafeLoader|_StrictYamlLoader))|\beval\s*\(|\bexec\s*\("
 )
 
 
@@ -318,3 +320,4 @@ def test_nothing_in_the_package_unpickles_or_evaluates_what_it_reads() -> None:
         if UNSAFE_LOADS.search(line)
     ]
     assert offenders == []
+    assert issubclass(config_module._StrictYamlLoader, yaml.SafeLoader)  # the one yaml.load the pattern allows
