@@ -225,4 +225,4 @@ def _report(out: Path) -> str:
         return ""
     if not (out / "knowledge.sqlite").exists():
         return ""
-    return str(write_report(out / "knowledge.sqlite", out))
+    return str(write_report(out / "knowledge.sqlite", out, load_config(out / "demo-config.yaml")))
