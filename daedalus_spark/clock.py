@@ -1,15 +1,14 @@
-"""Knowledge of time: the one clock the loop owns, real for the sidecar and fake (advanced by hand) for tests."""
+"""Knowledge support: the one injected clock (system for real runs, fake for tests and the simulator)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Protocol
 
 
 class Clock(Protocol):
     def now(self) -> float:
-        """Seconds since the epoch (or any fixed origin the loop agrees on)."""
+        """Seconds since an arbitrary, fixed epoch."""
         ...
 
 
@@ -18,15 +17,22 @@ class SystemClock:
         return time.time()
 
 
-@dataclass
 class FakeClock:
-    """A clock that moves only when told to; tests and the simulator use it instead of sleeping."""
+    """A clock that only moves when told to; never sleeps."""
 
-    t: float = 0.0
+    def __init__(self, start_s: float = 0.0) -> None:
+        self._now = float(start_s)
 
     def now(self) -> float:
-        return self.t
+        return self._now
 
     def advance(self, seconds: float) -> float:
-        self.t += seconds
-        return self.t
+        if seconds < 0:
+            raise ValueError(f"a clock cannot go back ({seconds} s)")
+        self._now += seconds
+        return self._now
+
+    def set(self, now_s: float) -> None:
+        if now_s < self._now:
+            raise ValueError(f"a clock cannot go back (from {self._now} to {now_s})")
+        self._now = float(now_s)

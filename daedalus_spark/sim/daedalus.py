@@ -65,7 +65,7 @@ class DaedalusPolicy:
             self._loop = Loop(Controller(self.config, refit_executor=None), self._monitor, self._actuator,
                               store=None, clock=self._clock)
         self._monitor.job = self._actuator.job = job
-        self._clock.t = float(job.now_s)
+        self._clock.set(float(job.now_s))
         self._actuator.requested = None
         result = self._loop.step()
         self.decisions.append(result.decision)
