@@ -9,11 +9,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from daedalus_spark.analyze.forecast import wape
 from daedalus_spark.config import Config, load_config
 from daedalus_spark.knowledge.history import ForecastRecord
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import IncompatibleKnowledge, Knowledge, restore
-from daedalus_spark.runtime.publishers import strict
+from daedalus_spark.report.jsonout import finite_or_none
 
 
 def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
@@ -52,7 +53,7 @@ def build(k: Knowledge) -> dict[str, Any]:
     models = [f for i, f in enumerate(k.history.forecasts)
               if i == 0 or (f.model, f.arima_order, f.refits) != _model_key(k.history.forecasts[i - 1])]
     decisions = list(k.decisions)
-    return strict({
+    return finite_or_none({
         "capacity": None if table is None else {
             "current_scaleout": table.current_scaleout,
             "current_per_s": table.current_per_s,
@@ -64,7 +65,7 @@ def build(k: Knowledge) -> dict[str, Any]:
             "latest": asdict(k.history.forecasts[-1]) if k.history.forecasts else None,
             "scored": None if scored is None else {
                 "time_s": scored[0].time_s, "model": scored[0].model, "predicted_per_s": scored[1],
-                "actual_per_s": scored[2], "wape": _wape(scored[2], scored[1])},
+                "actual_per_s": scored[2], "wape": wape(scored[2], scored[1])},
             "model_history": [{"time_s": f.time_s, "model": f.model, "arima_order": f.arima_order,
                                "refits": f.refits, "last_wape": f.last_wape} for f in models],
         },
@@ -89,11 +90,6 @@ def build(k: Knowledge) -> dict[str, Any]:
 
 def _model_key(f: ForecastRecord) -> tuple[Any, ...]:
     return (f.model, f.arima_order, f.refits)
-
-
-def _wape(actual: list[float], predicted: list[float]) -> float | None:
-    total = sum(abs(a) for a in actual)
-    return sum(abs(a - p) for a, p in zip(actual, predicted, strict=True)) / total if total > 0 else None
 
 
 def format_text(r: dict[str, Any]) -> str:

@@ -15,24 +15,14 @@ from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Reason
 from daedalus_spark.execute.port import Outcome
 from daedalus_spark.loop import StepResult
+from daedalus_spark.report.jsonout import finite_or_none
 
 log = logging.getLogger("daedalus_spark.decisions")
 
 
-def strict(value: Any) -> Any:
-    """JSON-safe: non-finite numbers become null (strict JSON has no NaN or Infinity)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict(v) for v in value]
-    return value
-
-
 def result_record(result: StepResult) -> dict[str, Any]:
     d, a = result.decision, result.actuation
-    return strict({
+    return finite_or_none({
         "time_s": result.time_s,
         "time": datetime.fromtimestamp(result.time_s, UTC).isoformat(timespec="seconds"),
         "reason": d.reason.value,
