@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,23 @@ def observation(
         time_s=time_s, step_s=step_s, workload_per_s=tuple(series), workers=ws,
         consumer_lag_records=lag, scaleout=scaleout if scaleout is not None else len(ws), uptime_s=uptime_s,
     )
+
+
+@dataclass
+class FakeTime:
+    """Injected `sleep` and clock for code that waits (actuators confirming, retry backoff): sleeping advances it."""
+
+    t: float = 0.0
+    sleeps: list[float] = field(default_factory=list)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+
+    def now(self) -> float:
+        return self.t
+
+    monotonic = now
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ def make_actuator(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
 
         return DryRunActuator()
     if kind == "kubernetes":
-        from daedalus_spark.execute.kubernetes import make_kubernetes_actuator  # type: ignore[import-not-found]
+        from daedalus_spark.execute.kubernetes import make_kubernetes_actuator
 
-        return make_kubernetes_actuator(config)  # type: ignore[no-any-return]
+        return make_kubernetes_actuator(config, environ)
     from daedalus_spark.execute.agent import AgentActuator
 
     return AgentActuator(config.actuator, environ.get(config.actuator.token_env) or None)

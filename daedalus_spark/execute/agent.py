@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daedalus_spark.config import ActuatorConfig
-from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
+from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome, confirm_target
 
 
 class _Refused(Exception):
@@ -48,26 +48,15 @@ class AgentActuator:
             return Actuation(target, Outcome.REFUSED, str(exc), duration_s=self.monotonic() - started)
         except (OSError, ValueError) as exc:
             return Actuation(target, Outcome.FAILED, f"{self.url}: {exc}", duration_s=self.monotonic() - started)
-        return self._confirm(target, started)
+        return confirm_target(target, self._poll_live, started=started, settings=self.settings, sleep=self.sleep,
+                              monotonic=self.monotonic, applied="{live} executors live after {elapsed:.1f} s",
+                              unconfirmed="target {target} set, but {live} executors live after {elapsed:.1f} s")
 
-    def _confirm(self, target: int, started: float) -> Actuation:
-        """Poll until the live count reaches the target; the rescale happened either way, confirmed or not."""
-        deadline = started + self.settings.confirm_timeout_s
-        live: int | None = None
-        while True:
-            try:
-                live = _live_count(self._request("GET"))
-            except (_Refused, OSError, ValueError):
-                live = None  # a missed poll is no verdict; the deadline decides
-            elapsed = self.monotonic() - started
-            if live == target:
-                return Actuation(target, Outcome.APPLIED, f"{live} executors live after {elapsed:.1f} s", live, elapsed)
-            if self.monotonic() >= deadline:
-                seen = "unknown" if live is None else str(live)
-                return Actuation(target, Outcome.UNCONFIRMED, f"target {target} set, but {seen} executors live "
-                                 f"after {elapsed:.1f} s (confirm_timeout_s {self.settings.confirm_timeout_s:g})",
-                                 live, elapsed)
-            self.sleep(self.settings.confirm_poll_s)
+    def _poll_live(self) -> int | None:
+        try:
+            return _live_count(self._request("GET"))
+        except (_Refused, OSError, ValueError):
+            return None
 
     def _with_retries(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         wait_s = self.settings.backoff_s

@@ -17,7 +17,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from daedalus_spark.config import ActuatorConfig, Config, KubernetesConfig
-from daedalus_spark.execute.port import Actuation, Actuator, ActuatorError, Outcome
+from daedalus_spark.execute.port import Actuation, Actuator, ActuatorError, Outcome, confirm_target
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,10 @@ class KubernetesScaleActuator:
             return Actuation(target, outcome, self._explain(exc, "patch"), duration_s=self.monotonic() - started)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             return Actuation(target, Outcome.FAILED, self._explain(exc, "patch"), duration_s=self.monotonic() - started)
-        return self._wait_for(target, started)
+        where = self._where()  # then poll `status.replicas` until the pods exist
+        return confirm_target(target, self._poll_replicas, started=started, settings=self.confirm, sleep=self.sleep,
+                              monotonic=self.monotonic, applied=f"{where}: {{live}} replicas after {{elapsed:.1f}} s",
+                              unconfirmed=f"{where}: replicas set to {{target}}, {{live}} after {{elapsed:.1f}} s")
 
     def object_uid(self) -> str:
         """The scaled object's uid (a Scale carries its owner's), for the events; empty when it cannot be read."""
@@ -236,24 +239,11 @@ class KubernetesScaleActuator:
                 else self.apps.read_namespaced_deployment_scale)
         return read(self.settings.name, self.namespace, _request_timeout=self.settings.request_timeout_s)
 
-    def _wait_for(self, target: int, started: float) -> Actuation:
-        """The target is set; poll `status.replicas` until the pods exist (unconfirmed after the timeout)."""
-        deadline = started + self.confirm.confirm_timeout_s
-        while True:
-            try:
-                live: int | None = self.current()
-            except ActuatorError:
-                live = None  # a missed poll is no verdict; the deadline decides
-            elapsed = self.monotonic() - started
-            if live == target:
-                return Actuation(target, Outcome.APPLIED, f"{self._where()}: {live} replicas after {elapsed:.1f} s",
-                                 live, elapsed)
-            if self.monotonic() >= deadline:
-                seen = "unknown" if live is None else str(live)
-                return Actuation(target, Outcome.UNCONFIRMED, f"{self._where()}: replicas set to {target}, {seen} "
-                                 f"after {elapsed:.1f} s (confirm_timeout_s {self.confirm.confirm_timeout_s:g})",
-                                 live, elapsed)
-            self.sleep(self.confirm.confirm_poll_s)
+    def _poll_replicas(self) -> int | None:
+        try:
+            return self.current()
+        except ActuatorError:
+            return None
 
     def _retrying(self) -> Retrying:
         return Retrying(self.settings.retries, self.settings.backoff_s, self.sleep)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
+
+from daedalus_spark.config import ActuatorConfig
 
 
 class Outcome(StrEnum):
@@ -41,3 +44,25 @@ class Actuator(Protocol):
     def apply(self, target: int) -> Actuation:
         """Set the absolute target (idempotent); never raises, the outcome says what happened."""
         ...
+
+
+def confirm_target(
+    target: int, read_live: Callable[[], int | None], *, started: float, settings: ActuatorConfig,
+    sleep: Callable[[float], None], monotonic: Callable[[], float], applied: str, unconfirmed: str,
+) -> Actuation:
+    """After a target was set: poll the live count until it reaches the target (applied) or `confirm_timeout_s` runs
+    out (unconfirmed: the job was disturbed either way). `read_live` gives None for a missed poll, which is no
+    verdict: the deadline decides. The detail templates take {live}, {target} and {elapsed}."""
+    deadline = started + settings.confirm_timeout_s
+    while True:
+        live = read_live()
+        elapsed = monotonic() - started
+        if live == target:
+            return Actuation(target, Outcome.APPLIED, applied.format(live=live, target=target, elapsed=elapsed),
+                             live, elapsed)
+        if monotonic() >= deadline:
+            seen = "unknown" if live is None else str(live)
+            detail = unconfirmed.format(live=seen, target=target, elapsed=elapsed)
+            return Actuation(target, Outcome.UNCONFIRMED,
+                             f"{detail} (confirm_timeout_s {settings.confirm_timeout_s:g})", live, elapsed)
+        sleep(settings.confirm_poll_s)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -14,6 +14,7 @@ from daedalus_spark.config import ActuatorConfig
 from daedalus_spark.execute.agent import AgentActuator
 from daedalus_spark.execute.dry_run import DryRunActuator
 from daedalus_spark.execute.port import Outcome
+from tests.conftest import FakeTime
 from tests.contract.actuator_contract import CONTRACT
 
 TOKEN = "s3cret"
@@ -40,19 +41,6 @@ class FakeDriver:
             self._polls_left = self.join_polls
         self.target = target
         return {"current": self.live, "target": target}
-
-
-@dataclass
-class FakeTime:
-    t: float = 0.0
-    sleeps: list[float] = field(default_factory=list)
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
-
-    def monotonic(self) -> float:
-        return self.t
 
 
 class AgentHarness:

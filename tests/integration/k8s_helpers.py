@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client as k8s
 
 from daedalus_spark.config import ActuatorConfig, KubernetesConfig
 from daedalus_spark.execute.kubernetes import KubernetesScaleActuator
+from tests.conftest import FakeTime as SharedFakeTime
 from tests.integration.fake_apiserver import FakeApiServer
 
 NAMESPACE = "jobs"
 
 
 @dataclass
-class FakeTime:
-    t: float = 1_800_000_000.0
-    sleeps: list[float] = field(default_factory=list)
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
-
-    def now(self) -> float:
-        return self.t
+class FakeTime(SharedFakeTime):
+    t: float = 1_800_000_000.0  # an epoch time: Events and pod ages are stamped with it
 
 
 def scale_actuator(api: FakeApiServer, time: FakeTime, kind: str = "StatefulSet", **settings: Any
