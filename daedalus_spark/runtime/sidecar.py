@@ -9,6 +9,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -85,7 +86,7 @@ class Sidecar:
         interval_s = self.config.controller.loop_interval_s
         scheduler.add_job(self.step, "interval", seconds=interval_s, id="daedalus-tick", max_instances=1,
                           coalesce=True, misfire_grace_time=max(1, math.ceil(interval_s)),
-                          next_run_time=_utcnow())
+                          next_run_time=datetime.now(UTC))
         if handle_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
@@ -119,12 +120,6 @@ class Sidecar:
         self.monitor.close()
         if self.refits is not None:
             self.refits.shutdown(wait=False, cancel_futures=True)
-
-
-def _utcnow() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
 
 
 def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) -> Sidecar:
