@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-spark bench clean
+.PHONY: demo test test-spark lint typecheck bench clean
 
 $(BIN)/daedalus-spark: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,18 @@ test: $(BIN)/daedalus-spark
 
 test-spark: $(BIN)/daedalus-spark
 	$(BIN)/python -m pytest -q -m spark
+
+# Ruff (lint + format check) and mypy (strict on daedalus_spark/), configured in pyproject.toml.
+$(BIN)/ruff: $(BIN)/daedalus-spark
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+lint: $(BIN)/ruff
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(BIN)/ruff
+	$(BIN)/mypy
 
 bench: $(BIN)/daedalus-spark
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

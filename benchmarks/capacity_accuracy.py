@@ -9,7 +9,7 @@ import pandas as pd
 
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.config import CapacityConfig
-from daedalus_spark.domain import Observation, WorkerSeries
+from daedalus_spark.domain import Observation
 from daedalus_spark.monitor.files import read_metric_csv
 from daedalus_spark.report.capacity_report import capacity_from_csv
 
@@ -18,8 +18,7 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "measurements
 
 def train(cpu: np.ndarray, thr: np.ndarray) -> CapacityModel:
     model = CapacityModel(CapacityConfig())
-    ws = (WorkerSeries("w", tuple(thr.tolist()), tuple(cpu.tolist())),)
-    model.learn(Observation(len(cpu), 1.0, (0.0,) * len(cpu), ws, 0.0, 1, float("inf")))
+    model.learn(Observation.of(time_s=len(cpu), workload_per_s=0.0, executors={"w": (thr, cpu)}))
     return model
 
 
@@ -35,11 +34,15 @@ def single_worker(smooth: int) -> None:
         high = cpu >= threshold
         pred = np.array([model.regressions["w"].predict(x) for x in cpu[high]])
         err = np.abs(pred - thr[high]).sum() / thr[high].sum()
-        print(f"single worker, trained on {low.sum()} samples at u<=0.7, tested on {high.sum()} at u>={threshold}: "
-              f"WAPE {err:.2%}")
+        print(
+            f"single worker, trained on {low.sum()} samples at u<=0.7, tested on {high.sum()} at u>={threshold}: "
+            f"WAPE {err:.2%}"
+        )
     full = train(cpu, thr)
-    print(f"capacity at u=1.0: {model.own_capacity('w')[0]:,.0f}/s (trained <=0.7), "
-          f"{full.own_capacity('w')[0]:,.0f}/s (all data); highest observed {thr.max():,.0f}/s at u={cpu.max():.2f}")
+    print(
+        f"capacity at u=1.0: {model.own_capacity('w')[0]:,.0f}/s (trained <=0.7), "
+        f"{full.own_capacity('w')[0]:,.0f}/s (all data); highest observed {thr.max():,.0f}/s at u={cpu.max():.2f}"
+    )
 
 
 def saturated_job() -> None:
@@ -47,8 +50,10 @@ def saturated_job() -> None:
     total = read_metric_csv(DATA / "data_skew_total_throughput.csv").columns["Value"]
     measured = float(np.mean(total[-4:]))
     est = report.table.current_per_s
-    print(f"12 workers at saturation: estimated {est:,.0f}/s vs measured {measured:,.0f}/s "
-          f"(last minute): error {abs(est - measured) / measured:.2%}")
+    print(
+        f"12 workers at saturation: estimated {est:,.0f}/s vs measured {measured:,.0f}/s "
+        f"(last minute): error {abs(est - measured) / measured:.2%}"
+    )
 
 
 def two_workers_sine() -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from daedalus_spark.clock import SystemClock
 from daedalus_spark.config import Config, parse_config
 from daedalus_spark.controller import Controller
-from daedalus_spark.domain import Observation, WorkerSeries
+from daedalus_spark.domain import Observation
 from daedalus_spark.execute.dry_run import DryRunActuator
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import Loop
@@ -36,11 +36,13 @@ PARTS = ("monitor", "tick", "actuate", "save")
 
 
 def config_for(executors: int, url: str) -> Config:
-    return parse_config({
-        "controller": {"max_scaleout": max(12, executors), "loop_interval_s": WINDOW_S},
-        "monitor": {"prometheus_url": url, "step_s": 1, "rate_window_s": 5, "timeout_s": 10},
-        "forecast": {"background_refit": True},
-    })
+    return parse_config(
+        {
+            "controller": {"max_scaleout": max(12, executors), "loop_interval_s": WINDOW_S},
+            "monitor": {"prometheus_url": url, "step_s": 1, "rate_window_s": 5, "timeout_s": 10},
+            "forecast": {"background_refit": True},
+        }
+    )
 
 
 def warm(controller: Controller, job: SyntheticJob, end_s: float) -> None:
@@ -50,12 +52,15 @@ def warm(controller: Controller, job: SyntheticJob, end_s: float) -> None:
     for k in range(WARM_TICKS):
         t = end_s - (WARM_TICKS - k) * WINDOW_S
         scale = 1 + 0.2 * np.sin((np.arange(60) + 60 * k) / 600.0)
-        workers = tuple(
-            WorkerSeries(str(i), tuple((job.throughput_per_s(i) * scale).tolist()),
-                         tuple(np.clip(job.utilization_ratio(i) * scale * rng.uniform(0.97, 1.03, 60), 0, 1)))
-            for i in range(1, n + 1))
-        workload = tuple((job.workload_per_s() * scale).tolist())
-        controller.tick(Observation(t, 1.0, workload, workers, 0.0, n, 1e9), t)
+        executors = {
+            str(i): (
+                job.throughput_per_s(i) * scale,
+                np.clip(job.utilization_ratio(i) * scale * rng.uniform(0.97, 1.03, 60), 0, 1),
+            )
+            for i in range(1, n + 1)
+        }
+        workload = job.workload_per_s() * scale
+        controller.tick(Observation.of(time_s=t, workload_per_s=workload, executors=executors), t)
 
 
 def measure(executors: int, prometheus: PrometheusServer, job: SyntheticJob, workdir: Path) -> dict[str, list[float]]:
@@ -104,12 +109,16 @@ def main() -> int:
                 servers.append(start_prometheus([exporters[-1].target], workdir=Path(tmp) / f"prom-{n}"))
             print(f"collecting {WINDOW_S + 6:.0f} s of 1-s scrapes ...", flush=True)
             time.sleep(WINDOW_S + 6)  # the window must be filled by real scrapes
-            print(f"loop step over {MEASURED_STEPS} steps, {WINDOW_S:.0f}-s window at 1-s steps "
-                  "(ms, p50 / p95; refits excluded)")
+            print(
+                f"loop step over {MEASURED_STEPS} steps, {WINDOW_S:.0f}-s window at 1-s steps "
+                "(ms, p50 / p95; refits excluded)"
+            )
             for n, prometheus in zip(SIZES, servers, strict=True):
                 times = measure(n, prometheus, jobs[n], Path(tmp))
-                cells = "   ".join(f"{p} {np.percentile(v, 50) * 1e3:6.1f} / {np.percentile(v, 95) * 1e3:6.1f}"
-                                   for p, v in times.items())
+                cells = "   ".join(
+                    f"{p} {np.percentile(v, 50) * 1e3:6.1f} / {np.percentile(v, 95) * 1e3:6.1f}"
+                    for p, v in times.items()
+                )
                 print(f"{n:>4} executors: {cells}", flush=True)
         finally:
             for server in servers:

@@ -1,4 +1,4 @@
-"""Benchmark: wall time of `simulate` on one bundled 6-hour trace with the six default policies (target <= 60 s)."""
+"""Benchmark: wall time of `simulate` on one bundled 6-hour trace with the default policies (target <= 60 s)."""
 
 from __future__ import annotations
 

@@ -10,21 +10,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import random
+import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 from daedalus_spark.agent import AgentConfig, start_agent
 from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
-from workloads import traffic, wordcount, ysb
-from workloads.locallog import LocalLog
-from workloads.records import MAKERS
-from workloads.source import read_values, write_stream
+from daedalus_spark.workloads import traffic, wordcount, ysb
+from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.records import MAKERS
+from daedalus_spark.workloads.source import read_values, write_stream
 
 PIPELINES = {"wordcount": wordcount.PIPELINE, "ysb": ysb.PIPELINE, "traffic": traffic.PIPELINE}
 PARTITIONS = 4
@@ -42,17 +40,26 @@ def measure(cluster: LocalCluster, pipeline: str, executors: int, records: int, 
     topic = f"{pipeline}-{executors}-{int(agent)}-{time.monotonic_ns()}"
     log = LocalLog(root / "log")
     preload(log, topic, pipeline, records)
-    spark = (SparkSession.builder.master(cluster.master_url).appName(f"bench-{topic}")
-             .config("spark.cores.max", str(executors)).config("spark.executor.cores", "1")
-             .config("spark.executor.memory", "512m").config("spark.sql.shuffle.partitions", "4")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark = cluster.session(
+        f"bench-{topic}", **{"spark.cores.max": str(executors), "spark.sql.shuffle.partitions": "4"}
+    )
     handle = start_agent(spark, AgentConfig(port=0, max_executors=8)) if agent else None
     try:
         spec = PIPELINES[pipeline]
-        frame = spec.build(spark, read_values(spark, source="local", topic=topic, path=str(root / "log"),
-                                              max_per_trigger=records // PARTITIONS // 6))
-        query = write_stream(frame, sink="noop", name=pipeline, output_mode=spec.output_mode,
-                             checkpoint=str(root / f"ckpt-{topic}"), trigger_s=0.1).start()
+        frame = spec.build(
+            spark,
+            read_values(
+                spark, source="local", topic=topic, path=str(root / "log"), max_per_trigger=records // PARTITIONS // 6
+            ),
+        )
+        query = write_stream(
+            frame,
+            sink="noop",
+            name=pipeline,
+            output_mode=spec.output_mode,
+            checkpoint=str(root / f"ckpt-{topic}"),
+            trigger_s=0.1,
+        ).start()
         deadline = time.monotonic() + 300
         while sum(p["numInputRows"] for p in query.recentProgress) < records and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -80,9 +87,14 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
     pipelines = ["wordcount"] if args.quick else args.pipelines.split(",")
     results: dict[str, float] = {}
-    print(f"cpu quota per worker: {args.cpus_per_worker if cpu_quota_support() else 'none'}; "
-          f"cores on machine: {os.cpu_count()}")
-    with tempfile.TemporaryDirectory() as tmp, LocalCluster(workers=args.workers, cpus_per_worker=args.cpus_per_worker) as cluster:
+    print(
+        f"cpu quota per worker: {args.cpus_per_worker if cpu_quota_support() else 'none'}; "
+        f"cores on machine: {os.cpu_count()}"
+    )
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LocalCluster(workers=args.workers, cpus_per_worker=args.cpus_per_worker) as cluster,
+    ):
         root = Path(tmp)
         for pipeline in pipelines:
             for n in range(1, args.workers + 1):

@@ -18,16 +18,15 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
-from pyspark.sql import SparkSession
 
 from daedalus_spark.agent import AgentConfig, start_agent
 from daedalus_spark.sparkcluster import LocalCluster
-from workloads import wordcount
-from workloads.generator import Generator, LocalLogSink
-from workloads.locallog import LocalLog
-from workloads.pacing import PaceKeeper, Pacer
-from workloads.records import wordcount_line
-from workloads.source import read_values, write_stream
+from daedalus_spark.workloads import wordcount
+from daedalus_spark.workloads.generator import Generator, LocalLogSink
+from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
+from daedalus_spark.workloads.records import wordcount_line
+from daedalus_spark.workloads.source import read_values, write_stream
 
 REPEATS = 3
 
@@ -57,19 +56,24 @@ def main() -> int:
         print(f"worker start (JVM up, registered): {time.monotonic() - t0:.1f} s")
         log = LocalLog(Path(tmp) / "log")
         log.create_topic("words", 2)
-        spark = (SparkSession.builder.master(cluster.master_url).appName("bench-rescale")
-                 .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
-                 .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
-                 .getOrCreate())
+        spark = cluster.session("bench-rescale")
         agent = start_agent(spark, AgentConfig(port=0, max_executors=2))
         stop = threading.Event()
         gen = Generator(PaceKeeper(Pacer(np.full(3600, 300.0))), LocalLogSink(log, "words", 2), wordcount_line, "words")
         threading.Thread(target=gen.run, kwargs={"stop": stop, "report": lambda _: None}, daemon=True).start()
         query = None
         try:
-            frame = wordcount.build(spark, read_values(spark, source="local", topic="words", path=str(Path(tmp) / "log")))
-            query = write_stream(frame, sink="noop", name="wordcount", output_mode="update",
-                                 checkpoint=str(Path(tmp) / "ckpt"), trigger_s=0.5).start()
+            frame = wordcount.build(
+                spark, read_values(spark, source="local", topic="words", path=str(Path(tmp) / "log"))
+            )
+            query = write_stream(
+                frame,
+                sink="noop",
+                name="wordcount",
+                output_mode="update",
+                checkpoint=str(Path(tmp) / "ckpt"),
+                trigger_s=0.5,
+            ).start()
             set_target(agent.url, 1)
             joins, leaves = [], []
             for _ in range(REPEATS):

@@ -36,7 +36,10 @@ def _capacity(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     report = capacity_from_csv(
-        args.utilization, args.throughput, config.capacity, max_scaleout=args.max_scaleout,
+        args.utilization,
+        args.throughput,
+        config.capacity,
+        max_scaleout=args.max_scaleout,
         smooth_samples=args.smooth_throughput,
     )
     print(strict_json(to_json(report)) if args.json else format_text(report))
@@ -60,7 +63,9 @@ def _forecast_evaluate(args: argparse.Namespace) -> int:
     if result.scored_forecasts == 0:
         horizon = config.forecast.horizon_s if args.horizon is None else args.horizon
         raise InputFileError(
-            args.trace, None, f"{len(trace)} s of workload is too short to score a forecast (needs more than one loop interval, "
+            args.trace,
+            None,
+            f"{len(trace)} s of workload is too short to score a forecast (needs more than one loop interval, "
             f"{config.controller.loop_interval_s:g} s, + the horizon, {horizon:g} s)",
         )
     if args.json:
@@ -91,8 +96,9 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:  # the metrics port is taken or not ours to bind
         sidecar.close()
         where = f"{config.runtime.metrics_host}:{config.runtime.metrics_port}"
-        raise ConfigError(str(args.config or "config"), [f"runtime.metrics_port: cannot listen on {where}: "
-                                                         f"{exc.strerror}"]) from None
+        raise ConfigError(
+            str(args.config or "config"), [f"runtime.metrics_port: cannot listen on {where}: {exc.strerror}"]
+        ) from None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -122,19 +128,34 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("capacity", help="capacity per worker and per scale-out from exported metric CSVs")
     p.add_argument("--utilization", required=True, type=Path, help="CSV: time column, one column per worker")
     p.add_argument("--throughput", required=True, type=Path, help="CSV with the same columns, records/s")
-    p.add_argument("--max-scaleout", type=integer(1, MAX_SCALEOUT), default=None,
-                   help=f"list capacities up to this scale-out (1..{MAX_SCALEOUT})")
-    p.add_argument("--smooth-throughput", type=integer(1, 1_000_000), default=1, metavar="SAMPLES",
-                   help="trailing mean of throughput over SAMPLES, to match a utilization exported as a moving average")
+    p.add_argument(
+        "--max-scaleout",
+        type=integer(1, MAX_SCALEOUT),
+        default=None,
+        help=f"list capacities up to this scale-out (1..{MAX_SCALEOUT})",
+    )
+    p.add_argument(
+        "--smooth-throughput",
+        type=integer(1, 1_000_000),
+        default=1,
+        metavar="SAMPLES",
+        help="trailing mean of throughput over SAMPLES, to match a utilization exported as a moving average",
+    )
     p.add_argument("--config", type=Path, default=None)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_capacity)
 
-    forecast = sub.add_parser("forecast", help="workload forecasting tools").add_subparsers(dest="action", required=True)
+    forecast = sub.add_parser("forecast", help="workload forecasting tools").add_subparsers(
+        dest="action", required=True
+    )
     p = forecast.add_parser("evaluate", help="rolling-origin backtest of the forecaster on a trace")
     p.add_argument("--trace", required=True, type=Path, help="'second|count' file, one row per second")
-    p.add_argument("--horizon", type=number(0, 86400, lo_open=True), default=None,
-                   help="seconds ahead, up to 86400 (default: forecast.horizon_s)")
+    p.add_argument(
+        "--horizon",
+        type=number(0, 86400, lo_open=True),
+        default=None,
+        help="seconds ahead, up to 86400 (default: forecast.horizon_s)",
+    )
     p.add_argument("--config", type=Path, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_forecast_evaluate)

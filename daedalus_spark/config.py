@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
+
+from daedalus_spark import metricnames as names
 
 
 def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
@@ -47,14 +50,35 @@ class ControllerConfig(_Section):
         600, "s", "Longest acceptable time from a rescale's stop until the backlog is worked off.", gt=0, le=86400
     )
     checkpoint_interval_s: float = _field(
-        10, "s", "Streaming checkpoint (micro-batch commit) interval; the worst-case replay after a restart.",
-        ge=0, le=3600,
+        10,
+        "s",
+        "Streaming checkpoint (micro-batch commit) interval; the worst-case replay after a restart.",
+        ge=0,
+        le=3600,
     )
     recent_rescale_window_s: float = _field(
-        600, "s", "After a rescale this recent, keep the scale-out while it still carries the load (Alg. 1).",
-        ge=0, le=86400,
+        600,
+        "s",
+        "After a rescale this recent, keep the scale-out while it still carries the load (Alg. 1).",
+        ge=0,
+        le=86400,
     )
     cooldown_s: float = _field(180, "s", "No new rescale this soon after the previous one.", ge=0, le=86400)
+    planner: Literal["paper", "cost_aware"] = _field(
+        "cost_aware",
+        "-",
+        "paper: Algorithm 1 as published. cost_aware: Algorithm 1 on the forecast's upper bound, and a scale-in only "
+        "if the forecast says it outlasts the cool-down and the executor-seconds it saves exceed its downtime and "
+        "catch-up (docs/planning.md).",
+    )
+    scale_in_lookback_s: float = _field(
+        600,
+        "s",
+        "cost_aware: no scale-in to a capacity the observed workload rose back above within this window (a "
+        "forecast that missed a 10-min cycle made paper scale in and out every 6 min; docs/planning.md). 0 = off.",
+        ge=0,
+        le=86400,
+    )
     warmup_s: float = _field(
         60, "s", "Samples from this soon after a (re)start are not learned from (JIT, state reload).", ge=0, le=3600
     )
@@ -65,43 +89,65 @@ class ControllerConfig(_Section):
         "daedalus-knowledge.sqlite", "path", "SQLite file holding everything learned; survives restarts."
     )
 
-
     _path = field_validator("knowledge_path")(_nonblank)
 
 
 class CapacityConfig(_Section):
     expected_max_utilization_ratio: float = _field(
-        1.0, "ratio", "Utilization a worker reaches when saturated; capacity is read off the regression there.",
-        gt=0.1, le=1.0,
+        1.0,
+        "ratio",
+        "Utilization a worker reaches when saturated; capacity is read off the regression there.",
+        gt=0.1,
+        le=1.0,
     )
     partitions: int = _field(
-        0, "partitions", "Partitions of the source topic (0 = unknown). A worker with ceil(partitions / n) of them "
-        "limits scale-out n, so capacities of unseen scale-outs follow that, not n alone.", ge=0, le=100000,
+        0,
+        "partitions",
+        "Partitions of the source topic (0 = unknown). A worker with ceil(partitions / n) of them "
+        "limits scale-out n, so capacities of unseen scale-outs follow that, not n alone.",
+        ge=0,
+        le=100000,
     )
     unobserved_margin_ratio: float = _field(
-        0.05, "ratio", "Capacities extrapolated to scale-outs never observed are discounted by this much: their key "
-        "skew is unknown (the simulator found 6 % errors from skew alone).", ge=0, le=0.5,
+        0.05,
+        "ratio",
+        "Capacities extrapolated to scale-outs never observed are discounted by this much: their key "
+        "skew is unknown (the simulator found 6 % errors from skew alone).",
+        ge=0,
+        le=0.5,
     )
     min_points: int = _field(
-        5, "samples", "Fewer samples than this and a worker's capacity is throughput / utilization instead.",
-        ge=2, le=100000,
+        5,
+        "samples",
+        "Fewer samples than this and a worker's capacity is throughput / utilization instead.",
+        ge=2,
+        le=100000,
     )
     min_correlation_ratio: float = _field(
-        0.6, "ratio", "A worker's own regression is used only when throughput and utilization correlate this well; "
+        0.6,
+        "ratio",
+        "A worker's own regression is used only when throughput and utilization correlate this well; "
         "otherwise the regression pooled over all workers (noise flattens a slope fitted on a narrow range).",
-        ge=0, le=1,
+        ge=0,
+        le=1,
     )
     min_utilization_stddev_ratio: float = _field(
-        0.01, "ratio", "Below this spread of utilization the slope is not trusted (ratio estimate instead).",
-        ge=0, le=0.5,
+        0.01,
+        "ratio",
+        "Below this spread of utilization the slope is not trusted (ratio estimate instead).",
+        ge=0,
+        le=0.5,
     )
 
 
 class ForecastConfig(_Section):
     horizon_s: float = _field(900, "s", "How far ahead the workload is forecast.", ge=60, le=86400)
     resolution_s: float = _field(
-        10, "s", "The workload is averaged over steps this long before ARIMA sees it (1-s data is slow).",
-        ge=1, le=600,
+        10,
+        "s",
+        "The workload is averaged over steps this long before ARIMA sees it (1-s data is slow).",
+        ge=1,
+        le=600,
     )
     history_window_s: float = _field(
         3600, "s", "How much recent workload an (re)fit of auto-ARIMA uses.", ge=300, le=7 * 86400
@@ -109,18 +155,46 @@ class ForecastConfig(_Section):
     min_history_s: float = _field(
         600, "s", "Until this much history exists, the linear forecast is used.", ge=60, le=86400
     )
-    seasonal_period_s: float = _field(
-        0, "s", "Seasonal period for auto-ARIMA (0 = non-seasonal).", ge=0, le=86400
-    )
+    seasonal_period_s: float = _field(0, "s", "Seasonal period for auto-ARIMA (0 = non-seasonal).", ge=0, le=86400)
     wape_threshold_ratio: float = _field(
-        0.15, "ratio", "A previous forecast with a WAPE above this was poor; the linear fallback is used.",
-        gt=0, le=10,
+        0.15,
+        "ratio",
+        "A previous forecast with a WAPE above this was poor; the linear fallback is used.",
+        gt=0,
+        le=10,
     )
     poor_forecasts_before_refit: int = _field(
         15, "ticks", "This many poor forecasts in a row trigger a background refit.", ge=1, le=10000
     )
     linear_window_s: float = _field(
         300, "s", "The linear fallback projects the slope of this much recent workload.", ge=10, le=86400
+    )
+    refit_interval_s: float = _field(
+        900,
+        "s",
+        "A fresh auto-ARIMA search on the latest history_window_s this often, in the background (0 = only after a "
+        "poor streak): an order chosen on the first minutes goes stale.",
+        ge=0,
+        le=7 * 86400,
+    )
+    interval_level: float = _field(
+        0.9,
+        "ratio",
+        "Share of actual workloads the forecast's upper bound should cover (one-sided level of the prediction "
+        "interval the planner provisions for).",
+        gt=0.5,
+        lt=1,
+    )
+    select_by_horizon: bool = _field(
+        False,
+        "-",
+        "Each auto-ARIMA search keeps the candidate with the lowest WAPE over horizon_s from recent origins in the "
+        "window (what the planner pays for), not the lowest AIC.",
+    )
+    seasonality: bool = _field(
+        True,
+        "-",
+        "Detect a period in the recent history (autocorrelation) and model it when seasonal_period_s is 0.",
     )
     background_refit: bool = _field(
         True, "-", "Refit in a background thread (false: refit inside the tick; the simulator's choice)."
@@ -138,16 +212,20 @@ class RecoveryConfig(_Section):
         1.0, "stddevs", "(workload - throughput) further than this from its mean is anomalous.", gt=0, le=10
     )
     anomaly_halflife_s: float = _field(
-        120, "s", "Half-life of the running mean/variance of (workload - throughput): old regimes fade out.",
-        ge=1, le=86400,
+        120,
+        "s",
+        "Half-life of the running mean/variance of (workload - throughput): old regimes fade out.",
+        ge=1,
+        le=86400,
     )
     anomaly_min_relative_gap_ratio: float = _field(
-        0.05, "ratio", "A gap below this share of the workload is never anomalous (absorbs metric skew).",
-        ge=0, le=1,
+        0.05,
+        "ratio",
+        "A gap below this share of the workload is never anomalous (absorbs metric skew).",
+        ge=0,
+        le=1,
     )
-    stable_samples: int = _field(
-        5, "samples", "Consecutive normal samples that end a recovery.", ge=1, le=3600
-    )
+    stable_samples: int = _field(5, "samples", "Consecutive normal samples that end a recovery.", ge=1, le=3600)
     max_recovery_s: float = _field(
         3600, "s", "Stop measuring a recovery that has not ended after this long.", ge=60, le=86400
     )
@@ -158,45 +236,60 @@ class RecoveryConfig(_Section):
 
 class MonitorConfig(_Section):
     prometheus_url: str = _field(
-        "", "url", "Prometheus to read from with range queries; empty = scrape `scrape_urls` directly (one machine, "
-        "no server).",
+        "",
+        "url",
+        "Prometheus to read from with range queries; empty = scrape `scrape_urls` directly (one machine, no server).",
     )
     scrape_urls: list[str] = _field(
-        ["http://127.0.0.1:9095/metrics"], "urls",
-        "Without a Prometheus URL: the /metrics endpoints scraped every `step_s` (the agent's; add the CPU exporter's).",
+        ["http://127.0.0.1:9095/metrics"],
+        "urls",
+        "Without a Prometheus URL: the /metrics endpoints scraped every `step_s` "
+        "(the agent's; add the CPU exporter's).",
     )
-    step_s: float = _field(1, "s", "Sample step of the observation (range-query step, or scrape period).", ge=0.1, le=300)
+    step_s: float = _field(
+        1, "s", "Sample step of the observation (range-query step, or scrape period).", ge=0.1, le=300
+    )
     rate_window_s: float = _field(
-        5, "s", "Window of rate() in the queries ($rate_window); throughput and utilization share it, so they cover "
-        "the same time.", ge=1, le=3600,
+        5,
+        "s",
+        "Window of rate() in the queries ($rate_window); throughput and utilization share it, so they cover "
+        "the same time.",
+        ge=1,
+        le=3600,
     )
-    timeout_s: float = _field(5, "s", "A query or scrape slower than this fails the tick (skipped, not actuated).",
-                              gt=0, le=300)
+    timeout_s: float = _field(
+        5, "s", "A query or scrape slower than this fails the tick (skipped, not actuated).", gt=0, le=300
+    )
     executor_label: str = _field("executor_id", "-", "Label that names the executor in per-executor series.")
     query_workload: str = _field(
-        "sum(rate(daedalus_spark_source_latest_offset[$rate_window]))", "PromQL",
+        f"sum(rate({names.SOURCE_LATEST_OFFSET}[$rate_window]))",
+        "PromQL",
         "Records/s arriving at the source: growth of the topic's end offsets, whoever produces.",
     )
     query_throughput: str = _field(
-        "sum by (executor_id) (rate(daedalus_spark_executor_records_processed_total[$rate_window]))", "PromQL",
+        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_RECORDS)}[$rate_window]))",
+        "PromQL",
         "Records/s each executor reads from the source.",
     )
     query_cpu: str = _field(
-        "sum by (executor_id) (rate(daedalus_spark_executor_cpu_seconds_total[$rate_window])) / on (executor_id) "
-        "daedalus_spark_executor_cpu_limit_cores", "PromQL",
+        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_CPU_SECONDS)}[$rate_window])) / on (executor_id) "
+        f"{names.EXECUTOR_CPU_LIMIT_CORES}",
+        "PromQL",
         "CPU utilization ratio per executor (executor JVM and its Python workers) — utilization_signal cpu.",
     )
     query_busy: str = _field(
-        "sum by (executor_id) (rate(daedalus_spark_executor_busy_seconds_total[$rate_window])) / on (executor_id) "
-        "daedalus_spark_executor_cores", "PromQL", "Busy fraction per executor (task time per core) — "
-        "utilization_signal busy_time.",
+        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_BUSY_SECONDS)}[$rate_window])) / on (executor_id) "
+        f"{names.EXECUTOR_CORES}",
+        "PromQL",
+        "Busy fraction per executor (task time per core) — utilization_signal busy_time.",
     )
-    query_lag: str = _field("sum(daedalus_spark_lag_records)", "PromQL", "Consumer lag in records.")
-    query_executors: str = _field("sum(daedalus_spark_executors)", "PromQL", "Live executors (the scale-out).")
+    query_lag: str = _field(f"sum({names.LAG_RECORDS})", "PromQL", "Consumer lag in records.")
+    query_executors: str = _field(f"sum({names.EXECUTORS})", "PromQL", "Live executors (the scale-out).")
     query_uptime: str = _field(
-        "max(daedalus_spark_uptime_seconds)", "PromQL", "Seconds since the job (re)started processing.",
+        f"max({names.UPTIME_SECONDS})",
+        "PromQL",
+        "Seconds since the job (re)started processing.",
     )
-
 
     @field_validator("prometheus_url")
     @classmethod
@@ -210,42 +303,57 @@ class MonitorConfig(_Section):
             _http_url(url)
         return value
 
-    _names = field_validator("executor_label", "query_workload", "query_throughput", "query_cpu", "query_busy",
-                             "query_lag", "query_executors", "query_uptime")(_nonblank)
+    _names = field_validator(
+        "executor_label",
+        "query_workload",
+        "query_throughput",
+        "query_cpu",
+        "query_busy",
+        "query_lag",
+        "query_executors",
+        "query_uptime",
+    )(_nonblank)
 
 
 class ActuatorConfig(_Section):
     kind: Literal["agent", "dry_run", "kubernetes"] = _field(
-        "agent", "-", "agent: PUT the executor target to the in-driver agent; dry_run: decide and log only; "
+        "agent",
+        "-",
+        "agent: PUT the executor target to the in-driver agent; dry_run: decide and log only; "
         "kubernetes: set the scale of the kubernetes: section's StatefulSet or Deployment.",
     )
     agent_url: str = _field("http://127.0.0.1:9095", "url", "The agent's base URL (sidecar: localhost).")
     token_env: str = _field(
-        "DAEDALUS_AGENT_TOKEN", "-", "Environment variable holding the agent's bearer token (unset: no token).",
+        "DAEDALUS_AGENT_TOKEN",
+        "-",
+        "Environment variable holding the agent's bearer token (unset: no token).",
     )
     timeout_s: float = _field(10, "s", "Timeout of one HTTP request to the agent.", gt=0, le=300)
-    retries: int = _field(3, "attempts", "Attempts per request before the actuation is reported failed.",
-                          ge=1, le=20)
+    retries: int = _field(3, "attempts", "Attempts per request before the actuation is reported failed.", ge=1, le=20)
     backoff_s: float = _field(1, "s", "Wait before the first retry; doubles with every further one.", ge=0, le=60)
     confirm_timeout_s: float = _field(
-        90, "s", "After setting a target, wait this long for the live executor count to reach it "
-        "(unconfirmed otherwise).", ge=0, le=3600,
+        90,
+        "s",
+        "After setting a target, wait this long for the live executor count to reach it (unconfirmed otherwise).",
+        ge=0,
+        le=3600,
     )
     confirm_poll_s: float = _field(1, "s", "Poll period while confirming.", gt=0, le=60)
-
 
     _url = field_validator("agent_url")(_http_url)
 
 
 class RuntimeConfig(_Section):
     metrics_host: str = _field("127.0.0.1", "-", "Address of the controller's /metrics and /healthz.")
-    metrics_port: int = _field(9097, "port", "Port of the controller's /metrics and /healthz (0 = off).",
-                               ge=0, le=65535)
+    metrics_port: int = _field(
+        9097, "port", "Port of the controller's /metrics and /healthz (0 = off).", ge=0, le=65535
+    )
     decision_log: str = _field(
-        "daedalus-decisions.jsonl", "path", "One JSON line per tick: time, reason, scale-outs, evidence, actuation.",
+        "daedalus-decisions.jsonl",
+        "path",
+        "One JSON line per tick: time, reason, scale-outs, evidence, actuation.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _field("INFO", "-", "Logging level.")
-
 
     _log = field_validator("decision_log")(_nonblank)
 
@@ -254,7 +362,9 @@ class AgentSettings(_Section):
     host: str = _field("127.0.0.1", "-", "The in-driver agent listens here (beyond localhost only when set).")
     port: int = _field(9095, "port", "The agent's HTTP port.", ge=0, le=65535)
     token_env: str = _field(
-        "DAEDALUS_AGENT_TOKEN", "-", "Environment variable with the bearer token /executors requires (unset: none).",
+        "DAEDALUS_AGENT_TOKEN",
+        "-",
+        "Environment variable with the bearer token /executors requires (unset: none).",
     )
     min_executors: int = _field(1, "executors", "Targets below this are refused.", ge=0, le=10000)
     max_executors: int = _field(16, "executors", "Targets above this are refused.", ge=1, le=10000)
@@ -263,40 +373,62 @@ class AgentSettings(_Section):
 
 class KubernetesConfig(_Section):
     namespace: str = _field(
-        "", "-", "Namespace of the scaled object, the executor pods and the events (empty: the pod's own namespace "
+        "",
+        "-",
+        "Namespace of the scaled object, the executor pods and the events (empty: the pod's own namespace "
         "in a cluster, else the kubeconfig context's, else default).",
     )
     kind: Literal["StatefulSet", "Deployment"] = _field(
-        "StatefulSet", "-", "actuator.kind kubernetes: kind of the object whose scale subresource is set.",
+        "StatefulSet",
+        "-",
+        "actuator.kind kubernetes: kind of the object whose scale subresource is set.",
     )
     name: str = _field("spark-worker", "-", "actuator.kind kubernetes: name of that StatefulSet or Deployment.")
     in_cluster: bool | Literal["auto"] = _field(
-        "auto", "-", "true: the pod's service account; false: the kubeconfig; auto: in-cluster when running in a pod.",
+        "auto",
+        "-",
+        "true: the pod's service account; false: the kubeconfig; auto: in-cluster when running in a pod.",
     )
-    kubeconfig: str = _field("", "path", "Kubeconfig file when not in a cluster (empty: $KUBECONFIG or ~/.kube/config).")
+    kubeconfig: str = _field(
+        "", "path", "Kubeconfig file when not in a cluster (empty: $KUBECONFIG or ~/.kube/config)."
+    )
     request_timeout_s: float = _field(10, "s", "Timeout of one request to the API server.", gt=0, le=300)
     retries: int = _field(
-        4, "attempts", "Attempts per request on conflicts (409), server errors (5xx) and timeouts.", ge=1, le=20,
+        4,
+        "attempts",
+        "Attempts per request on conflicts (409), server errors (5xx) and timeouts.",
+        ge=1,
+        le=20,
     )
     backoff_s: float = _field(1, "s", "Wait before the first retry; doubles with every further one.", ge=0, le=60)
     executor_selector: str = _field(
-        "spark-role=executor", "labels", "Label selector of the job's executor pods (driver-sidecar modes).",
+        "spark-role=executor",
+        "labels",
+        "Label selector of the job's executor pods (driver-sidecar modes).",
     )
     app_id_env: str = _field(
-        "DAEDALUS_SPARK_APP_ID", "-", "Environment variable holding the Spark application id; when set, the "
+        "DAEDALUS_SPARK_APP_ID",
+        "-",
+        "Environment variable holding the Spark application id; when set, the "
         "selector also requires spark-app-selector=<id> (other jobs' executors in the namespace are ignored).",
     )
     pending_timeout_s: float = _field(
-        120, "s", "An executor pod Pending longer than this (quota, no nodes) makes the target unreachable.",
-        ge=0, le=86400,
+        120,
+        "s",
+        "An executor pod Pending longer than this (quota, no nodes) makes the target unreachable.",
+        ge=0,
+        le=86400,
     )
     events: bool = _field(True, "-", "Write a Kubernetes Event for every rescale and failed rescale.")
     pod_name_env: str = _field(
-        "DAEDALUS_POD_NAME", "-", "Driver-sidecar modes: variable with the driver pod's name, the events' object.",
+        "DAEDALUS_POD_NAME",
+        "-",
+        "Driver-sidecar modes: variable with the driver pod's name, the events' object.",
     )
     pod_uid_env: str = _field(
-        "DAEDALUS_POD_UID", "-", "Driver-sidecar modes: variable with the driver pod's uid (kubectl describe "
-        "matches events by uid).",
+        "DAEDALUS_POD_UID",
+        "-",
+        "Driver-sidecar modes: variable with the driver pod's uid (kubectl describe matches events by uid).",
     )
 
 
@@ -329,7 +461,9 @@ class Config(_Section):
             raise ValueError("monitor: set prometheus_url or at least one of scrape_urls (nothing to observe)")
         if self.forecast.resolution_s != int(self.forecast.resolution_s):
             # Workload samples arrive per whole second; a fractional bucket would split them unevenly.
-            raise ValueError(f"forecast.resolution_s must be a whole number of seconds, got {self.forecast.resolution_s}")
+            raise ValueError(
+                f"forecast.resolution_s must be a whole number of seconds, got {self.forecast.resolution_s}"
+            )
         return self
 
 
@@ -356,7 +490,7 @@ class _StrictYamlLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
             raise yaml.constructor.ConstructorError(None, None, "aliases (*name) are not allowed here", mark)
         return super().compose_node(parent, index)
 
@@ -387,7 +521,7 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return sorted(model.model_fields)
 
 
-def _explain(model: type[BaseModel], err: dict[str, Any]) -> str:
+def _explain(model: type[BaseModel], err: ErrorDetails) -> str:
     path = ".".join(str(p) for p in err["loc"]) or "(top level)"
     if err["type"] == "extra_forbidden":
         allowed = ", ".join(_allowed_keys(model, err["loc"]))
@@ -424,7 +558,7 @@ def load_model(model: type[M], path: str | Path | None, error: type[ConfigError]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
+        line = raw[: exc.start].count(b"\n") + 1
         raise error(f"{path}:{line}", [f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})"]) from None
     try:
         data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
@@ -460,7 +594,7 @@ def _bounds(info: Any) -> str:
 def render_yaml(config: Config) -> str:
     """The config as YAML with every field's unit, allowed range and description as a comment."""
     lines = ["# daedalus-spark configuration. Every key is optional; unknown keys are errors."]
-    for section_name, section_info in Config.model_fields.items():
+    for section_name in Config.model_fields:
         section = getattr(config, section_name)
         lines.append(f"{section_name}:")
         for name, info in type(section).model_fields.items():

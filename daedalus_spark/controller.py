@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from concurrent.futures import Executor
 from dataclasses import replace
 
@@ -13,6 +14,7 @@ from daedalus_spark.execute.port import Actuation
 from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
+from daedalus_spark.plan.cost import plan_cost_aware
 
 
 class Controller:
@@ -89,8 +91,15 @@ class Controller:
         k.capacity.remember(table)
         k.history.latest_table = table
         forecast = k.forecaster.predict(now_s)
-        k.history.add_forecast(forecast_record(now_s, forecast, arima_order=k.forecaster.arima_order,
-                                               refits=k.forecaster.refits, last_wape=k.forecaster.last_wape))
+        k.history.add_forecast(
+            forecast_record(
+                now_s,
+                forecast,
+                arima_order=k.forecaster.arima_order,
+                refits=k.forecaster.refits,
+                last_wape=k.forecaster.last_wape,
+            )
+        )
         inputs = PlanInputs(
             now_s=now_s,
             current_scaleout=obs.scaleout,
@@ -103,14 +112,16 @@ class Controller:
             last_rescale_s=k.last_rescale_s,
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
+            lookback_workload_per_s=_since(k.history.workload, now_s - settings.scale_in_lookback_s),
+            lookback_step_s=self.config.forecast.resolution_s,
         )
-        return plan(inputs, settings)
+        return plan(inputs, settings) if settings.planner == "paper" else plan_cost_aware(inputs, settings)
 
     def _measure_recovery(self, obs: Observation) -> None:
         k = self.knowledge
-        totals = [sum(col) for col in zip(*(w.throughput_per_s for w in obs.workers))]
+        totals = [sum(col) for col in zip(*(w.throughput_per_s for w in obs.workers), strict=False)]
         n = len(obs.workload_per_s)
-        for i, (workload, throughput) in enumerate(zip(obs.workload_per_s, totals)):
+        for i, (workload, throughput) in enumerate(zip(obs.workload_per_s, totals, strict=False)):
             time_s = obs.time_s - (n - 1 - i) * obs.step_s
             if not (math.isfinite(workload) and math.isfinite(throughput)):
                 continue
@@ -120,6 +131,11 @@ class Controller:
 
     def _hold(self, obs: Observation, now_s: float, reason: Reason, **evidence: float | str) -> Decision:
         return Decision(now_s, obs.scaleout, obs.scaleout, reason, dict(evidence))
+
+
+def _since(workload: Iterable[tuple[float, float]], since_s: float) -> tuple[float, ...]:
+    """Observed workload (per forecast-resolution step) stamped after `since_s`, oldest first."""
+    return tuple(value for t, value in workload if t > since_s)
 
 
 def _number(value: object, default: float) -> float:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+SPARK_DRIVER_ID = "driver"  # Spark lists the driver among the executors under this id; it runs no source tasks
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,39 @@ class Observation:
     def worker_ids(self) -> tuple[str, ...]:
         return tuple(w.worker_id for w in self.workers)
 
+    @classmethod
+    def of(
+        cls,
+        *,
+        time_s: float,
+        workload_per_s: float | Sequence[float],
+        executors: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+        step_s: float = 1.0,
+        consumer_lag_records: float = 0.0,
+        scaleout: int | None = None,
+        uptime_s: float = 1e9,
+    ) -> Observation:
+        """Built from plain numbers (tests, benchmarks): `executors` maps id -> (throughput, utilization) series;
+        a single workload value is repeated over the executors' samples; the scale-out defaults to their count."""
+        series = tuple(
+            WorkerSeries(e, tuple(float(v) for v in thr), tuple(float(u) for u in util))
+            for e, (thr, util) in executors.items()
+        )
+        if isinstance(workload_per_s, (int, float)):
+            samples = len(series[0].throughput_per_s) if series else 1
+            workload = (float(workload_per_s),) * samples
+        else:
+            workload = tuple(float(v) for v in workload_per_s)
+        return cls(
+            time_s=time_s,
+            step_s=step_s,
+            workload_per_s=workload,
+            workers=series,
+            consumer_lag_records=consumer_lag_records,
+            scaleout=len(series) if scaleout is None else scaleout,
+            uptime_s=uptime_s,
+        )
+
 
 @dataclass(frozen=True)
 class Forecast:
@@ -52,10 +88,20 @@ class Forecast:
     step_s: float
     values_per_s: tuple[float, ...]
     model: str
+    # Upper bound of the model's prediction interval per step (same length as values_per_s); empty when the model
+    # gives none. The planner provisions for it where the model is unsure.
+    upper_per_s: tuple[float, ...] = ()
 
     @property
     def horizon_s(self) -> float:
         return len(self.values_per_s) * self.step_s
+
+    def upper_bound(self) -> Forecast:
+        """The forecast to provision for: the interval's upper bound where there is one, else the point forecast."""
+        if len(self.upper_per_s) != len(self.values_per_s):
+            return self
+        upper = tuple(max(u, v) for u, v in zip(self.upper_per_s, self.values_per_s, strict=True))
+        return Forecast(self.start_s, self.step_s, upper, self.model, self.upper_per_s)
 
     def max_within(self, seconds: float) -> float:
         """Highest predicted workload over the next `seconds` (at least the first step)."""
@@ -117,6 +163,11 @@ class Reason(StrEnum):
     SCALE_IN_SMALLEST_VALID = "scale_in_smallest_valid"
     SCALE_IN_DEFERRED_LAG = "scale_in_deferred_lag"
     NO_VALID_SCALEOUT_USE_MAX = "no_valid_scaleout_use_max"
+    # cost_aware planner only (plan/cost.py): a scale-in Algorithm 1 proposed, held or changed
+    SCALE_IN_RECENTLY_OUTGROWN = "scale_in_recently_outgrown"
+    SCALE_IN_UNDONE_WITHIN_COOLDOWN = "scale_in_undone_within_cooldown"
+    SCALE_IN_NOT_WORTH_IT = "scale_in_not_worth_it"
+    SCALE_IN_BEST_NET_SAVING = "scale_in_best_net_saving"
     COOLDOWN = "cooldown_after_rescale"
     SKIP_MISSING_DATA = "skip_missing_data"
     SKIP_WARMUP = "skip_warmup"

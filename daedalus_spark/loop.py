@@ -56,8 +56,9 @@ class Loop:
         observation, error = self._observe(now_s, timings)
         started = time.perf_counter()
         if observation is None:
-            decision = self.controller.skip(now_s, self._last_scaleout, problem=str(error),
-                                            monitor_error=error.kind if error else "")
+            decision = self.controller.skip(
+                now_s, self._last_scaleout, problem=str(error), monitor_error=error.kind if error else ""
+            )
         else:
             self._last_scaleout = observation.scaleout
             decision = self.controller.tick(observation, now_s)
@@ -93,10 +94,15 @@ class Loop:
     def _apply(self, decision: Decision) -> Actuation:
         try:
             actuation = self.actuator.apply(decision.target_scaleout)
-        except Exception as exc:  # noqa: BLE001 - the port promises not to raise; a bug must not kill the loop
+        except Exception as exc:  # the port promises not to raise; a bug must not kill the loop
             log.exception("actuator raised instead of reporting")
             actuation = Actuation(decision.target_scaleout, Outcome.FAILED, f"actuator raised: {exc!r}")
         if not actuation.outcome.changed_the_job and actuation.outcome is not Outcome.DRY_RUN:
-            log.warning("rescale %d -> %d %s: %s", decision.current_scaleout, decision.target_scaleout,
-                        actuation.outcome.value, actuation.detail)
+            log.warning(
+                "rescale %d -> %d %s: %s",
+                decision.current_scaleout,
+                decision.target_scaleout,
+                actuation.outcome.value,
+                actuation.detail,
+            )
         return actuation

@@ -53,6 +53,13 @@ def boolean(value: Any, where: str) -> bool:
     return value
 
 
+def check_version(raw: Mapping[str, Any], where: str, understood: int) -> None:
+    """A component's state version: newer than this code understands is refused (absent: 1, written before versions)."""
+    version = integer(raw.get("version", 1), f"{where}.version", lo=1, hi=2**31)
+    if version > understood:
+        raise Damaged(f"{where}: state version {version} is newer than this daedalus-spark understands ({understood})")
+
+
 def text(value: Any, where: str, *, max_len: int = 200) -> str:
     if not isinstance(value, str) or len(value) > max_len:
         raise Damaged(f"{where}: expected a string of at most {max_len} characters, got {value!r:.40}")

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from daedalus_spark.domain import Observation, WorkerSeries
+from daedalus_spark.domain import Observation
+from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "tests" / "data" / "measurements"
-TRACES = ROOT / "workloads" / "traces"
+TRACES = BUNDLED_TRACES_DIR
 
 
 def observation(
@@ -28,10 +29,14 @@ def observation(
     """An observation; `workers` maps id -> (throughput series, utilization series)."""
     series = [float(workload)] * samples if isinstance(workload, (int, float)) else [float(x) for x in workload]
     workers = workers or {"w1": ([1000.0] * len(series), [0.5] * len(series))}
-    ws = tuple(WorkerSeries(w, tuple(map(float, t)), tuple(map(float, u))) for w, (t, u) in workers.items())
-    return Observation(
-        time_s=time_s, step_s=step_s, workload_per_s=tuple(series), workers=ws,
-        consumer_lag_records=lag, scaleout=scaleout if scaleout is not None else len(ws), uptime_s=uptime_s,
+    return Observation.of(
+        time_s=time_s,
+        workload_per_s=series,
+        executors=workers,
+        step_s=step_s,
+        consumer_lag_records=lag,
+        scaleout=scaleout,
+        uptime_s=uptime_s,
     )
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
-from daedalus_spark.agent.collector import AgentCollector, Snapshot
-from daedalus_spark.agent.driverui import DriverUiReader
+from daedalus_spark.agent.collector import AgentCollector, DriverView
+from daedalus_spark.agent.driverui import DriverUiReader, live_executors
 from daedalus_spark.agent.queries import LatestOffsets, ProgressTracker
 from daedalus_spark.agent.scaler import ExecutorScaler
 from daedalus_spark.agent.server import Routes, serve
@@ -58,9 +58,15 @@ class Agent:
             self.reader.poll_stages()
         except Exception:  # noqa: BLE001 - a missed poll shows as an error count, never kills the driver
             self._errors += 1
-            executors = self.collector.snapshot.executors
-        self.collector.publish(Snapshot(executors=executors, records=dict(self.reader.records),
-                                        queries=self.tracker.snapshot(), poll_errors=self._errors))
+            executors = self.collector.view.executors
+        self.collector.publish(
+            DriverView(
+                executors=executors,
+                records=dict(self.reader.records),
+                queries=self.tracker.snapshot(),
+                poll_errors=self._errors,
+            )
+        )
 
     def _loop(self, pending: int | None) -> None:
         surplus_since: float | None = None
@@ -76,7 +82,7 @@ class Agent:
         target reached it): apply the target again. The grace outlasts an executor's normal leave (~5 s), so one
         already leaving is never doubled by a second victim."""
         target = self.scaler.target
-        live = sum(1 for e in self.collector.snapshot.executors if e.active and e.executor_id != "driver")
+        live = len(live_executors(self.collector.view.executors))
         if target is None or live <= target:
             return None
         if surplus_since is None or now - surplus_since < SURPLUS_GRACE_S:
@@ -99,9 +105,14 @@ class Agent:
         return None
 
     def status(self) -> dict[str, Any]:
-        live = [e.executor_id for e in self.collector.snapshot.executors if e.active and e.executor_id != "driver"]
-        return {"current": self.scaler.current(), "target": self.scaler.target, "executors": live,
-                "min": self.config.min_executors, "max": self.config.max_executors}
+        live = [e.executor_id for e in live_executors(self.collector.view.executors)]
+        return {
+            "current": self.scaler.current(),
+            "target": self.scaler.target,
+            "executors": live,
+            "min": self.config.min_executors,
+            "max": self.config.max_executors,
+        }
 
     def apply(self, target: int) -> dict[str, Any]:
         leaving = self.scaler.apply(target)
@@ -114,8 +125,9 @@ class Agent:
             self.server.server_close()
 
 
-def start_agent(spark: SparkSession, config: AgentConfig | None = None, *,
-                latest_offsets: Mapping[str, LatestOffsets] | None = None) -> Agent:
+def start_agent(
+    spark: SparkSession, config: AgentConfig | None = None, *, latest_offsets: Mapping[str, LatestOffsets] | None = None
+) -> Agent:
     """Start the agent in this driver; `latest_offsets` maps a topic to a live reader of its end offsets."""
     config = config or AgentConfig()
     sc = spark.sparkContext
@@ -125,8 +137,12 @@ def start_agent(spark: SparkSession, config: AgentConfig | None = None, *,
     tracker = ProgressTracker()
     spark.streams.addListener(tracker)
     scaler = ExecutorScaler(sc._jsc.sc(), sc._jvm, reader.executors)
-    collector = AgentCollector(app_id=sc.applicationId, started_at=sc.startTime / 1000.0,
-                               latest=dict(latest_offsets or {}), target=lambda: scaler.target)
+    collector = AgentCollector(
+        app_id=sc.applicationId,
+        started_at=sc.startTime / 1000.0,
+        latest=dict(latest_offsets or {}),
+        target=lambda: scaler.target,
+    )
     registry = CollectorRegistry()
     registry.register(collector)
     agent = Agent(config, reader, tracker, collector, scaler, registry)

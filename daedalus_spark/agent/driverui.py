@@ -6,8 +6,11 @@ import json
 import urllib.error
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from daedalus_spark.domain import SPARK_DRIVER_ID
 
 
 @dataclass(frozen=True)
@@ -17,7 +20,11 @@ class ExecutorInfo:
     cores: int
     active_tasks: int
     busy_s: float
-    completed_tasks: int
+
+
+def live_executors(executors: Iterable[ExecutorInfo]) -> list[ExecutorInfo]:
+    """The executors that are running, the driver excluded: what the scale-out counts."""
+    return [e for e in executors if e.active and e.executor_id != SPARK_DRIVER_ID]
 
 
 def fetch_json(url: str, timeout_s: float = 5.0) -> Any:
@@ -32,7 +39,6 @@ class DriverUiReader:
     base_url: str
     app_id: str
     records: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    task_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     next_stage: int = 0
     _pending: set[int] = field(default_factory=set)
 
@@ -45,10 +51,13 @@ class DriverUiReader:
 
     @staticmethod
     def _executor(raw: dict[str, Any]) -> ExecutorInfo:
-        return ExecutorInfo(executor_id=str(raw["id"]), active=bool(raw.get("isActive", False)),
-                            cores=int(raw.get("totalCores", 0)), active_tasks=int(raw.get("activeTasks", 0)),
-                            busy_s=float(raw.get("totalDuration", 0)) / 1000.0,
-                            completed_tasks=int(raw.get("completedTasks", 0)))
+        return ExecutorInfo(
+            executor_id=str(raw["id"]),
+            active=bool(raw.get("isActive", False)),
+            cores=int(raw.get("totalCores", 0)),
+            active_tasks=int(raw.get("activeTasks", 0)),
+            busy_s=float(raw.get("totalDuration", 0)) / 1000.0,
+        )
 
     def poll_stages(self) -> None:
         """Fold finished stages' per-executor input records into the running totals."""
@@ -76,5 +85,4 @@ class DriverUiReader:
         for attempt in attempts:
             for executor_id, summary in (attempt.get("executorSummary") or {}).items():
                 self.records[executor_id] += int(summary.get("inputRecords", 0))
-                self.task_s[executor_id] += float(summary.get("taskTime", 0)) / 1000.0
         return True

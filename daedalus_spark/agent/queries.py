@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 LatestOffsets = Callable[[], Mapping[int, int]]
 
@@ -44,7 +44,9 @@ def flatten_offsets(raw: Any) -> dict[tuple[str, str], int]:
     return flat
 
 
-def offsets_by_partition(stats: QueryStats, latest: Mapping[str, LatestOffsets]) -> dict[tuple[str, str], tuple[int, int]]:
+def offsets_by_partition(
+    stats: QueryStats, latest: Mapping[str, LatestOffsets]
+) -> dict[tuple[str, str], tuple[int, int]]:
     """(latest, committed) per partition; live latest offsets where a reader is registered for the topic.
 
     Lag is latest minus committed. Without a live reader the latest offset is the one the source reported when
@@ -93,10 +95,15 @@ class ProgressTracker(StreamingQueryListener):
             before = self.stats.get(name)
             total = (before.input_rows_total if before else 0) + int(progress.numInputRows)
             self.stats[name] = QueryStats(
-                name=name, batch_id=int(progress.batchId), input_rows_total=total,
-                input_per_s=_finite(progress.inputRowsPerSecond), processed_per_s=_finite(progress.processedRowsPerSecond),
-                batch_duration_s=float(progress.batchDuration) / 1000.0, committed=committed or (
-                    before.committed if before else {}), reported_latest=latest)
+                name=name,
+                batch_id=int(progress.batchId),
+                input_rows_total=total,
+                input_per_s=_finite(progress.inputRowsPerSecond),
+                processed_per_s=_finite(progress.processedRowsPerSecond),
+                batch_duration_s=float(progress.batchDuration) / 1000.0,
+                committed=committed or (before.committed if before else {}),
+                reported_latest=latest,
+            )
 
     def snapshot(self) -> list[QueryStats]:
         with self._lock:

@@ -7,14 +7,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from daedalus_spark.agent.driverui import ExecutorInfo
+from daedalus_spark.agent.driverui import ExecutorInfo, live_executors
 
 
 def choose_victims(executors: Sequence[ExecutorInfo], count: int) -> list[str]:
     """The `count` live executors with the least running work (fewest active tasks, then least busy time)."""
-    live = [e for e in executors if e.active and e.executor_id != "driver"]
-    ranked = sorted(live, key=lambda e: (e.active_tasks, e.busy_s, e.executor_id))
-    return [e.executor_id for e in ranked[:max(0, count)]]
+    ranked = sorted(live_executors(executors), key=lambda e: (e.active_tasks, e.busy_s, e.executor_id))
+    return [e.executor_id for e in ranked[: max(0, count)]]
 
 
 @dataclass
@@ -28,14 +27,14 @@ class ExecutorScaler:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def current(self) -> int:
-        return sum(1 for e in self.executors() if e.active and e.executor_id != "driver")
+        return len(live_executors(self.executors()))
 
     def apply(self, target: int) -> list[str]:
         """Set the absolute target; returns the ids of executors asked to leave."""
         with self._lock:
-            live = self.executors()
-            current = sum(1 for e in live if e.active and e.executor_id != "driver")
-            victims = choose_victims(live, current - target) if target < current else []
+            executors = self.executors()
+            current = len(live_executors(executors))
+            victims = choose_victims(executors, current - target) if target < current else []
             if victims:
                 self.jsc.killExecutors(self.jvm.PythonUtils.toSeq(victims))
             empty = self.jvm.PythonUtils.toScalaMap(self.jvm.java.util.HashMap())

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hmac
 import json
 import re
-import socket
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,12 +13,11 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from daedalus_spark.agent.targets import TargetError, parse_target
+from daedalus_spark.httpserve import MAX_CONNECTIONS, BoundedHTTPServer, send_body, start
 
 MAX_BODY_BYTES = 4096
 # A client gets this long for each read (request line, headers, body) before its connection is dropped.
 READ_TIMEOUT_S = 10.0
-# Connections handled at once; more are answered 503 at once, so stalled clients cannot pile up threads.
-MAX_CONNECTIONS = 16
 # A Content-Length is plain decimal digits (RFC 9110); a sign, spaces or a fraction make the request malformed.
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,10}")
 
@@ -50,7 +47,7 @@ def make_handler(routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S) -> t
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep the driver log quiet
             return None
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             if self.path.split("?")[0] == "/metrics":
                 self._send(200, generate_latest(routes.registry), CONTENT_TYPE_LATEST)
             elif self.path == "/executors":
@@ -60,15 +57,16 @@ def make_handler(routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S) -> t
             else:
                 self._json(404, {"error": f"no route {self.path}"})
 
-        def do_PUT(self) -> None:  # noqa: N802
+        def do_PUT(self) -> None:
             if self.path != "/executors":
                 self._json(404, {"error": f"no route {self.path}"})
                 return
             if not self._authorized():
                 return
             try:
-                target = parse_target(self._body(), min_executors=routes.min_executors,
-                                      max_executors=routes.max_executors)
+                target = parse_target(
+                    self._body(), min_executors=routes.min_executors, max_executors=routes.max_executors
+                )
             except BadRequest as exc:
                 self.close_connection = True
                 self._json(exc.code, {"error": str(exc)})
@@ -81,7 +79,7 @@ def make_handler(routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S) -> t
             except Exception as exc:  # noqa: BLE001 - the driver refused; report it, keep serving
                 self._json(503, {"error": f"could not apply target {target}: {exc}"})
 
-        do_POST = do_PUT
+        do_POST = do_PUT  # noqa: N815 - http.server's name
 
         def _body(self) -> bytes:
             """The complete body announced by one valid Content-Length, or BadRequest: never a partial one."""
@@ -97,7 +95,7 @@ def make_handler(routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S) -> t
                 raise BadRequest(413, f"body of {length} bytes is over the limit of {MAX_BODY_BYTES}")
             try:
                 body = self.rfile.read(length)
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 raise BadRequest(408, f"body not received within {read_timeout_s:g} s") from None
             if len(body) != length:
                 raise BadRequest(400, f"body has {len(body)} bytes, Content-Length announced {length}")
@@ -125,59 +123,19 @@ def make_handler(routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S) -> t
             self._send(code, json.dumps(payload).encode(), "application/json")
 
         def _send(self, code: int, body: bytes, content_type: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_body(self, code, body, content_type)
 
     return Handler
 
 
-class BoundedHTTPServer(ThreadingHTTPServer):
-    """A thread per connection, at most `max_connections` at once; the rest get a 503 and are closed."""
-
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *,
-                 max_connections: int = MAX_CONNECTIONS) -> None:
-        super().__init__(address, handler)
-        self._slots = threading.BoundedSemaphore(max_connections)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            _refuse_busy(request)
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-
-def _refuse_busy(request: socket.socket) -> None:
-    body = b'{"error": "too many connections"}'
-    try:
-        request.settimeout(1.0)
-        request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
-    except OSError:
-        pass  # the client is gone or not reading: closing is all that is left
-
-
 def serve(
-    routes: Routes, host: str, port: int, *,
-    max_connections: int = MAX_CONNECTIONS, read_timeout_s: float = READ_TIMEOUT_S,
+    routes: Routes,
+    host: str,
+    port: int,
+    *,
+    max_connections: int = MAX_CONNECTIONS,
+    read_timeout_s: float = READ_TIMEOUT_S,
 ) -> ThreadingHTTPServer:
     """Start serving on a daemon thread; port 0 picks a free port (see `server.server_port`)."""
     handler = make_handler(routes, read_timeout_s=read_timeout_s)
-    server = BoundedHTTPServer((host, port), handler, max_connections=max_connections)
-    threading.Thread(target=server.serve_forever, name="daedalus-agent-http", daemon=True).start()
-    return server
+    return start(BoundedHTTPServer((host, port), handler, max_connections=max_connections), "daedalus-agent-http")

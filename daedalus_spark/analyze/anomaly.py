@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from daedalus_spark.analyze.stats import ExponentialMoments
 from daedalus_spark.config import RecoveryConfig
 from daedalus_spark.domain import Recovery
+from daedalus_spark.untrusted import Damaged, boolean, check_version, integer, mapping, number, optional_number, text
 
 # A rescale that shows no anomaly this long after it was seamless (e.g. executors added in place).
 NO_ANOMALY_GRACE_S = 60.0
+STATE_VERSION = 1
+_MAX_SECONDS = 1e9  # a stored duration beyond this (~30 years) is not one we wrote
+_MAX_SCALEOUT = 100_000
 
 
 @dataclass
@@ -24,6 +29,27 @@ class PendingRecovery:
     overlapping: bool = False  # began while an earlier recovery was still under way: timed, not learned from
     normal_streak_start_s: float | None = None
     normal_streak: int = 0
+
+    @classmethod
+    def from_state(cls, raw: Any, where: str) -> PendingRecovery:
+        p = mapping(raw, where)
+        direction = text(p["direction"], f"{where}.direction")
+        if direction not in ("out", "in"):
+            raise Damaged(f"{where}.direction: {direction!r:.20} is neither 'out' nor 'in'")
+        return cls(
+            rescale_time_s=number(p["rescale_time_s"], f"{where}.rescale_time_s"),
+            direction=direction,
+            from_scaleout=integer(p["from_scaleout"], f"{where}.from_scaleout", lo=0, hi=_MAX_SCALEOUT),
+            to_scaleout=integer(p["to_scaleout"], f"{where}.to_scaleout", lo=0, hi=_MAX_SCALEOUT),
+            predicted_recovery_s=number(
+                p["predicted_recovery_s"], f"{where}.predicted_recovery_s", lo=0.0, allow_inf=True
+            ),
+            downtime_used_s=number(p["downtime_used_s"], f"{where}.downtime_used_s", lo=0.0, hi=_MAX_SECONDS),
+            anomaly_seen=boolean(p["anomaly_seen"], f"{where}.anomaly_seen"),
+            overlapping=boolean(p["overlapping"], f"{where}.overlapping"),
+            normal_streak_start_s=optional_number(p["normal_streak_start_s"], f"{where}.normal_streak_start_s"),
+            normal_streak=integer(p["normal_streak"], f"{where}.normal_streak", lo=0, hi=2**53),
+        )
 
 
 @dataclass
@@ -45,6 +71,33 @@ class RecoveryMonitor:
             self.downtime_scale_out_s = self.config.initial_downtime_scale_out_s
         if self.downtime_scale_in_s < 0:
             self.downtime_scale_in_s = self.config.initial_downtime_scale_in_s
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "moments": self.moments.to_state(),
+            "pending": None if self.pending is None else asdict(self.pending),
+            "downtime_scale_out_s": self.downtime_scale_out_s,
+            "downtime_scale_in_s": self.downtime_scale_in_s,
+        }
+
+    @classmethod
+    def from_state(cls, config: RecoveryConfig, raw: Any, where: str = "recovery") -> RecoveryMonitor:
+        """The monitor as `to_state` wrote it, every value checked (`Damaged` names the first bad one)."""
+        state = mapping(raw, where)
+        check_version(state, where, STATE_VERSION)
+        pending = state["pending"]
+        return cls(
+            config,
+            moments=ExponentialMoments.from_state(state["moments"], f"{where}.moments"),
+            pending=None if pending is None else PendingRecovery.from_state(pending, f"{where}.pending"),
+            downtime_scale_out_s=number(
+                state["downtime_scale_out_s"], f"{where}.downtime_scale_out_s", lo=-1.0, hi=_MAX_SECONDS
+            ),
+            downtime_scale_in_s=number(
+                state["downtime_scale_in_s"], f"{where}.downtime_scale_in_s", lo=-1.0, hi=_MAX_SECONDS
+            ),
+        )
 
     def downtime_s(self, direction: str) -> float:
         return self.downtime_scale_in_s if direction == "in" else self.downtime_scale_out_s

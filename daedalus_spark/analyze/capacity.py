@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import CapacityTable, Observation, WorkerCapacity, WorkerSeries
+from daedalus_spark.untrusted import Damaged, check_version, integer, mapping, number, text
 
 # Utilization slightly above 1 happens (sampling jitter, cgroup accounting); beyond this it is garbage.
 MAX_PLAUSIBLE_UTILIZATION = 1.2
 # Spark executor ids are never reused, so a worker unseen this long is gone for good.
 FORGET_WORKER_AFTER_S = 3600.0
+STATE_VERSION = 1
+_MAX_SCALEOUT = 100_000  # a stored scale-out beyond this is not one we wrote
 
 
 @dataclass
@@ -37,6 +41,40 @@ class CapacityModel:
                 learned += 1
         self._forget_gone_workers(observation.time_s)
         return learned
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "regressions": {w: r.to_state() for w, r in self.regressions.items()},
+            "pooled": self.pooled.to_state(),
+            "last_seen_s": self.last_seen_s,
+            "observed_per_scaleout": {str(n): c for n, c in self.observed_per_scaleout.items()},
+        }
+
+    @classmethod
+    def from_state(cls, config: CapacityConfig, raw: Any, where: str = "capacity") -> CapacityModel:
+        """The model as `to_state` wrote it, every value checked (`Damaged` names the first bad one)."""
+        state = mapping(raw, where)
+        check_version(state, where, STATE_VERSION)
+        observed: dict[int, float] = {}
+        for n, c in mapping(state["observed_per_scaleout"], f"{where}.observed_per_scaleout").items():
+            at = f"{where}.observed_per_scaleout.{n!s:.20}"
+            if not isinstance(n, str) or not n.isdigit():
+                raise Damaged(f"{at}: the scale-out is not a whole number")
+            observed[integer(int(n), at, lo=1, hi=_MAX_SCALEOUT)] = number(c, at, lo=0.0)
+        return cls(
+            config,
+            regressions={
+                text(w, f"{where}.regressions key"): OnlineRegression.from_state(r, f"{where}.regressions.{w}")
+                for w, r in mapping(state["regressions"], f"{where}.regressions").items()
+            },
+            pooled=OnlineRegression.from_state(state["pooled"], f"{where}.pooled"),
+            last_seen_s={
+                text(w, f"{where}.last_seen_s key"): number(t, f"{where}.last_seen_s.{w}")
+                for w, t in mapping(state["last_seen_s"], f"{where}.last_seen_s").items()
+            },
+            observed_per_scaleout=observed,
+        )
 
     def _forget_gone_workers(self, now_s: float) -> None:
         for worker_id, seen in list(self.last_seen_s.items()):
@@ -129,7 +167,7 @@ class CapacityModel:
 
 
 def _plausible_samples(worker: WorkerSeries, skip_first: int) -> list[tuple[float, float]]:
-    pairs = zip(worker.utilization_ratio[skip_first:], worker.throughput_per_s[skip_first:])
+    pairs = zip(worker.utilization_ratio[skip_first:], worker.throughput_per_s[skip_first:], strict=False)
     return [
         (x, y)
         for x, y in pairs
@@ -139,10 +177,7 @@ def _plausible_samples(worker: WorkerSeries, skip_first: int) -> list[tuple[floa
 
 def _current_workers(observation: Observation) -> dict[str, list[float]]:
     """Worker id -> its plausible throughput samples in this window (all of them, warm-up included)."""
-    return {
-        w.worker_id: [y for _, y in _plausible_samples(w, 0)]
-        for w in observation.workers
-    }
+    return {w.worker_id: [y for _, y in _plausible_samples(w, 0)] for w in observation.workers}
 
 
 def _load_shares(workers: dict[str, list[float]]) -> dict[str, float]:

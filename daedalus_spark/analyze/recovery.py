@@ -8,7 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def replay_backlog_records(recent_workload_per_s: Sequence[float], *, step_s: float, checkpoint_interval_s: float) -> float:
+def replay_backlog_records(
+    recent_workload_per_s: Sequence[float], *, step_s: float, checkpoint_interval_s: float
+) -> float:
     """Worst case: every record of the last checkpoint interval is processed again after the restart."""
     if checkpoint_interval_s <= 0 or not recent_workload_per_s:
         return 0.0

@@ -3,28 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
-
-@dataclass
-class RunningMoments:
-    """Running count, mean and variance of one variable (Welford, 1962)."""
-
-    n: int = 0
-    mean: float = 0.0
-    m2: float = 0.0  # sum of squared deviations from the running mean
-
-    def update(self, x: float) -> None:
-        self.n += 1
-        delta = x - self.mean
-        self.mean += delta / self.n
-        self.m2 += delta * (x - self.mean)
-
-    def variance(self, ddof: int = 0) -> float:
-        return self.m2 / (self.n - ddof) if self.n > ddof else 0.0
-
-    def stddev(self, ddof: int = 0) -> float:
-        return math.sqrt(self.variance(ddof))
+from daedalus_spark.untrusted import Damaged, integer, mapping, number
 
 
 @dataclass
@@ -71,6 +53,26 @@ class OnlineRegression:
     def predict(self, x: float) -> float:
         return self.intercept + self.slope * x
 
+    def to_state(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, raw: Any, where: str) -> OnlineRegression:
+        """Stored Welford moments; NaN or a negative sum of squares would reach a division in a later tick."""
+        r = mapping(raw, where)
+        reg = cls(
+            n=integer(r["n"], f"{where}.n", lo=0, hi=2**53),
+            mean_x=number(r["mean_x"], f"{where}.mean_x"),
+            mean_y=number(r["mean_y"], f"{where}.mean_y"),
+            m2_x=number(r["m2_x"], f"{where}.m2_x", lo=0.0),
+            m2_y=number(r["m2_y"], f"{where}.m2_y", lo=0.0),
+            c_xy=number(r["c_xy"], f"{where}.c_xy"),
+        )
+        # Cauchy-Schwarz: |c_xy| <= sqrt(m2_x m2_y); beyond rounding the moments were not accumulated by us.
+        if abs(reg.c_xy) > math.sqrt(reg.m2_x * reg.m2_y) * (1 + 1e-6) + 1e-9:
+            raise Damaged(f"{where}: co-moment larger than the variances allow")
+        return reg
+
 
 @dataclass
 class ExponentialMoments:
@@ -95,3 +97,16 @@ class ExponentialMoments:
 
     def stddev(self) -> float:
         return math.sqrt(self.var)
+
+    def to_state(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, raw: Any, where: str) -> ExponentialMoments:
+        m = mapping(raw, where)
+        return cls(
+            alpha=number(m["alpha"], f"{where}.alpha", lo=0.0, hi=1.0),
+            n=integer(m["n"], f"{where}.n", lo=0, hi=2**53),
+            mean=number(m["mean"], f"{where}.mean"),
+            var=number(m["var"], f"{where}.var", lo=0.0),
+        )

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,14 @@ import numpy as np
 from daedalus_spark.config import Config, load_config, render_yaml
 from daedalus_spark.demo.processes import Processes
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
+from daedalus_spark.monitor.files import BUNDLED_TRACES
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
+from daedalus_spark.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = ROOT / "deploy" / "demo.yaml"
-TRACE = ROOT / "workloads" / "traces" / "wordcount_sine_40000_6h.csv"
+TRACE = BUNDLED_TRACES["wordcount"]
 
 
 @dataclass(frozen=True)
@@ -57,16 +60,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until(condition: Any, what: str, timeout_s: float, processes: Processes) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
+def wait_for_processes(condition: Callable[[], bool], what: str, timeout_s: float, processes: Processes) -> None:
+    """Wait for `condition`, failing at once when one of the demo's processes has exited."""
+
+    def none_exited() -> None:
         for name, p in processes.started:
             if p.poll() is not None:
-                raise RuntimeError(f"{name} exited with {p.returncode} while waiting for {what}; "
-                                   f"see {processes.log_dir / (name + '.log')}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(0.5)
+                raise RuntimeError(
+                    f"{name} exited with {p.returncode} while waiting for {what}; "
+                    f"see {processes.log_dir / (name + '.log')}"
+                )
+
+    wait_until(condition, what, timeout_s, interval_s=0.5, still_alive=none_exited)
 
 
 def answers(url: str) -> bool:
@@ -77,17 +82,29 @@ def answers(url: str) -> bool:
         return False
 
 
-def controller_config(base: Config, out: Path, *, agent_url: str, scrape_urls: list[str], prometheus_url: str,
-                      metrics_port: int, max_scaleout: int) -> Config:
+def controller_config(
+    base: Config,
+    out: Path,
+    *,
+    agent_url: str,
+    scrape_urls: list[str],
+    prometheus_url: str,
+    metrics_port: int,
+    max_scaleout: int,
+) -> Config:
     """The demo config with this run's paths, ports and URLs filled in."""
-    return base.model_copy(update={
-        "controller": base.controller.model_copy(update={
-            "knowledge_path": str(out / "knowledge.sqlite"), "max_scaleout": max_scaleout}),
-        "monitor": base.monitor.model_copy(update={"scrape_urls": scrape_urls, "prometheus_url": prometheus_url}),
-        "actuator": base.actuator.model_copy(update={"agent_url": agent_url}),
-        "runtime": base.runtime.model_copy(update={"decision_log": str(out / "decisions.jsonl"),
-                                                   "metrics_port": metrics_port}),
-    })
+    return base.model_copy(
+        update={
+            "controller": base.controller.model_copy(
+                update={"knowledge_path": str(out / "knowledge.sqlite"), "max_scaleout": max_scaleout}
+            ),
+            "monitor": base.monitor.model_copy(update={"scrape_urls": scrape_urls, "prometheus_url": prometheus_url}),
+            "actuator": base.actuator.model_copy(update={"agent_url": agent_url}),
+            "runtime": base.runtime.model_copy(
+                update={"decision_log": str(out / "decisions.jsonl"), "metrics_port": metrics_port}
+            ),
+        }
+    )
 
 
 def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CONFIG, log: Any = print) -> int:
@@ -104,40 +121,87 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
     sampler: Sampler | None = None
     started = time.monotonic()
     try:
-        log(f"demo: starting {plan.workers} Spark workers ({plan.cpus_per_worker:g} CPU each; cgroup quota: "
-            f"{cpu_quota_support() or 'none'})")
+        log(
+            f"demo: starting {plan.workers} Spark workers ({plan.cpus_per_worker:g} CPU each; cgroup quota: "
+            f"{cpu_quota_support() or 'none'})"
+        )
         cluster.start()
         exporter_url = cluster.start_cpu_exporter()
         agent_port, controller_port = free_port(), free_port()
         agent = f"http://127.0.0.1:{agent_port}"
         processes.python(
-            "wordcount", "workloads.wordcount", "--master", cluster.master_url, "--log-dir", str(work / "log"),
-            "--partitions", str(plan.partitions), "--sink", "noop", "--checkpoint", str(work / "checkpoint"),
-            "--agent-port", str(agent_port), "--config", str(config_path), "--max-executors", str(plan.workers),
-            "--initial-executors", str(plan.initial_executors), "--conf", "spark.executor.cores=1",
-            "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.showConsoleProgress=false")
+            "wordcount",
+            "daedalus_spark.workloads.wordcount",
+            "--master",
+            cluster.master_url,
+            "--log-dir",
+            str(work / "log"),
+            "--partitions",
+            str(plan.partitions),
+            "--sink",
+            "noop",
+            "--checkpoint",
+            str(work / "checkpoint"),
+            "--agent-port",
+            str(agent_port),
+            "--config",
+            str(config_path),
+            "--max-executors",
+            str(plan.workers),
+            "--initial-executors",
+            str(plan.initial_executors),
+            "--conf",
+            "spark.executor.cores=1",
+            "--conf",
+            "spark.executor.memory=512m",
+            "--conf",
+            "spark.ui.showConsoleProgress=false",
+        )
         log("demo: WordCount starting with the agent ...")
-        wait_until(lambda: answers(f"{agent}/healthz"), "the agent", 180, processes)
+        wait_for_processes(lambda: answers(f"{agent}/healthz"), "the agent", 180, processes)
         prometheus_url = ""
         if plan.use_prometheus and find_binary() is not None:
             targets = [u.removeprefix("http://").removesuffix("/metrics") for u in (f"{agent}/metrics", exporter_url)]
-            prometheus = start_prometheus(targets + [f"127.0.0.1:{controller_port}"], workdir=work / "prometheus")
+            prometheus = start_prometheus([*targets, f"127.0.0.1:{controller_port}"], workdir=work / "prometheus")
             prometheus_url = prometheus.url
-        config = controller_config(base, out, agent_url=agent, scrape_urls=[f"{agent}/metrics", exporter_url],
-                                   prometheus_url=prometheus_url, metrics_port=controller_port,
-                                   max_scaleout=plan.workers)
+        config = controller_config(
+            base,
+            out,
+            agent_url=agent,
+            scrape_urls=[f"{agent}/metrics", exporter_url],
+            prometheus_url=prometheus_url,
+            metrics_port=controller_port,
+            max_scaleout=plan.workers,
+        )
         (out / "demo-config.yaml").write_text(render_yaml(config))
         processes.python(
-            "generator", "workloads.generator", "wordcount", "--trace", str(plan.trace), "--start-s",
-            str(plan.trace_start_s), "--duration-s", str(plan.trace_seconds), "--compression",
-            f"{plan.compression:.6g}", "--scale", f"{plan.scale:g}", "--log-dir", str(work / "log"),
-            "--partitions", str(plan.partitions))
-        processes.start("controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config",
-                                       str(out / "demo-config.yaml")])
+            "generator",
+            "daedalus_spark.workloads.generator",
+            "wordcount",
+            "--trace",
+            str(plan.trace),
+            "--start-s",
+            str(plan.trace_start_s),
+            "--duration-s",
+            str(plan.trace_seconds),
+            "--compression",
+            f"{plan.compression:.6g}",
+            "--scale",
+            f"{plan.scale:g}",
+            "--log-dir",
+            str(work / "log"),
+            "--partitions",
+            str(plan.partitions),
+        )
+        processes.start(
+            "controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")]
+        )
         sampler = Sampler(f"{agent}/metrics").start()
-        log(f"demo: load cycle of {plan.duration_s:.0f} s running; monitor: "
+        log(
+            f"demo: load cycle of {plan.duration_s:.0f} s running; monitor: "
             f"{'Prometheus ' + prometheus_url if prometheus_url else 'embedded scraper'}; "
-            f"controller metrics on 127.0.0.1:{controller_port}; logs in {out}")
+            f"controller metrics on 127.0.0.1:{controller_port}; logs in {out}"
+        )
         _wait_out(plan.duration_s, processes, log)
     except KeyboardInterrupt:
         log("demo: interrupted; stopping everything")
@@ -166,8 +230,11 @@ def _wait_out(duration_s: float, processes: Processes, log: Any) -> None:
 
 
 def _finish(out: Path, plan: DemoPlan, samples: list[Any], wall_s: float, log: Any) -> int:
-    decisions = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines() if line.strip()] \
-        if (out / "decisions.jsonl").exists() else []
+    decisions = (
+        [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines() if line.strip()]
+        if (out / "decisions.jsonl").exists()
+        else []
+    )
     if samples:
         write_csv(samples, out / "timeline.csv")
         plot(samples, out / "timeline.png", f"daedalus-spark demo: WordCount, {plan.workers} workers max")
@@ -191,30 +258,37 @@ def summarize(plan: DemoPlan, samples: list[Any], decisions: list[dict[str, Any]
         reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
     finite_lag = lag[np.isfinite(lag)]
     return {
-        "wall_s": round(wall_s, 1), "ticks": len(decisions), "decisions_by_reason": reasons,
+        "wall_s": round(wall_s, 1),
+        "ticks": len(decisions),
+        "decisions_by_reason": reasons,
         "scale_outs": sum(1 for d in applied if d["target"] > d["current"]),
         "scale_ins": sum(1 for d in applied if d["target"] < d["current"]),
-        "rescales_failed_or_refused": sum(1 for d in decisions if d.get("actuation")
-                                          and d["actuation"]["outcome"] in ("failed", "refused")),
+        "rescales_failed_or_refused": sum(
+            1 for d in decisions if d.get("actuation") and d["actuation"]["outcome"] in ("failed", "refused")
+        ),
         "executor_seconds": round(executor_s, 1),
         "static_max_executor_seconds": round(plan.workers * span_s, 1),
         "executor_seconds_vs_static_max": round(executor_s / (plan.workers * span_s), 3) if span_s else None,
         "lag_p95_records": round(float(np.percentile(finite_lag, 95)), 1) if finite_lag.size else None,
         "lag_max_records": round(float(finite_lag.max()), 1) if finite_lag.size else None,
-        "executors_over_time": [[round(float(a), 1), int(b)] for a, b in zip(t[ok], live[ok], strict=True)
-                                if not math.isnan(b)][::15],
+        "executors_over_time": [
+            [round(float(a), 1), int(b)] for a, b in zip(t[ok], live[ok], strict=True) if not math.isnan(b)
+        ][::15],
     }
 
 
 def format_summary(s: dict[str, Any]) -> str:
-    return "\n".join([
-        f"demo: {s['ticks']} ticks in {s['wall_s']:.0f} s; scale-outs {s['scale_outs']}, scale-ins {s['scale_ins']}, "
-        f"failed/refused {s['rescales_failed_or_refused']}",
-        f"  decisions: {', '.join(f'{k} {v}' for k, v in sorted(s['decisions_by_reason'].items()))}",
-        f"  executor-seconds {s['executor_seconds']:.0f} vs {s['static_max_executor_seconds']:.0f} static at the "
-        f"largest scale-out ({s['executor_seconds_vs_static_max']})",
-        f"  consumer lag p95 {s['lag_p95_records']} records, max {s['lag_max_records']}",
-    ])
+    return "\n".join(
+        [
+            f"demo: {s['ticks']} ticks in {s['wall_s']:.0f} s; "
+            f"scale-outs {s['scale_outs']}, scale-ins {s['scale_ins']}, "
+            f"failed/refused {s['rescales_failed_or_refused']}",
+            f"  decisions: {', '.join(f'{k} {v}' for k, v in sorted(s['decisions_by_reason'].items()))}",
+            f"  executor-seconds {s['executor_seconds']:.0f} vs {s['static_max_executor_seconds']:.0f} static at the "
+            f"largest scale-out ({s['executor_seconds_vs_static_max']})",
+            f"  consumer lag p95 {s['lag_p95_records']} records, max {s['lag_max_records']}",
+        ]
+    )
 
 
 def _report(out: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -19,8 +20,13 @@ class Processes:
 
     def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (self.log_dir / f"{name}.log").open("ab")
-        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})})
+        process = subprocess.Popen(  # noqa: S603 - our own arguments, no shell
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})},
+        )
         self.started.append((name, process))
         return process
 
@@ -48,7 +54,5 @@ class Processes:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -12,6 +12,11 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from daedalus_spark import metricnames as names
+from daedalus_spark.domain import SPARK_DRIVER_ID
+
+OFFSETS, RECORDS = names.SOURCE_LATEST_OFFSET, names.total(names.EXECUTOR_RECORDS)
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -25,12 +30,11 @@ class Sample:
 
 def totals(text: str) -> dict[str, float]:
     """Sums over labels of the agent's metrics that the timeline shows."""
-    wanted = {"daedalus_spark_source_latest_offset", "daedalus_spark_executor_records_processed_total",
-              "daedalus_spark_executors", "daedalus_spark_executors_target", "daedalus_spark_lag_records"}
+    wanted = {OFFSETS, RECORDS, names.EXECUTORS, names.EXECUTORS_TARGET, names.LAG_RECORDS}
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            if s.name in wanted and s.labels.get("executor_id") != "driver":
+            if s.name in wanted and s.labels.get("executor_id") != SPARK_DRIVER_ID:
                 out[s.name] = out.get(s.name, 0.0) + float(s.value)
     return out
 
@@ -62,18 +66,23 @@ class Sampler:
         if self._previous is not None:
             t0, before = self._previous
             dt = t_s - t0
+
             def rate(name: str) -> float:  # a metric that just appeared has no rate yet (not its total / dt)
                 if name not in now or name not in before:
                     return math.nan
                 return max(0.0, now[name] - before[name]) / dt
 
-            target = now.get("daedalus_spark_executors_target", -1.0)
-            self.samples.append(Sample(
-                t_s=round(t_s, 2), workload_per_s=rate("daedalus_spark_source_latest_offset"),
-                throughput_per_s=rate("daedalus_spark_executor_records_processed_total"),
-                executors=now.get("daedalus_spark_executors", math.nan),
-                target=target if target >= 0 else math.nan,
-                lag_records=now.get("daedalus_spark_lag_records", math.nan)))
+            target = now.get(names.EXECUTORS_TARGET, -1.0)
+            self.samples.append(
+                Sample(
+                    t_s=round(t_s, 2),
+                    workload_per_s=rate(OFFSETS),
+                    throughput_per_s=rate(RECORDS),
+                    executors=now.get(names.EXECUTORS, math.nan),
+                    target=target if target >= 0 else math.nan,
+                    lag_records=now.get(names.LAG_RECORDS, math.nan),
+                )
+            )
         self._previous = (t_s, now)
 
     def stop(self) -> None:
@@ -92,13 +101,15 @@ def plot(samples: list[Sample], path: Path, title: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     import pandas as pd
 
     t = [s.t_s for s in samples]
     fig, (load, workers, lag) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+
     # Records are counted when a micro-batch's stage completes: smooth over ~10 s so bursts do not hide the level.
-    smooth = lambda values: pd.Series(values).rolling(5, min_periods=1).mean()  # noqa: E731
+    def smooth(values: list[float]) -> list[float]:
+        return [float(v) for v in pd.Series(values).rolling(5, min_periods=1).mean()]
+
     load.plot(t, smooth([s.workload_per_s for s in samples]), label="workload (records/s arriving)")
     load.plot(t, smooth([s.throughput_per_s for s in samples]), label="throughput (records/s processed)", alpha=0.8)
     load.set_ylabel("records/s (10-s mean)")

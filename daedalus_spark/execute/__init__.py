@@ -1,7 +1,8 @@
-"""Execute: applies an absolute worker count — the agent actuator, the dry run, and (issue 8) Kubernetes."""
+"""Execute: applies an absolute executor count — the agent actuator, the dry run, and Kubernetes."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 
 from daedalus_spark.config import Config
@@ -16,9 +17,17 @@ def make_actuator(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
 
         return DryRunActuator()
     if kind == "kubernetes":
+        require_kubernetes_client("actuator.kind kubernetes")
         from daedalus_spark.execute.kubernetes import make_kubernetes_actuator
 
         return make_kubernetes_actuator(config, environ)
     from daedalus_spark.execute.agent import AgentActuator
 
     return AgentActuator(config.actuator, environ.get(config.actuator.token_env) or None)
+
+
+def require_kubernetes_client(why: str) -> None:
+    """The Kubernetes client is an extra (the agent and dry-run modes do not need it): say so instead of failing on
+    an import deep in a start-up."""
+    if importlib.util.find_spec("kubernetes") is None:
+        raise ValueError(f"{why} needs the Kubernetes client, not installed: pip install 'daedalus-spark[kubernetes]'")

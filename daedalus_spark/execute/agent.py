@@ -48,9 +48,16 @@ class AgentActuator:
             return Actuation(target, Outcome.REFUSED, str(exc), duration_s=self.monotonic() - started)
         except (OSError, ValueError) as exc:
             return Actuation(target, Outcome.FAILED, f"{self.url}: {exc}", duration_s=self.monotonic() - started)
-        return confirm_target(target, self._poll_live, started=started, settings=self.settings, sleep=self.sleep,
-                              monotonic=self.monotonic, applied="{live} executors live after {elapsed:.1f} s",
-                              unconfirmed="target {target} set, but {live} executors live after {elapsed:.1f} s")
+        return confirm_target(
+            target,
+            self._poll_live,
+            started=started,
+            settings=self.settings,
+            sleep=self.sleep,
+            monotonic=self.monotonic,
+            applied="{live} executors live after {elapsed:.1f} s",
+            unconfirmed="target {target} set, but {live} executors live after {elapsed:.1f} s",
+        )
 
     def _poll_live(self) -> int | None:
         try:
@@ -72,7 +79,8 @@ class AgentActuator:
 
     def _request(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url, data=data, method=method)
+        # The config admits only http(s) URLs for the agent.
+        request = urllib.request.Request(self.url, data=data, method=method)  # noqa: S310
         request.add_header("Content-Type", "application/json")
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")

@@ -40,13 +40,16 @@ def api_error_kind(status: int | None) -> str:
     return "refuse" if 400 <= status < 500 else "fail"
 
 
-def explain_api_error(status: int | None, *, verb: str, resource: str, namespace: str, name: str,
-                      message: str = "") -> str:
+def explain_api_error(
+    status: int | None, *, verb: str, resource: str, namespace: str, name: str, message: str = ""
+) -> str:
     """One line naming the object and, for 403, the RBAC rule the service account lacks."""
     where = f"{resource} {namespace}/{name}"
     if status == 403:
-        return (f"forbidden: may not {verb} {where} — grant the service account the RBAC verb '{verb}' on "
-                f"'{resource}' (resourceNames: [{name}]) in namespace {namespace}" + (f" ({message})" if message else ""))
+        return (
+            f"forbidden: may not {verb} {where} — grant the service account the RBAC verb '{verb}' on "
+            f"'{resource}' (resourceNames: [{name}]) in namespace {namespace}" + (f" ({message})" if message else "")
+        )
     if status == 404:
         return f"{where} not found (does it exist in namespace {namespace}?)" + (f": {message}" if message else "")
     if status is None:
@@ -77,16 +80,25 @@ class PodReport:
         reasons = sorted({p.why_pending for p in self.stuck if p.why_pending})
         ids = ", ".join(p.executor_id for p in self.stuck[:5]) + (" ..." if len(self.stuck) > 5 else "")
         why = f": {'; '.join(reasons)}" if reasons else ""
-        return (f"target unreachable: {len(self.stuck)} executor pod(s) Pending longer than {pending_timeout_s:g} s "
-                f"(executors {ids}){why}")
+        return (
+            f"target unreachable: {len(self.stuck)} executor pod(s) Pending longer than {pending_timeout_s:g} s "
+            f"(executors {ids}){why}"
+        )
 
 
 def classify_executor_pods(pods: Iterable[ExecutorPod], *, now_s: float, pending_timeout_s: float) -> PodReport:
     pods = list(pods)
-    stuck = tuple(sorted((p for p in pods if p.phase == "Pending" and now_s - p.created_s > pending_timeout_s),
-                         key=lambda p: p.created_s))
-    return PodReport(running=sum(p.phase == "Running" for p in pods), stuck=stuck,
-                     never_ran=frozenset(p.executor_id for p in pods if not p.ever_ran))
+    stuck = tuple(
+        sorted(
+            (p for p in pods if p.phase == "Pending" and now_s - p.created_s > pending_timeout_s),
+            key=lambda p: p.created_s,
+        )
+    )
+    return PodReport(
+        running=sum(p.phase == "Running" for p in pods),
+        stuck=stuck,
+        never_ran=frozenset(p.executor_id for p in pods if not p.ever_ran),
+    )
 
 
 def executor_pod(pod: Any) -> ExecutorPod:
@@ -94,12 +106,19 @@ def executor_pod(pod: Any) -> ExecutorPod:
     meta, status = pod.metadata, pod.status
     labels = meta.labels or {}
     statuses = list(status.container_statuses or []) if status else []
-    ran = any(s.state and (s.state.running or s.state.terminated) or (s.last_state and s.last_state.terminated)
-              for s in statuses)
+    ran = any(
+        (s.state and (s.state.running or s.state.terminated)) or (s.last_state and s.last_state.terminated)
+        for s in statuses
+    )
     phase = (status.phase if status else None) or "Unknown"
     created = meta.creation_timestamp.timestamp() if meta.creation_timestamp else 0.0
-    return ExecutorPod(labels.get("spark-exec-id", meta.name), phase, created, ran or phase == "Running",
-                       _why_pending(status, statuses) if phase == "Pending" else "")
+    return ExecutorPod(
+        labels.get("spark-exec-id", meta.name),
+        phase,
+        created,
+        ran or phase == "Running",
+        _why_pending(status, statuses) if phase == "Pending" else "",
+    )
 
 
 def _why_pending(status: Any, statuses: list[Any]) -> str:
@@ -108,7 +127,7 @@ def _why_pending(status: Any, statuses: list[Any]) -> str:
             return f"{condition.reason or 'Unschedulable'}: {condition.message or ''}".strip(": ")
     for s in statuses:
         if s.state and s.state.waiting and s.state.waiting.reason:
-            return s.state.waiting.reason
+            return str(s.state.waiting.reason)
     return ""
 
 
@@ -132,7 +151,9 @@ def load_api_client(settings: KubernetesConfig, environ: Mapping[str, str]) -> t
             namespace = settings.namespace or context.get("context", {}).get("namespace") or "default"
     except (k8s_config.ConfigException, OSError, TypeError) as exc:
         how = "in-cluster service account" if in_cluster else f"kubeconfig {settings.kubeconfig or '(default)'}"
-        raise KubernetesSetupError(f"kubernetes.in_cluster={settings.in_cluster}: cannot load the {how}: {exc}") from None
+        raise KubernetesSetupError(
+            f"kubernetes.in_cluster={settings.in_cluster}: cannot load the {how}: {exc}"
+        ) from None
     configuration.retries = 0  # retries are ours (bounded, with backoff, a fresh read after a conflict)
     return k8s.ApiClient(configuration), namespace
 
@@ -213,9 +234,16 @@ class KubernetesScaleActuator:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             return Actuation(target, Outcome.FAILED, self._explain(exc, "patch"), duration_s=self.monotonic() - started)
         where = self._where()  # then poll `status.replicas` until the pods exist
-        return confirm_target(target, self._poll_replicas, started=started, settings=self.confirm, sleep=self.sleep,
-                              monotonic=self.monotonic, applied=f"{where}: {{live}} replicas after {{elapsed:.1f}} s",
-                              unconfirmed=f"{where}: replicas set to {{target}}, {{live}} after {{elapsed:.1f}} s")
+        return confirm_target(
+            target,
+            self._poll_replicas,
+            started=started,
+            settings=self.confirm,
+            sleep=self.sleep,
+            monotonic=self.monotonic,
+            applied=f"{where}: {{live}} replicas after {{elapsed:.1f}} s",
+            unconfirmed=f"{where}: replicas set to {{target}}, {{live}} after {{elapsed:.1f}} s",
+        )
 
     def object_uid(self) -> str:
         """The scaled object's uid (a Scale carries its owner's), for the events; empty when it cannot be read."""
@@ -229,14 +257,25 @@ class KubernetesScaleActuator:
         if scale.spec and scale.spec.replicas == target:
             return  # idempotent: no write when the target is already set
         body = {"metadata": {"resourceVersion": scale.metadata.resource_version}, "spec": {"replicas": target}}
-        patch = (self.apps.patch_namespaced_stateful_set_scale if self.settings.kind == "StatefulSet"
-                 else self.apps.patch_namespaced_deployment_scale)
-        patch(self.settings.name, self.namespace, body, _content_type=MERGE_PATCH,
-              _request_timeout=self.settings.request_timeout_s)
+        patch = (
+            self.apps.patch_namespaced_stateful_set_scale
+            if self.settings.kind == "StatefulSet"
+            else self.apps.patch_namespaced_deployment_scale
+        )
+        patch(
+            self.settings.name,
+            self.namespace,
+            body,
+            _content_type=MERGE_PATCH,
+            _request_timeout=self.settings.request_timeout_s,
+        )
 
     def _read(self) -> Any:
-        read = (self.apps.read_namespaced_stateful_set_scale if self.settings.kind == "StatefulSet"
-                else self.apps.read_namespaced_deployment_scale)
+        read = (
+            self.apps.read_namespaced_stateful_set_scale
+            if self.settings.kind == "StatefulSet"
+            else self.apps.read_namespaced_deployment_scale
+        )
         return read(self.settings.name, self.namespace, _request_timeout=self.settings.request_timeout_s)
 
     def _poll_replicas(self) -> int | None:
@@ -254,8 +293,14 @@ class KubernetesScaleActuator:
     def _explain(self, exc: Exception, verb: str) -> str:
         status = exc.status if isinstance(exc, ApiException) else None
         message = _status_message(exc) if isinstance(exc, ApiException) else type(exc).__name__
-        return explain_api_error(status, verb=verb, resource=self.resource, namespace=self.namespace,
-                                 name=self.settings.name, message=message)
+        return explain_api_error(
+            status,
+            verb=verb,
+            resource=self.resource,
+            namespace=self.namespace,
+            name=self.settings.name,
+            message=message,
+        )
 
 
 # ---------------------------------------------------------------- executor pods (driver-sidecar modes)
@@ -283,13 +328,23 @@ class ExecutorPodWatcher:
         """Raises ActuatorError when the pods cannot be listed (403 names the missing RBAC rule)."""
         try:
             pods = Retrying(self.settings.retries, self.settings.backoff_s, self.sleep).call(
-                lambda: self.core.list_namespaced_pod(self.namespace, label_selector=self.selector,
-                                                      _request_timeout=self.settings.request_timeout_s))
+                lambda: self.core.list_namespaced_pod(
+                    self.namespace, label_selector=self.selector, _request_timeout=self.settings.request_timeout_s
+                )
+            )
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
             status = exc.status if isinstance(exc, ApiException) else None
             message = _status_message(exc) if isinstance(exc, ApiException) else type(exc).__name__
-            raise ActuatorError(explain_api_error(status, verb="list", resource="pods", namespace=self.namespace,
-                                                  name=f"-l {self.selector}", message=message)) from None
+            raise ActuatorError(
+                explain_api_error(
+                    status,
+                    verb="list",
+                    resource="pods",
+                    namespace=self.namespace,
+                    name=f"-l {self.selector}",
+                    message=message,
+                )
+            ) from None
         views = [executor_pod(p) for p in pods.items or []]
         report = classify_executor_pods(views, now_s=self.clock(), pending_timeout_s=self.settings.pending_timeout_s)
         self._ran.update(p.executor_id for p in views if p.ever_ran)
@@ -356,6 +411,6 @@ def make_kubernetes_actuator(config: Config, environ: Mapping[str, str] | None =
 def make_pod_watcher(config: Config, environ: Mapping[str, str]) -> ExecutorPodWatcher:
     """Driver-sidecar modes: the watcher of this job's executor pods (app id from kubernetes.app_id_env)."""
     api_client, namespace = load_api_client(config.kubernetes, environ)
-    return ExecutorPodWatcher(k8s.CoreV1Api(api_client), namespace, config.kubernetes,
-                              app_id=environ.get(config.kubernetes.app_id_env, ""))
-
+    return ExecutorPodWatcher(
+        k8s.CoreV1Api(api_client), namespace, config.kubernetes, app_id=environ.get(config.kubernetes.app_id_env, "")
+    )

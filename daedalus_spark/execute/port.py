@@ -47,8 +47,15 @@ class Actuator(Protocol):
 
 
 def confirm_target(
-    target: int, read_live: Callable[[], int | None], *, started: float, settings: ActuatorConfig,
-    sleep: Callable[[float], None], monotonic: Callable[[], float], applied: str, unconfirmed: str,
+    target: int,
+    read_live: Callable[[], int | None],
+    *,
+    started: float,
+    settings: ActuatorConfig,
+    sleep: Callable[[float], None],
+    monotonic: Callable[[], float],
+    applied: str,
+    unconfirmed: str,
 ) -> Actuation:
     """After a target was set: poll the live count until it reaches the target (applied) or `confirm_timeout_s` runs
     out (unconfirmed: the job was disturbed either way). `read_live` gives None for a missed poll, which is no
@@ -58,11 +65,17 @@ def confirm_target(
         live = read_live()
         elapsed = monotonic() - started
         if live == target:
-            return Actuation(target, Outcome.APPLIED, applied.format(live=live, target=target, elapsed=elapsed),
-                             live, elapsed)
+            return Actuation(
+                target, Outcome.APPLIED, applied.format(live=live, target=target, elapsed=elapsed), live, elapsed
+            )
         if monotonic() >= deadline:
             seen = "unknown" if live is None else str(live)
             detail = unconfirmed.format(live=seen, target=target, elapsed=elapsed)
-            return Actuation(target, Outcome.UNCONFIRMED,
-                             f"{detail} (confirm_timeout_s {settings.confirm_timeout_s:g})", live, elapsed)
+            return Actuation(
+                target,
+                Outcome.UNCONFIRMED,
+                f"{detail} (confirm_timeout_s {settings.confirm_timeout_s:g})",
+                live,
+                elapsed,
+            )
         sleep(settings.confirm_poll_s)

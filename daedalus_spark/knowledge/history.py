@@ -8,9 +8,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from daedalus_spark.domain import CapacityTable, Forecast, Observation, WorkerCapacity
+from daedalus_spark.untrusted import check_version, mapping
 
 FORECASTS_KEPT = 120  # the forecasts of the last 120 ticks: enough to score one against what came
 WORKLOAD_KEPT = 3000  # observed workload, one value per forecast resolution step
+STATE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -46,45 +48,69 @@ class History:
             if t > last:
                 self.workload.append((t, sum(values) / len(values)))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, Any]:
         return {
+            "version": STATE_VERSION,
             "forecasts": [asdict(f) for f in self.forecasts],
             "workload": [list(p) for p in self.workload],
             "latest_table": None if self.latest_table is None else _table_to_json(self.latest_table),
         }
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> History:
+    def from_state(cls, raw: Any, where: str = "history") -> History:
+        raw = mapping(raw, where)
+        check_version(raw, where, STATE_VERSION)
         history = cls()
         for f in raw.get("forecasts", []):
             order = f.get("arima_order")
-            history.forecasts.append(ForecastRecord(
-                time_s=float(f["time_s"]), model=str(f["model"]),
-                arima_order=None if order is None else (int(order[0]), int(order[1]), int(order[2])),
-                refits=int(f["refits"]), last_wape=None if f["last_wape"] is None else float(f["last_wape"]),
-                start_s=float(f["start_s"]), step_s=float(f["step_s"]),
-                values_per_s=tuple(float(v) for v in f["values_per_s"])))
+            history.forecasts.append(
+                ForecastRecord(
+                    time_s=float(f["time_s"]),
+                    model=str(f["model"]),
+                    arima_order=None if order is None else (int(order[0]), int(order[1]), int(order[2])),
+                    refits=int(f["refits"]),
+                    last_wape=None if f["last_wape"] is None else float(f["last_wape"]),
+                    start_s=float(f["start_s"]),
+                    step_s=float(f["step_s"]),
+                    values_per_s=tuple(float(v) for v in f["values_per_s"]),
+                )
+            )
         history.workload.extend((float(t), float(v)) for t, v in raw.get("workload", []))
         table = raw.get("latest_table")
         history.latest_table = None if table is None else _table_from_json(table)
         return history
 
 
-def forecast_record(time_s: float, forecast: Forecast, *, arima_order: tuple[int, int, int] | None, refits: int,
-                    last_wape: float | None) -> ForecastRecord:
-    return ForecastRecord(time_s, forecast.model, arima_order, refits, last_wape, forecast.start_s, forecast.step_s,
-                          tuple(round(v, 3) for v in forecast.values_per_s))
+def forecast_record(
+    time_s: float, forecast: Forecast, *, arima_order: tuple[int, int, int] | None, refits: int, last_wape: float | None
+) -> ForecastRecord:
+    return ForecastRecord(
+        time_s,
+        forecast.model,
+        arima_order,
+        refits,
+        last_wape,
+        forecast.start_s,
+        forecast.step_s,
+        tuple(round(v, 3) for v in forecast.values_per_s),
+    )
 
 
 def _table_to_json(t: CapacityTable) -> dict[str, Any]:
-    return {"current_scaleout": t.current_scaleout, "current_per_s": t.current_per_s,
-            "per_scaleout_per_s": list(t.per_scaleout_per_s), "observed_scaleouts": sorted(t.observed_scaleouts),
-            "workers": [asdict(w) for w in t.workers]}
+    return {
+        "current_scaleout": t.current_scaleout,
+        "current_per_s": t.current_per_s,
+        "per_scaleout_per_s": list(t.per_scaleout_per_s),
+        "observed_scaleouts": sorted(t.observed_scaleouts),
+        "workers": [asdict(w) for w in t.workers],
+    }
 
 
 def _table_from_json(raw: dict[str, Any]) -> CapacityTable:
     return CapacityTable(
-        current_scaleout=int(raw["current_scaleout"]), current_per_s=float(raw["current_per_s"]),
+        current_scaleout=int(raw["current_scaleout"]),
+        current_per_s=float(raw["current_per_s"]),
         per_scaleout_per_s=tuple(float(c) for c in raw["per_scaleout_per_s"]),
         observed_scaleouts=frozenset(int(n) for n in raw["observed_scaleouts"]),
-        workers=tuple(WorkerCapacity(**w) for w in raw["workers"]))
+        workers=tuple(WorkerCapacity(**w) for w in raw["workers"]),
+    )

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daedalus_spark.domain import Observation, WorkerSeries
+from daedalus_spark.domain import SPARK_DRIVER_ID, Observation, WorkerSeries
 from daedalus_spark.monitor.port import MonitorError
 
 # The queries every monitor answers, in Prometheus's matrix shape: [{"metric": {labels}, "values": [[t, v], ...]}].
 QUERIES = ("workload", "throughput", "utilization", "lag", "executors", "uptime")
 SCALAR_QUERIES = ("workload", "lag", "executors", "uptime")
-DRIVER_ID = "driver"
 
 Matrix = Sequence[Mapping[str, Any]]
 
@@ -63,8 +63,9 @@ def build_observation(results: Mapping[str, Matrix], window: Window, *, executor
     """
     for name in QUERIES:
         if not results.get(name):
-            raise MonitorError("empty", f"query {name!r} returned no series for ({window.start_s:.0f}, "
-                                        f"{window.end_s:.0f}]")
+            raise MonitorError(
+                "empty", f"query {name!r} returned no series for ({window.start_s:.0f}, {window.end_s:.0f}]"
+            )
     scalars = {name: _single(name, results[name], window) for name in SCALAR_QUERIES}
     throughput = _per_executor("throughput", results["throughput"], window, executor_label)
     utilization = _per_executor("utilization", results["utilization"], window, executor_label)
@@ -76,8 +77,10 @@ def build_observation(results: Mapping[str, Matrix], window: Window, *, executor
         time_s=grid[-1] * window.step_s,
         step_s=window.step_s,
         workload_per_s=tuple(scalars["workload"][k] for k in grid),
-        workers=tuple(WorkerSeries(e, tuple(workers[e][k][0] for k in grid), tuple(workers[e][k][1] for k in grid))
-                      for e in sorted(workers, key=_executor_order)),
+        workers=tuple(
+            WorkerSeries(e, tuple(workers[e][k][0] for k in grid), tuple(workers[e][k][1] for k in grid))
+            for e in sorted(workers, key=_executor_order)
+        ),
         consumer_lag_records=_latest(scalars["lag"]),
         scaleout=scaleout,
         uptime_s=_latest(scalars["uptime"]),
@@ -94,8 +97,9 @@ def _points(name: str, series: Mapping[str, Any], window: Window) -> dict[int, f
         except (TypeError, ValueError, IndexError):
             raise MonitorError("invalid", f"query {name!r} {labels}: sample {pair!r} is not a number") from None
         if not (math.isfinite(value) and value >= 0):
-            raise MonitorError("invalid", f"query {name!r} {labels}: value {value} at {t_s:.0f} s "
-                                          "(NaN, infinite or negative)")
+            raise MonitorError(
+                "invalid", f"query {name!r} {labels}: value {value} at {t_s:.0f} s (NaN, infinite or negative)"
+            )
         k = window.index(t_s)
         if window.first_index <= k <= window.last_index:
             points[k] = value
@@ -104,8 +108,10 @@ def _points(name: str, series: Mapping[str, Any], window: Window) -> dict[int, f
 
 def _single(name: str, matrix: Matrix, window: Window) -> dict[int, float]:
     if len(matrix) != 1:
-        raise MonitorError("invalid", f"query {name!r} returned {len(matrix)} series where one is expected "
-                                      "(aggregate it, e.g. with sum())")
+        raise MonitorError(
+            "invalid",
+            f"query {name!r} returned {len(matrix)} series where one is expected (aggregate it, e.g. with sum())",
+        )
     points = _points(name, matrix[0], window)
     if not points:
         raise MonitorError("empty", f"query {name!r} has no sample in ({window.start_s:.0f}, {window.end_s:.0f}]")
@@ -117,21 +123,24 @@ def _per_executor(name: str, matrix: Matrix, window: Window, label: str) -> dict
     for series in matrix:
         executor = series.get("metric", {}).get(label)
         if executor is None:
-            raise MonitorError("invalid", f"query {name!r}: a series without the executor label {label!r}: "
-                                          f"{series.get('metric')}")
-        if executor == DRIVER_ID:  # the driver runs no source tasks: not a worker
+            raise MonitorError(
+                "invalid", f"query {name!r}: a series without the executor label {label!r}: {series.get('metric')}"
+            )
+        if executor == SPARK_DRIVER_ID:  # the driver runs no source tasks: not a worker
             continue
         if executor in out:
-            raise MonitorError("invalid", f"query {name!r}: two series for executor {executor!r} (aggregate by "
-                                          f"{label})")
+            raise MonitorError(
+                "invalid", f"query {name!r}: two series for executor {executor!r} (aggregate by {label})"
+            )
         points = _points(name, series, window)
         if points:
             out[executor] = points
     return out
 
 
-def _aligned_workers(throughput: Mapping[str, dict[int, float]], utilization: Mapping[str, dict[int, float]]
-                     ) -> dict[str, dict[int, tuple[float, float]]]:
+def _aligned_workers(
+    throughput: Mapping[str, dict[int, float]], utilization: Mapping[str, dict[int, float]]
+) -> dict[str, dict[int, tuple[float, float]]]:
     workers = {}
     for executor in throughput.keys() & utilization.keys():
         both = throughput[executor].keys() & utilization[executor].keys()
@@ -140,8 +149,9 @@ def _aligned_workers(throughput: Mapping[str, dict[int, float]], utilization: Ma
     return workers
 
 
-def _live(workers: dict[str, dict[int, tuple[float, float]]], scaleout: int
-          ) -> dict[str, dict[int, tuple[float, float]]]:
+def _live(
+    workers: dict[str, dict[int, tuple[float, float]]], scaleout: int
+) -> dict[str, dict[int, tuple[float, float]]]:
     """The executors that report until the end; those that left inside the window are dropped."""
     if scaleout < 1:
         raise MonitorError("partial", f"the scale-out is {scaleout}: no live executor to observe")
@@ -150,25 +160,28 @@ def _live(workers: dict[str, dict[int, tuple[float, float]]], scaleout: int
         workers = {e: points for e, points in workers.items() if max(points) == last}
     if len(workers) != scaleout:
         ids = ", ".join(sorted(workers, key=_executor_order)) or "none"
-        raise MonitorError("partial", f"{len(workers)} executors with throughput and utilization series ({ids}) "
-                                      f"but the scale-out is {scaleout}")
+        raise MonitorError(
+            "partial",
+            f"{len(workers)} executors with throughput and utilization series ({ids}) but the scale-out is {scaleout}",
+        )
     return workers
 
 
-def _common_grid(workload: Mapping[int, float], workers: Mapping[str, Mapping[int, Any]], window: Window
-                 ) -> list[int]:
+def _common_grid(workload: Mapping[int, float], workers: Mapping[str, Mapping[int, Any]], window: Window) -> list[int]:
     common = set(workload)
     for points in workers.values():
         common &= points.keys()
     if not common:
-        raise MonitorError("partial", f"workload and executor series share no timestamp in ({window.start_s:.0f}, "
-                                      f"{window.end_s:.0f}]")
+        raise MonitorError(
+            "partial", f"workload and executor series share no timestamp in ({window.start_s:.0f}, {window.end_s:.0f}]"
+        )
     grid = sorted(common)
     holes = (grid[-1] - grid[0] + 1) - len(grid)
     if holes:
-        first_hole = next(k for k, nxt in zip(grid, grid[1:], strict=False) if nxt != k + 1) + 1
-        raise MonitorError("partial", f"{holes} samples missing inside the window (first at "
-                                      f"{first_hole * window.step_s:.0f} s)")
+        first_hole = next(k for k, nxt in itertools.pairwise(grid) if nxt != k + 1) + 1
+        raise MonitorError(
+            "partial", f"{holes} samples missing inside the window (first at {first_hole * window.step_s:.0f} s)"
+        )
     return grid
 
 

@@ -10,6 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
+# The workload traces of the paper's evaluation, shipped in the repository (workloads/traces, with their README).
+BUNDLED_TRACES_DIR = Path(__file__).resolve().parents[2] / "workloads" / "traces"
+BUNDLED_TRACES = {
+    "wordcount": BUNDLED_TRACES_DIR / "wordcount_sine_40000_6h.csv",
+    "ysb": BUNDLED_TRACES_DIR / "ysb_advertising_6h_400K_max.csv",
+    "traffic": BUNDLED_TRACES_DIR / "traffic_tm_6h_100K_max.csv",
+}
 
 # Largest magnitude of a metric value: beyond it sums of shares overflow (1e308 -> inf); no job reaches 1e15/s.
 MAX_METRIC_VALUE = 1e15
@@ -67,7 +74,9 @@ def read_trace(path: str | Path) -> np.ndarray:
             raise InputFileError(path, number, f"expected two numbers 'second|count', got {line[:60]!r}") from None
         if not 0 <= count <= MAX_METRIC_VALUE:
             raise InputFileError(
-                path, number, f"count must be a finite number >= 0 and <= {MAX_METRIC_VALUE:g}, got {fields[1].strip()[:40]!r}"
+                path,
+                number,
+                f"count must be a finite number >= 0 and <= {MAX_METRIC_VALUE:g}, got {fields[1].strip()[:40]!r}",
             )
         if expected_second not in (None, -1) and second != expected_second:
             raise InputFileError(path, number, f"second {second} out of order (expected {expected_second})")
@@ -108,7 +117,7 @@ def read_metric_csv(path: str | Path) -> MetricTable:
         if len(row) != len(header):
             raise InputFileError(path, number, f"expected {len(header)} fields, got {len(row)}")
         parsed = []
-        for name, cell in zip(names, row[1:]):
+        for name, cell in zip(names, row[1:], strict=False):
             cell = cell.strip()
             parsed.append(_cell(path, number, name, cell))
         times.append(row[0].strip())
@@ -169,6 +178,8 @@ def _check_time_order(path: str | Path, times: list[str], lines: list[int]) -> N
         if not keys[i] > keys[i - 1]:
             what = "repeats" if keys[i] == keys[i - 1] else "goes back from"
             raise InputFileError(
-                path, lines[i], f"time {times[i][:30]!r} {what} {times[i - 1][:30]!r} at line {lines[i - 1]}: "
+                path,
+                lines[i],
+                f"time {times[i][:30]!r} {what} {times[i - 1][:30]!r} at line {lines[i - 1]}: "
                 "rows must be in increasing time order (sort the export)",
             )

@@ -9,7 +9,8 @@ from typing import Any
 
 import requests
 import urllib3
-from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
 from daedalus_spark.config import MonitorConfig
@@ -41,8 +42,9 @@ class PrometheusMonitor:
         self.config = config
         self.queries = queries(config, utilization_signal)
         # No client-side retries: a failed window is skipped and the next tick asks again.
-        self._client = PrometheusConnect(url=config.prometheus_url.rstrip("/"), disable_ssl=True,
-                                         retry=Retry(total=0, read=False))
+        self._client = PrometheusConnect(
+            url=config.prometheus_url.rstrip("/"), disable_ssl=True, retry=Retry(total=0, read=False)
+        )
         self._pool = ThreadPoolExecutor(max_workers=len(self.queries), thread_name_prefix="promql")
 
     def observe(self, *, start_s: float, end_s: float) -> Observation:
@@ -51,8 +53,10 @@ class PrometheusMonitor:
             raise MonitorError("empty", f"window ({start_s}, {end_s}] holds no {self.config.step_s}-s step")
         deadline = time.monotonic() + self.config.timeout_s
         # Concurrent: Prometheus evaluates them in parallel while this process decodes the answers.
-        futures = {name: self._pool.submit(self._query, name, promql, window, deadline)
-                   for name, promql in self.queries.items()}
+        futures = {
+            name: self._pool.submit(self._query, name, promql, window, deadline)
+            for name, promql in self.queries.items()
+        }
         results = {name: future.result() for name, future in futures.items()}
         return build_observation(results, window, executor_label=self.config.executor_label)
 
@@ -70,15 +74,21 @@ class PrometheusMonitor:
         params = {"start": f"{first_s:.3f}", "end": f"{last_s:.3f}", "timeout": render_duration(remaining_s)}
         try:
             result: Any = self._client.custom_query_range(
-                promql, start_time=_dt(first_s), end_time=_dt(last_s), step=f"{window.step_s:g}",
-                params=params, timeout=remaining_s,
+                promql,
+                start_time=_dt(first_s),
+                end_time=_dt(last_s),
+                step=f"{window.step_s:g}",
+                params=params,
+                timeout=remaining_s,
             )
         except (requests.Timeout, urllib3.exceptions.TimeoutError):
-            raise MonitorError("timeout", f"query {name!r} took longer than {self.config.timeout_s} s "
-                                          f"({self.config.prometheus_url})") from None
+            raise MonitorError(
+                "timeout", f"query {name!r} took longer than {self.config.timeout_s} s ({self.config.prometheus_url})"
+            ) from None
         except (requests.ConnectionError, urllib3.exceptions.HTTPError) as exc:
-            raise MonitorError("unreachable", f"Prometheus at {self.config.prometheus_url} unreachable: "
-                                              f"{type(exc).__name__}") from None
+            raise MonitorError(
+                "unreachable", f"Prometheus at {self.config.prometheus_url} unreachable: {type(exc).__name__}"
+            ) from None
         except PrometheusApiClientException as exc:
             raise _api_error(name, promql, str(exc)) from None
         except (requests.RequestException, ValueError, KeyError) as exc:  # bad JSON, a proxy's error page

@@ -6,12 +6,13 @@ import contextlib
 import shutil
 import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 import yaml
+
+from daedalus_spark.waiting import wait_until
 
 DEFAULT_BINARY = "/usr/bin/prometheus"  # Debian's package `prometheus`
 
@@ -29,10 +30,13 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def render_config(targets: list[str], scrape_interval_s: float) -> str:
     interval = f"{max(1, round(scrape_interval_s * 1000))}ms"
-    return yaml.safe_dump({
-        "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
-        "scrape_configs": [{"job_name": "daedalus", "static_configs": [{"targets": targets}]}],
-    }, sort_keys=False)
+    return yaml.safe_dump(
+        {
+            "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
+            "scrape_configs": [{"job_name": "daedalus", "static_configs": [{"targets": targets}]}],
+        },
+        sort_keys=False,
+    )
 
 
 @dataclass
@@ -56,8 +60,14 @@ class PrometheusServer:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
 
-def start_prometheus(targets: list[str], *, workdir: Path, scrape_interval_s: float = 1.0,
-                     binary: str = DEFAULT_BINARY, ready_timeout_s: float = 30.0) -> PrometheusServer:
+def start_prometheus(
+    targets: list[str],
+    *,
+    workdir: Path,
+    scrape_interval_s: float = 1.0,
+    binary: str = DEFAULT_BINARY,
+    ready_timeout_s: float = 30.0,
+) -> PrometheusServer:
     """A Prometheus scraping `targets` (host:port, path /metrics), data in `workdir`, ready when this returns."""
     executable = find_binary(binary)
     if executable is None:
@@ -68,9 +78,16 @@ def start_prometheus(targets: list[str], *, workdir: Path, scrape_interval_s: fl
     port = free_port()
     with (workdir / "prometheus.log").open("wb") as log:
         process = subprocess.Popen(  # noqa: S603 - our own arguments, no shell
-            [executable, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+            [
+                executable,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
         )
     server = PrometheusServer(process, f"http://127.0.0.1:{port}", workdir)
     try:
@@ -82,12 +99,16 @@ def start_prometheus(targets: list[str], *, workdir: Path, scrape_interval_s: fl
 
 
 def _wait_ready(server: PrometheusServer, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def ready() -> bool:
+        with contextlib.suppress(requests.RequestException):
+            return requests.get(server.url + "/-/ready", timeout=1).status_code == 200
+        return False
+
+    def running() -> None:
         if server.process.poll() is not None:
             raise RuntimeError(f"prometheus exited with {server.process.returncode}:\n{server.log_tail()}")
-        with contextlib.suppress(requests.RequestException):
-            if requests.get(server.url + "/-/ready", timeout=1).status_code == 200:
-                return
-        time.sleep(0.1)  # polling a starting process; the deadline bounds it
-    raise TimeoutError(f"prometheus not ready within {timeout_s} s:\n{server.log_tail()}")
+
+    try:
+        wait_until(ready, "prometheus to be ready", timeout_s, interval_s=0.1, still_alive=running)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}:\n{server.log_tail()}") from None

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import math
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from daedalus_spark import metricnames as names
 from daedalus_spark.clock import Clock
 from daedalus_spark.config import MonitorConfig
 from daedalus_spark.domain import Observation
@@ -21,17 +25,18 @@ from daedalus_spark.monitor.port import MonitorError
 
 log = logging.getLogger(__name__)
 
-P = "daedalus_spark_"
-OFFSETS = P + "source_latest_offset"
-RECORDS = P + "executor_records_processed_total"
-BUSY, CORES = P + "executor_busy_seconds_total", P + "executor_cores"
-CPU, CPU_LIMIT = P + "executor_cpu_seconds_total", P + "executor_cpu_limit_cores"
-LAG, EXECUTORS, UPTIME = P + "lag_records", P + "executors", P + "uptime_seconds"
+OFFSETS = names.SOURCE_LATEST_OFFSET
+RECORDS = names.total(names.EXECUTOR_RECORDS)
+BUSY, CORES = names.total(names.EXECUTOR_BUSY_SECONDS), names.EXECUTOR_CORES
+CPU, CPU_LIMIT = names.total(names.EXECUTOR_CPU_SECONDS), names.EXECUTOR_CPU_LIMIT_CORES
+LAG, EXECUTORS, UPTIME = names.LAG_RECORDS, names.EXECUTORS, names.UPTIME_SECONDS
 LABEL = "executor_id"
 LOOKBACK_S = 300.0  # Prometheus's default: an instant value older than this is gone
 
 Fetch = Callable[[str, float], str]  # (url, timeout_s) -> exposition text; raises MonitorError
 SeriesKey = tuple[str, str, tuple[tuple[str, str], ...]]  # (url, metric name, sorted labels)
+Series = tuple[list[float], list[float | None]]  # sample times and values (None: stale)
+SeriesAt = Callable[[Series, float], float | None]
 STALE = None  # Prometheus's staleness marker: the series vanished from its target's latest scrape
 
 
@@ -94,7 +99,7 @@ class ScrapeMonitor:
             started = self.clock.now()
             try:
                 self.scrape_once()
-            except Exception:  # noqa: BLE001 - a bug in one scrape must not end monitoring
+            except Exception:  # a bug in one scrape must not end monitoring
                 log.exception("scrape failed")
             self._stop.wait(max(0.0, self.config.step_s - (self.clock.now() - started)))
 
@@ -175,32 +180,36 @@ class _Evaluator:
             if executor is not None:
                 self._index.setdefault((name, executor), []).append(s)
 
-    def results(self, window: Window, signal: str) -> dict[str, list[dict]]:
+    def results(self, window: Window, signal: str) -> dict[str, list[dict[str, Any]]]:
         times = window.times_s()
         counter, limit = (CPU, CPU_LIMIT) if signal == "cpu" else (BUSY, CORES)
         executors = sorted({dict(k[2]).get(LABEL, "") for k in self.series if k[1] in (RECORDS, counter)} - {""})
         return {
             "workload": self._scalar(times, lambda t: self._sum(OFFSETS, t, self._rate)),
-            "throughput": [self._matrix(e, times, lambda t, e=e: self._sum(RECORDS, t, self._rate, e))
-                           for e in executors],
-            "utilization": [self._matrix(e, times, lambda t, e=e: self._ratio(counter, limit, t, e))
-                            for e in executors],
+            "throughput": [self._matrix(e, times, partial(self._sum_at, RECORDS, e)) for e in executors],
+            "utilization": [self._matrix(e, times, partial(self._ratio_at, counter, limit, e)) for e in executors],
             "lag": self._scalar(times, lambda t: self._sum(LAG, t, self._instant)),
             "executors": self._scalar(times, lambda t: self._sum(EXECUTORS, t, self._instant)),
             "uptime": self._scalar(times, lambda t: self._max(UPTIME, t)),
         }
 
-    def _scalar(self, times: list[float], value: Callable[[float], float | None]) -> list[dict]:
+    def _scalar(self, times: list[float], value: Callable[[float], float | None]) -> list[dict[str, Any]]:
         values = [[t, v] for t in times if (v := value(t)) is not None]
         return [{"metric": {}, "values": values}] if values else []
 
-    def _matrix(self, executor: str, times: list[float], value: Callable[[float], float | None]) -> dict:
+    def _matrix(self, executor: str, times: list[float], value: Callable[[float], float | None]) -> dict[str, Any]:
         return {"metric": {LABEL: executor}, "values": [[t, v] for t in times if (v := value(t)) is not None]}
 
     def _matching(self, name: str, executor: str | None) -> list[tuple[list[float], list[float | None]]]:
         return self._index.get((name, executor), [])
 
-    def _sum(self, name: str, t: float, fn: Callable, executor: str | None = None) -> float | None:
+    def _sum_at(self, name: str, executor: str, t: float) -> float | None:
+        return self._sum(name, t, self._rate, executor)
+
+    def _ratio_at(self, counter: str, limit: str, executor: str, t: float) -> float | None:
+        return self._ratio(counter, limit, t, executor)
+
+    def _sum(self, name: str, t: float, fn: SeriesAt, executor: str | None = None) -> float | None:
         values = [v for s in self._matching(name, executor) if (v := fn(s, t)) is not None]
         return sum(values) if values else None
 
@@ -222,7 +231,7 @@ class _Evaluator:
         if len(points) < 2 or points[-1][0] <= points[0][0]:
             return None
         increase = 0.0
-        for (_, before), (_, after) in zip(points, points[1:], strict=False):
+        for (_, before), (_, after) in itertools.pairwise(points):
             increase += after - before if after >= before else after  # a reset restarts the counter at zero
         return increase / (points[-1][0] - points[0][0])
 

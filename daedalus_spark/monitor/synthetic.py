@@ -12,7 +12,9 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-P = "daedalus_spark_"
+from daedalus_spark import metricnames as names
+from daedalus_spark.domain import SPARK_DRIVER_ID
+
 BASE = 1e6  # counters start high, so PromQL's rate() never limits its extrapolation at zero
 
 
@@ -48,11 +50,11 @@ class SyntheticJob(Collector):
     def collect(self) -> Iterator[Metric]:
         elapsed = self.clock() - self.started_s
         ids = [str(i) for i in range(1, self.executors + 1)]
-        records = CounterMetricFamily(P + "executor_records_processed", "records", labels=["executor_id"])
-        cpu = CounterMetricFamily(P + "executor_cpu_seconds", "cgroup CPU seconds", labels=["executor_id"])
-        limit = GaugeMetricFamily(P + "executor_cpu_limit_cores", "CPU quota", labels=["executor_id"])
-        busy = CounterMetricFamily(P + "executor_busy_seconds", "task time", labels=["executor_id"])
-        cores = GaugeMetricFamily(P + "executor_cores", "cores", labels=["executor_id"])
+        records = CounterMetricFamily(names.EXECUTOR_RECORDS, "records", labels=["executor_id"])
+        cpu = CounterMetricFamily(names.EXECUTOR_CPU_SECONDS, "cgroup CPU seconds", labels=["executor_id"])
+        limit = GaugeMetricFamily(names.EXECUTOR_CPU_LIMIT_CORES, "CPU quota", labels=["executor_id"])
+        busy = CounterMetricFamily(names.EXECUTOR_BUSY_SECONDS, "task time", labels=["executor_id"])
+        cores = GaugeMetricFamily(names.EXECUTOR_CORES, "cores", labels=["executor_id"])
         for e in ids:
             i = int(e)
             records.add_metric([e], BASE + self.throughput_per_s(i) * elapsed)
@@ -61,16 +63,16 @@ class SyntheticJob(Collector):
             limit.add_metric([e], self.limit_cores)
             busy.add_metric([e], BASE + 2 * self.utilization_ratio(i) * elapsed)
             cores.add_metric([e], 2.0)
-        records.add_metric(["driver"], 0.0)
-        busy.add_metric(["driver"], BASE + 0.05 * elapsed)
+        records.add_metric([SPARK_DRIVER_ID], 0.0)
+        busy.add_metric([SPARK_DRIVER_ID], BASE + 0.05 * elapsed)
         yield from (records, cpu, limit, busy, cores)
-        offsets = GaugeMetricFamily(P + "source_latest_offset", "end offset", labels=["topic", "partition"])
+        offsets = GaugeMetricFamily(names.SOURCE_LATEST_OFFSET, "end offset", labels=["topic", "partition"])
         for p in range(self.partitions):
             offsets.add_metric(["events", str(p)], BASE + self.workload_per_s() / self.partitions * elapsed)
         yield offsets
-        yield GaugeMetricFamily(P + "lag_records", "lag", value=self.lag_records)
-        yield GaugeMetricFamily(P + "executors", "live executors", value=float(self.executors))
-        yield GaugeMetricFamily(P + "uptime_seconds", "uptime", value=elapsed)
+        yield GaugeMetricFamily(names.LAG_RECORDS, "lag", value=self.lag_records)
+        yield GaugeMetricFamily(names.EXECUTORS, "live executors", value=float(self.executors))
+        yield GaugeMetricFamily(names.UPTIME_SECONDS, "uptime", value=elapsed)
 
 
 @dataclass

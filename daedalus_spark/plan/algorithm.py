@@ -25,6 +25,10 @@ class PlanInputs:
     last_rescale_s: float | None
     downtime_scale_out_s: float
     downtime_scale_in_s: float
+    # Observed workload over the last `scale_in_lookback_s`, oldest first, one average per forecast-resolution step;
+    # read by the cost_aware planner only.
+    lookback_workload_per_s: tuple[float, ...] = ()
+    lookback_step_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,14 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
             reason = Reason.SCALE_IN_DEFERRED_LAG if deferred else Reason.CURRENT_IS_SMALLEST_VALID
             return decide(n, reason, tuple(notes), cand)
         if rejection is None and n < current and cand.capacity_per_s < inputs.consumer_lag_records:
-            rejection, deferred = f"scale-in deferred: capacity below the consumer lag {inputs.consumer_lag_records:.0f}", True
+            rejection, deferred = (
+                f"scale-in deferred: capacity below the consumer lag {inputs.consumer_lag_records:.0f}",
+                True,
+            )
         if rejection is None and cand.capacity_per_s <= forecast_max:
-            rejection = f"capacity {cand.capacity_per_s:.0f}/s below the {inputs.forecast.horizon_s:.0f}-s forecast peak"
+            rejection = (
+                f"capacity {cand.capacity_per_s:.0f}/s below the {inputs.forecast.horizon_s:.0f}-s forecast peak"
+            )
         if rejection is None:
             reason = Reason.SCALE_OUT_SMALLEST_VALID if n > current else Reason.SCALE_IN_SMALLEST_VALID
             return decide(n, reason, tuple(notes), cand)
@@ -114,5 +123,8 @@ def _reject(inputs: PlanInputs, cand: Candidate, forecast_max: float, target_rec
         return f"predicted recovery {cand.recovery_s:.0f} s exceeds the target {target_recovery_s:.0f} s"
     peak_while_recovering = inputs.forecast.max_within(cand.recovery_s)
     if cand.capacity_per_s < peak_while_recovering:
-        return f"capacity {cand.capacity_per_s:.0f}/s below the forecast peak {peak_while_recovering:.0f}/s while recovering"
+        return (
+            f"capacity {cand.capacity_per_s:.0f}/s below the forecast peak "
+            f"{peak_while_recovering:.0f}/s while recovering"
+        )
     return None

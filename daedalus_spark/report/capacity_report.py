@@ -44,7 +44,8 @@ def capacity_from_csv(
         raise InputFileError(throughput_path, 1, f"worker columns not in both files: {', '.join(missing)}")
     if smooth_samples > len(util.times):
         raise InputFileError(
-            throughput_path, None,
+            throughput_path,
+            None,
             f"--smooth-throughput {smooth_samples} is more than its {len(util.times)} rows (it would average them all)",
         )
     _check_usable(utilization_path, util.columns, throughput_path, thr.columns)
@@ -64,7 +65,7 @@ def capacity_from_csv(
 def _time_mismatch(util: tuple[str, ...], thr: tuple[str, ...], utilization_path: str | Path) -> str:
     if len(util) != len(thr):
         return f"time column differs from {utilization_path} ({len(thr)} rows there {len(util)})"
-    i = next(i for i, (a, b) in enumerate(zip(util, thr)) if a != b)
+    i = next(i for i, (a, b) in enumerate(zip(util, thr, strict=False)) if a != b)
     return f"time column differs from {utilization_path} (row {i + 1}: {thr[i][:30]!r} there {util[i][:30]!r})"
 
 
@@ -86,14 +87,16 @@ def _check_usable(
     # Samples above 1.2 are dropped as implausible; if most are, the export is in percent, not a ratio.
     if np.median(u[u_ok]) > 1.2 and np.nanmax(u[u_ok]) <= 100:
         raise InputFileError(
-            utilization_path, None,
+            utilization_path,
+            None,
             f"utilization looks like percent (median {np.median(u[u_ok]):.1f}, max {np.nanmax(u[u_ok]):.1f}): "
             "export it as a ratio 0..1 (divide by 100)",
         )
     if not (u_ok & t_ok & (u <= 1.2)).any():
         raise InputFileError(
-            utilization_path, None, f"no usable samples: no row has a utilization in 0..1.2 together with a "
-            f"throughput in {throughput_path}",
+            utilization_path,
+            None,
+            f"no usable samples: no row has a utilization in 0..1.2 together with a throughput in {throughput_path}",
         )
 
 
@@ -103,8 +106,13 @@ def _trailing_mean(values: np.ndarray, window: int) -> tuple[float, ...]:
 
 def _observation(workers: tuple[WorkerSeries, ...], n: int) -> Observation:
     return Observation(
-        time_s=float(n), step_s=1.0, workload_per_s=(0.0,) * n, workers=workers,
-        consumer_lag_records=0.0, scaleout=len(workers), uptime_s=math.inf,
+        time_s=float(n),
+        step_s=1.0,
+        workload_per_s=(0.0,) * n,
+        workers=workers,
+        consumer_lag_records=0.0,
+        scaleout=len(workers),
+        uptime_s=math.inf,
     )
 
 
@@ -132,8 +140,10 @@ def to_json(report: CapacityReport) -> dict[str, Any]:
 
 def format_text(report: CapacityReport) -> str:
     t = report.table
-    lines = [f"{'worker':<40} {'samples':>7} {'a (rec/s)':>11} {'b (rec/s)':>11} "
-             f"{'own cap':>10} {'share':>6} {'skew':>5} {'capacity':>10}  method"]
+    lines = [
+        f"{'worker':<40} {'samples':>7} {'a (rec/s)':>11} {'b (rec/s)':>11} "
+        f"{'own cap':>10} {'share':>6} {'skew':>5} {'capacity':>10}  method"
+    ]
     for w in t.workers:
         lines.append(
             f"{w.worker_id[-40:]:<40} {w.samples:>7} {w.intercept_per_s:>11.0f} {w.slope_per_s:>11.0f} "
@@ -141,7 +151,8 @@ def format_text(report: CapacityReport) -> str:
             f"{w.capacity_per_s:>10.0f}  {w.method}"
         )
     lines.append(f"current capacity at scale-out {t.current_scaleout}: {t.current_per_s:,.0f} records/s")
-    lines.append("capacity per scale-out (records/s): " + ", ".join(
-        f"{n}: {c:,.0f}" for n, c in enumerate(t.per_scaleout_per_s, start=1)))
+    lines.append(
+        "capacity per scale-out (records/s): "
+        + ", ".join(f"{n}: {c:,.0f}" for n, c in enumerate(t.per_scaleout_per_s, start=1))
+    )
     return "\n".join(lines)
-

@@ -18,7 +18,7 @@ from daedalus_spark.report.jsonout import finite_or_none
 
 
 def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
-    """The knowledge in a store, opened read-only (a running controller is not disturbed, a foreign file not changed)."""
+    """The knowledge in a store, opened read-only: a running controller is not disturbed, a foreign file not changed."""
     if not Path(path).exists():
         raise IncompatibleKnowledge(f"{path}: no such file")
     snapshot = SqliteKnowledgeStore(path).load()  # loading opens the file read-only
@@ -50,42 +50,83 @@ def scored_forecast(k: Knowledge) -> tuple[ForecastRecord, list[float], list[flo
 def build(k: Knowledge) -> dict[str, Any]:
     table = k.history.latest_table
     scored = scored_forecast(k)
-    models = [f for i, f in enumerate(k.history.forecasts)
-              if i == 0 or (f.model, f.arima_order, f.refits) != _model_key(k.history.forecasts[i - 1])]
+    models = [
+        f
+        for i, f in enumerate(k.history.forecasts)
+        if i == 0 or (f.model, f.arima_order, f.refits) != _model_key(k.history.forecasts[i - 1])
+    ]
     decisions = list(k.decisions)
-    return finite_or_none({
-        "capacity": None if table is None else {
-            "current_scaleout": table.current_scaleout,
-            "current_per_s": table.current_per_s,
-            "per_scaleout": [{"scaleout": n, "capacity_per_s": c, "observed": n in table.observed_scaleouts}
-                             for n, c in enumerate(table.per_scaleout_per_s, start=1)],
-            "workers": [{**asdict(w), "skew_factor_ratio": w.skew_factor_ratio} for w in table.workers],
-        },
-        "forecast": {
-            "latest": asdict(k.history.forecasts[-1]) if k.history.forecasts else None,
-            "scored": None if scored is None else {
-                "time_s": scored[0].time_s, "model": scored[0].model, "predicted_per_s": scored[1],
-                "actual_per_s": scored[2], "wape": wape(scored[2], scored[1])},
-            "model_history": [{"time_s": f.time_s, "model": f.model, "arima_order": f.arima_order,
-                               "refits": f.refits, "last_wape": f.last_wape} for f in models],
-        },
-        "decisions": {
-            "count": len(decisions),
-            "by_reason": dict(Counter(d.reason.value for d in decisions)),
-            "rescales": [{"time_s": d.time_s, "from": d.current_scaleout, "to": d.target_scaleout,
-                          "reason": d.reason.value, "actuation": d.actuation, "detail": d.actuation_detail}
-                         for d in decisions if d.rescale],
-            "latest": [{"time_s": d.time_s, "current": d.current_scaleout, "target": d.target_scaleout,
-                        "reason": d.reason.value, "actuation": d.actuation} for d in decisions[-20:]],
-        },
-        "recovery": {
-            "downtime_scale_out_s": k.recovery.downtime_scale_out_s,
-            "downtime_scale_in_s": k.recovery.downtime_scale_in_s,
-            "measured": [asdict(r) for r in k.recoveries],
-            "pending": None if k.recovery.pending is None else asdict(k.recovery.pending),
-        },
-        "last_rescale_s": k.last_rescale_s,
-    })
+    report: dict[str, Any] = finite_or_none(
+        {
+            "capacity": None
+            if table is None
+            else {
+                "current_scaleout": table.current_scaleout,
+                "current_per_s": table.current_per_s,
+                "per_scaleout": [
+                    {"scaleout": n, "capacity_per_s": c, "observed": n in table.observed_scaleouts}
+                    for n, c in enumerate(table.per_scaleout_per_s, start=1)
+                ],
+                "workers": [{**asdict(w), "skew_factor_ratio": w.skew_factor_ratio} for w in table.workers],
+            },
+            "forecast": {
+                "latest": asdict(k.history.forecasts[-1]) if k.history.forecasts else None,
+                "scored": None
+                if scored is None
+                else {
+                    "time_s": scored[0].time_s,
+                    "model": scored[0].model,
+                    "predicted_per_s": scored[1],
+                    "actual_per_s": scored[2],
+                    "wape": wape(scored[2], scored[1]),
+                },
+                "model_history": [
+                    {
+                        "time_s": f.time_s,
+                        "model": f.model,
+                        "arima_order": f.arima_order,
+                        "refits": f.refits,
+                        "last_wape": f.last_wape,
+                    }
+                    for f in models
+                ],
+            },
+            "decisions": {
+                "count": len(decisions),
+                "by_reason": dict(Counter(d.reason.value for d in decisions)),
+                "rescales": [
+                    {
+                        "time_s": d.time_s,
+                        "from": d.current_scaleout,
+                        "to": d.target_scaleout,
+                        "reason": d.reason.value,
+                        "actuation": d.actuation,
+                        "detail": d.actuation_detail,
+                    }
+                    for d in decisions
+                    if d.rescale
+                ],
+                "latest": [
+                    {
+                        "time_s": d.time_s,
+                        "current": d.current_scaleout,
+                        "target": d.target_scaleout,
+                        "reason": d.reason.value,
+                        "actuation": d.actuation,
+                    }
+                    for d in decisions[-20:]
+                ],
+            },
+            "recovery": {
+                "downtime_scale_out_s": k.recovery.downtime_scale_out_s,
+                "downtime_scale_in_s": k.recovery.downtime_scale_in_s,
+                "measured": [asdict(r) for r in k.recoveries],
+                "pending": None if k.recovery.pending is None else asdict(k.recovery.pending),
+            },
+            "last_rescale_s": k.last_rescale_s,
+        }
+    )
+    return report
 
 
 def _model_key(f: ForecastRecord) -> tuple[Any, ...]:
@@ -99,40 +140,58 @@ def format_text(r: dict[str, Any]) -> str:
         lines.append("capacity: nothing learned yet")
     else:
         lines.append(f"capacity at scale-out {cap['current_scaleout']}: {cap['current_per_s']:,.0f} records/s")
-        lines.append("  per scale-out: " + ", ".join(
-            f"{p['scaleout']}{'' if p['observed'] else '*'}: {p['capacity_per_s']:,.0f}" for p in cap["per_scaleout"])
-            + "   (* extrapolated)")
+        lines.append(
+            "  per scale-out: "
+            + ", ".join(
+                f"{p['scaleout']}{'' if p['observed'] else '*'}: {p['capacity_per_s']:,.0f}"
+                for p in cap["per_scaleout"]
+            )
+            + "   (* extrapolated)"
+        )
         for w in cap["workers"]:
-            lines.append(f"  worker {w['worker_id']}: {w['capacity_per_s']:,.0f}/s ({w['method']}, "
-                         f"{w['samples']} samples, {w['intercept_per_s']:.0f} + {w['slope_per_s']:.0f} x util, "
-                         f"skew {w['skew_factor_ratio']:.2f})")
+            lines.append(
+                f"  worker {w['worker_id']}: {w['capacity_per_s']:,.0f}/s ({w['method']}, "
+                f"{w['samples']} samples, {w['intercept_per_s']:.0f} + {w['slope_per_s']:.0f} x util, "
+                f"skew {w['skew_factor_ratio']:.2f})"
+            )
     f = r["forecast"]
     if f["latest"]:
         latest = f["latest"]
-        lines.append(f"forecast: {latest['model']} (order {latest['arima_order']}, refits {latest['refits']}), "
-                     f"peak {max(latest['values_per_s'] or [0]):,.0f}/s over {len(latest['values_per_s'])} steps")
+        lines.append(
+            f"forecast: {latest['model']} (order {latest['arima_order']}, refits {latest['refits']}), "
+            f"peak {max(latest['values_per_s'] or [0]):,.0f}/s over {len(latest['values_per_s'])} steps"
+        )
     if f["scored"] and f["scored"]["wape"] is not None:
         s = f["scored"]
-        lines.append(f"  forecast made at {s['time_s']:.0f} s vs what came: WAPE {s['wape']:.1%} over "
-                     f"{len(s['actual_per_s'])} steps")
+        lines.append(
+            f"  forecast made at {s['time_s']:.0f} s vs what came: WAPE {s['wape']:.1%} over "
+            f"{len(s['actual_per_s'])} steps"
+        )
     lines.append(f"  model changes: {len(f['model_history'])}")
     d = r["decisions"]
     lines.append(f"decisions: {d['count']} ({', '.join(f'{k} {v}' for k, v in sorted(d['by_reason'].items()))})")
     for x in d["rescales"][-10:]:
         lines.append(f"  {x['time_s']:.0f} s: {x['from']} -> {x['to']} {x['reason']} [{x['actuation']}] {x['detail']}")
     rec = r["recovery"]
-    lines.append(f"downtime estimates: scale-out {rec['downtime_scale_out_s']:.1f} s, "
-                 f"scale-in {rec['downtime_scale_in_s']:.1f} s; measured recoveries: {len(rec['measured'])}")
+    lines.append(
+        f"downtime estimates: scale-out {rec['downtime_scale_out_s']:.1f} s, "
+        f"scale-in {rec['downtime_scale_in_s']:.1f} s; measured recoveries: {len(rec['measured'])}"
+    )
     for m in rec["measured"][-5:]:
-        lines.append(f"  {m['rescale_time_s']:.0f} s {m['direction']} {m['from_scaleout']}->{m['to_scaleout']}: "
-                     f"{m['recovery_s']:.0f} s")
+        lines.append(
+            f"  {m['rescale_time_s']:.0f} s {m['direction']} {m['from_scaleout']}->{m['to_scaleout']}: "
+            f"{m['recovery_s']:.0f} s"
+        )
     return "\n".join(lines)
 
 
 def plot_capacity(r: dict[str, Any], ax: Any) -> None:
     per = r["capacity"]["per_scaleout"]
-    ax.bar([p["scaleout"] for p in per], [p["capacity_per_s"] for p in per],
-           color=["tab:blue" if p["observed"] else "tab:gray" for p in per])
+    ax.bar(
+        [p["scaleout"] for p in per],
+        [p["capacity_per_s"] for p in per],
+        color=["tab:blue" if p["observed"] else "tab:gray" for p in per],
+    )
     ax.set(xlabel="scale-out (workers)", ylabel="records/s", title="capacity per scale-out (gray: extrapolated)")
 
 
@@ -161,9 +220,11 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     figures = []
-    for name, draw, present in (("capacity.png", plot_capacity, r["capacity"]),
-                                ("forecast.png", plot_forecast, r["forecast"]["scored"]),
-                                ("decisions.png", plot_decisions, r["decisions"]["latest"])):
+    for name, draw, present in (
+        ("capacity.png", plot_capacity, r["capacity"]),
+        ("forecast.png", plot_forecast, r["forecast"]["scored"]),
+        ("decisions.png", plot_decisions, r["decisions"]["latest"]),
+    ):
         if present:
             fig, ax = plt.subplots(figsize=(7, 3.5))
             draw(r, ax)
@@ -173,9 +234,11 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
             figures.append(name)
     body = "".join(f'<img src="{name}" alt="{name}"><br>' for name in figures)
     text = format_text(r).replace("&", "&amp;").replace("<", "&lt;")
-    page = (f"<!doctype html><meta charset='utf-8'><title>daedalus-spark knowledge</title>"
-            f"<h1>daedalus-spark: what the controller knows</h1><pre>{text}</pre>{body}"
-            f"<p><a href='report.json'>report.json</a></p>")
+    page = (
+        f"<!doctype html><meta charset='utf-8'><title>daedalus-spark knowledge</title>"
+        f"<h1>daedalus-spark: what the controller knows</h1><pre>{text}</pre>{body}"
+        f"<p><a href='report.json'>report.json</a></p>"
+    )
     (out / "report.json").write_text(json.dumps(r, indent=2, allow_nan=False))
     (out / "index.html").write_text(page)
     return out / "index.html"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from daedalus_spark.httpserve import BoundedHTTPServer, send_body, start
 
 Health = Callable[[], tuple[bool, dict[str, Any]]]  # (healthy, details)
 
@@ -22,7 +23,7 @@ def serve_health(registry: CollectorRegistry, health: Health, host: str, port: i
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - probes every few seconds: quiet
             return None
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             path = self.path.split("?")[0]
             if path == "/metrics":
                 self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
@@ -33,13 +34,6 @@ def serve_health(registry: CollectorRegistry, health: Health, host: str, port: i
                 self._send(404, b'{"error": "not found; try /metrics or /healthz"}', "application/json")
 
         def _send(self, code: int, body: bytes, content_type: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_body(self, code, body, content_type)
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="daedalus-health", daemon=True).start()
-    return server
+    return start(BoundedHTTPServer((host, port), Handler), "daedalus-health")

@@ -22,19 +22,23 @@ log = logging.getLogger("daedalus_spark.decisions")
 
 def result_record(result: StepResult) -> dict[str, Any]:
     d, a = result.decision, result.actuation
-    return finite_or_none({
-        "time_s": result.time_s,
-        "time": datetime.fromtimestamp(result.time_s, UTC).isoformat(timespec="seconds"),
-        "reason": d.reason.value,
-        "current": d.current_scaleout,
-        "target": d.target_scaleout,
-        "evidence": d.evidence,
-        "notes": list(d.notes),
-        "actuation": None if a is None else {"outcome": a.outcome.value, "detail": a.detail, "live": a.live,
-                                            "duration_s": round(a.duration_s, 3)},
-        "monitor_error": None if result.monitor_error is None else result.monitor_error.kind,
-        "timings_s": {k: round(v, 4) for k, v in result.timings_s.items()},
-    })
+    record: dict[str, Any] = finite_or_none(
+        {
+            "time_s": result.time_s,
+            "time": datetime.fromtimestamp(result.time_s, UTC).isoformat(timespec="seconds"),
+            "reason": d.reason.value,
+            "current": d.current_scaleout,
+            "target": d.target_scaleout,
+            "evidence": d.evidence,
+            "notes": list(d.notes),
+            "actuation": None
+            if a is None
+            else {"outcome": a.outcome.value, "detail": a.detail, "live": a.live, "duration_s": round(a.duration_s, 3)},
+            "monitor_error": None if result.monitor_error is None else result.monitor_error.kind,
+            "timings_s": {k: round(v, 4) for k, v in result.timings_s.items()},
+        }
+    )
+    return record
 
 
 class DecisionLog:
@@ -59,8 +63,14 @@ class LogPublisher:
     def publish(self, result: StepResult) -> None:
         d, a = result.decision, result.actuation
         outcome = "" if a is None else f" -> {a.outcome.value}: {a.detail}"
-        log.info("tick %s: %d -> %d (%s)%s", datetime.fromtimestamp(result.time_s, UTC).strftime("%H:%M:%S"),
-                 d.current_scaleout, d.target_scaleout, d.reason.value, outcome)
+        log.info(
+            "tick %s: %d -> %d (%s)%s",
+            datetime.fromtimestamp(result.time_s, UTC).strftime("%H:%M:%S"),
+            d.current_scaleout,
+            d.target_scaleout,
+            d.reason.value,
+            outcome,
+        )
 
 
 class ControllerMetrics:
@@ -72,24 +82,35 @@ class ControllerMetrics:
         r, p = self.registry, "daedalus_controller_"
         self.current = Gauge(p + "scaleout_current", "Workers the job ran at the last tick", registry=r)
         self.target = Gauge(p + "scaleout_target", "Workers the last tick decided on", registry=r)
-        self.capacity = Gauge(p + "capacity_records_per_second", "Learned capacity per scale-out",
-                              ["scaleout", "observed"], registry=r)
+        self.capacity = Gauge(
+            p + "capacity_records_per_second", "Learned capacity per scale-out", ["scaleout", "observed"], registry=r
+        )
         self.workload = Gauge(p + "workload_records_per_second", "Average workload of the last window", registry=r)
         self.lag = Gauge(p + "consumer_lag_records", "Consumer lag at the last tick", registry=r)
-        self.forecast_peak = Gauge(p + "forecast_peak_records_per_second", "Highest forecast workload over the "
-                                   "horizon", registry=r)
-        self.forecast_model = Gauge(p + "forecast_model_info", "1 for the model of the latest forecast", ["model"],
-                                    registry=r)
+        self.forecast_peak = Gauge(
+            p + "forecast_peak_records_per_second", "Highest forecast workload over the horizon", registry=r
+        )
+        self.forecast_model = Gauge(
+            p + "forecast_model_info", "1 for the model of the latest forecast", ["model"], registry=r
+        )
         self.decisions = Counter(p + "decisions", "Decisions by reason", ["reason"], registry=r)
-        self.actuations = Counter(p + "actuations", "Rescales asked of the actuator, by outcome", ["outcome"],
-                                  registry=r)
-        self.monitor_errors = Counter(p + "monitor_errors", "Ticks skipped because the monitor failed, by kind",
-                                      ["kind"], registry=r)
+        self.actuations = Counter(
+            p + "actuations", "Rescales asked of the actuator, by outcome", ["outcome"], registry=r
+        )
+        self.monitor_errors = Counter(
+            p + "monitor_errors", "Ticks skipped because the monitor failed, by kind", ["kind"], registry=r
+        )
         self.tick_errors = Counter(p + "tick_errors", "Ticks that raised (logged; the loop goes on)", registry=r)
-        self.duration = Histogram(p + "tick_duration_seconds", "Time per loop phase", ["phase"], registry=r,
-                                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
-        self.last_good = Gauge(p + "last_good_tick_timestamp_seconds", "When a tick last observed and decided",
-                               registry=r)
+        self.duration = Histogram(
+            p + "tick_duration_seconds",
+            "Time per loop phase",
+            ["phase"],
+            registry=r,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+        )
+        self.last_good = Gauge(
+            p + "last_good_tick_timestamp_seconds", "When a tick last observed and decided", registry=r
+        )
         for reason in Reason:
             self.decisions.labels(reason.value)
         for outcome in Outcome:
@@ -118,8 +139,11 @@ class ControllerMetrics:
                 self.capacity.labels(str(n), observed).set(table.at(n))
 
     def _set_from_evidence(self, evidence: dict[str, Any]) -> None:
-        for gauge, key in ((self.workload, "workload_avg_per_s"), (self.lag, "consumer_lag_records"),
-                           (self.forecast_peak, "forecast_max_per_s")):
+        for gauge, key in (
+            (self.workload, "workload_avg_per_s"),
+            (self.lag, "consumer_lag_records"),
+            (self.forecast_peak, "forecast_max_per_s"),
+        ):
             value = evidence.get(key)
             if isinstance(value, (int, float)) and math.isfinite(value):
                 gauge.set(value)

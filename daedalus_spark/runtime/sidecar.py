@@ -43,20 +43,27 @@ class Sidecar:
     _started_s: float = 0.0
 
     def __post_init__(self) -> None:
-        self.refits = ThreadPoolExecutor(1, thread_name_prefix="daedalus-refit") \
-            if self.config.forecast.background_refit else None
+        self.refits = (
+            ThreadPoolExecutor(1, thread_name_prefix="daedalus-refit")
+            if self.config.forecast.background_refit
+            else None
+        )
         self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path)
         controller = Controller.resume(self.config, self.store, refit_executor=self.refits)
         self.metrics = ControllerMetrics(controller)
-        publishers = [DecisionLog(self.config.runtime.decision_log), LogPublisher(), self.metrics,
-                      *self.extra_publishers]
+        publishers: list[Publisher] = [
+            DecisionLog(self.config.runtime.decision_log),
+            LogPublisher(),
+            self.metrics,
+            *self.extra_publishers,
+        ]
         self.loop = Loop(controller, self.monitor, self.actuator, self.store, self.clock, publishers)
 
     def step(self) -> StepResult | None:
         """One tick; a tick that raises is logged and counted, never the end of the sidecar."""
         try:
             result = self.loop.step()
-        except Exception:  # noqa: BLE001 - the runtime outlives any single tick
+        except Exception:  # the runtime outlives any single tick
             log.exception("tick failed; the next one runs as scheduled")
             self.metrics.tick_errors.inc()
             return None
@@ -73,27 +80,43 @@ class Sidecar:
         stall_s = 3 * self.config.controller.loop_interval_s + self.config.actuator.confirm_timeout_s
         since = now - (self._last_step_s if self._last_step_s is not None else self._started_s)
         healthy = since <= stall_s
-        return healthy, {"status": "ok" if healthy else "stalled", "ticks": self._steps,
-                         "seconds_since_last_tick": round(since, 3),
-                         "last_good_tick_s": self._last_good_s}
+        return healthy, {
+            "status": "ok" if healthy else "stalled",
+            "ticks": self._steps,
+            "seconds_since_last_tick": round(since, 3),
+            "last_good_tick_s": self._last_good_s,
+        }
 
     def run(self, *, handle_signals: bool = True) -> int:
         self._started_s = self.clock.now()
         runtime = self.config.runtime
-        server = serve_health(self.metrics.registry, self.health, runtime.metrics_host, runtime.metrics_port) \
-            if runtime.metrics_port else None
+        server = (
+            serve_health(self.metrics.registry, self.health, runtime.metrics_host, runtime.metrics_port)
+            if runtime.metrics_port
+            else None
+        )
         scheduler = BackgroundScheduler(timezone="UTC")
         interval_s = self.config.controller.loop_interval_s
-        scheduler.add_job(self.step, "interval", seconds=interval_s, id="daedalus-tick", max_instances=1,
-                          coalesce=True, misfire_grace_time=max(1, math.ceil(interval_s)),
-                          next_run_time=datetime.now(UTC))
+        scheduler.add_job(
+            self.step,
+            "interval",
+            seconds=interval_s,
+            id="daedalus-tick",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=max(1, math.ceil(interval_s)),
+            next_run_time=datetime.now(UTC),
+        )
         if handle_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
         self._probe_actuator()
         scheduler.start()
-        log.info("running: a tick every %g s; metrics and /healthz on %s", interval_s,
-                 f"{runtime.metrics_host}:{server.server_port}" if server else "(off)")
+        log.info(
+            "running: a tick every %g s; metrics and /healthz on %s",
+            interval_s,
+            f"{runtime.metrics_host}:{server.server_port}" if server else "(off)",
+        )
         try:
             while not self._stop.wait(1.0):
                 pass
@@ -128,7 +151,7 @@ def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
     In a driver pod on Kubernetes (the pod name in `kubernetes.pod_name_env`), the agent actuator also watches the
     executor pods, so targets that stay Pending are reported unreachable, and rescales become Kubernetes Events.
     """
-    from daedalus_spark.execute import make_actuator
+    from daedalus_spark.execute import make_actuator, require_kubernetes_client
     from daedalus_spark.monitor import make_monitor
 
     clock = SystemClock()
@@ -136,11 +159,13 @@ def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
     on_kubernetes = config.actuator.kind == "kubernetes" or bool(environ.get(config.kubernetes.pod_name_env))
     publishers: list[Publisher] = []
     if on_kubernetes and not dry_run:
-        from daedalus_spark.execute.events import make_event_publisher
-        from daedalus_spark.execute.kubernetes import PendingAwareActuator, make_pod_watcher
+        require_kubernetes_client(f"running in a pod (${config.kubernetes.pod_name_env} is set)")
+        from daedalus_spark.execute.kubernetes import KubernetesScaleActuator, PendingAwareActuator, make_pod_watcher
+        from daedalus_spark.runtime.kubernetes_events import make_event_publisher
 
+        scaler = actuator if isinstance(actuator, KubernetesScaleActuator) else None
         if config.actuator.kind == "agent":
             actuator = PendingAwareActuator(actuator, make_pod_watcher(config, environ))
-        events = make_event_publisher(config, environ)
+        events = make_event_publisher(config, environ, scaler=scaler)
         publishers += [events] if events is not None else []
     return Sidecar(config, make_monitor(config, clock), actuator, clock, publishers)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import TextIO
+
+import numpy as np
 
 from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import Config, ConfigError, load_config
@@ -13,16 +16,24 @@ from daedalus_spark.monitor.files import InputFileError, read_trace
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
-from daedalus_spark.sim.policies import PolicyNameError, parse_policy_list
+from daedalus_spark.sim.policies import OFFLINE, PolicyNameError, parse_policy_list
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "workloads" / "traces"
 DEFAULT_TRACE = TRACES_DIR / "wordcount_sine_40000_6h.csv"
-DEFAULT_POLICIES = "daedalus,static:12,hpa:0.8,hpa:0.85,flink,oracle"
+DEFAULT_POLICIES = "daedalus,static:12,hpa:0.8,hpa:0.85,flink,oracle,optimum"
 TABLE_COLUMNS = (
-    ("avg_workers", "workers", "{:.2f}"), ("worker_hours", "worker-h", "{:.1f}"), ("vs_static", "vs static", "{:.2f}"),
-    ("vs_oracle", "vs oracle", "{:.2f}"), ("rescales", "rescales", "{}"), ("downtime_s", "down s", "{}"),
-    ("lag_growth_s", "lag-grow s", "{}"), ("lag_record_s", "lag rec*s", "{:.3g}"),
-    ("latency_p50_s", "p50 s", "{:.1f}"), ("latency_p95_s", "p95 s", "{:.1f}"), ("latency_max_s", "max s", "{:.1f}"),
+    ("avg_workers", "workers", "{:.2f}"),
+    ("worker_hours", "worker-h", "{:.1f}"),
+    ("vs_static", "vs static", "{:.2f}"),
+    ("vs_optimum", "vs optimum", "{:.2f}"),
+    ("vs_oracle", "vs oracle", "{:.2f}"),
+    ("rescales", "rescales", "{}"),
+    ("downtime_s", "down s", "{}"),
+    ("lag_growth_s", "lag-grow s", "{}"),
+    ("lag_record_s", "lag rec*s", "{:.3g}"),
+    ("latency_p50_s", "p50 s", "{:.1f}"),
+    ("latency_p95_s", "p95 s", "{:.1f}"),
+    ("latency_max_s", "max s", "{:.1f}"),
     ("recovery_violations", "viol.", "{}"),
 )
 
@@ -30,17 +41,23 @@ TABLE_COLUMNS = (
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `simulate` to the CLI."""
     p = subparsers.add_parser(
-        "simulate", help="Run Daedalus and baselines side by side on workload traces (simulated job).",
+        "simulate",
+        help="Run Daedalus and baselines side by side on workload traces (simulated job).",
         description="Drives the real controller tick and baseline autoscalers over a simulated Spark job.",
     )
-    p.add_argument("--trace", action="append", metavar="FILE", help=f"workload trace (repeatable; default "
-                   f"{DEFAULT_TRACE.name})")
+    p.add_argument(
+        "--trace", action="append", metavar="FILE", help=f"workload trace (repeatable; default {DEFAULT_TRACE.name})"
+    )
     p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated (default {DEFAULT_POLICIES})")
     p.add_argument("--config", metavar="YAML", help="controller settings (daedalus-spark config)")
     p.add_argument("--job-model", metavar="YAML", help="simulated job: capacity, skew, downtime, partitions")
     p.add_argument("--seed", type=integer(0, 2**32 - 1), default=1, help="random seed, 0..2^32-1 (default 1)")
-    p.add_argument("--speedup", type=number(1, 3600, whole=True), default=1.0,
-                   help="shorten each trace by this whole factor, 1..3600 (default 1)")
+    p.add_argument(
+        "--speedup",
+        type=number(1, 3600, whole=True),
+        default=1.0,
+        help="shorten each trace by this whole factor, 1..3600 (default 1)",
+    )
     p.add_argument("--json", metavar="FILE", help="write metrics as JSON ('-' for stdout)")
     p.add_argument("--out", metavar="DIR", help="write per-second CSVs, plots and an HTML report here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -70,29 +87,63 @@ class ProgressBar:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The `simulate` handler: the parsed arguments, as typed values, to `simulate`."""
+    return simulate(
+        traces=args.trace,
+        policies=args.policies,
+        config_path=args.config,
+        job_model_path=args.job_model,
+        seed=args.seed,
+        speedup=args.speedup,
+        json_path=args.json,
+        out_dir=args.out,
+        progress=not args.no_progress,
+    )
+
+
+def simulate(
+    *,
+    traces: list[str] | None = None,
+    policies: str = DEFAULT_POLICIES,
+    config_path: str | None = None,
+    job_model_path: str | None = None,
+    seed: int = 1,
+    speedup: float = 1.0,
+    json_path: str | None = None,
+    out_dir: str | None = None,
+    progress: bool = True,
+) -> int:
+    """Run the policies on each trace, print a table per trace, write JSON / the report; the exit code."""
     try:
-        config = load_config(args.config)
-        job_model = load_job_model(args.job_model)
-        names = parse_policy_list(args.policies, config)
-        _check_job_model(job_model, config, args.job_model)
-        traces = [Path(t) for t in (args.trace or [str(DEFAULT_TRACE)])]
-        workloads = [_long_enough(t, compress_trace(read_trace(t), args.speedup), args.speedup, config)
-                     for t in traces]
+        config = load_config(config_path)
+        job_model = load_job_model(job_model_path)
+        names = parse_policy_list(policies, config)
+        _check_job_model(job_model, config, job_model_path)
+        paths = [Path(t) for t in (traces or [str(DEFAULT_TRACE)])]
+        workloads = [_long_enough(t, compress_trace(read_trace(t), speedup), speedup, config) for t in paths]
     except ConfigError as exc:
         return _fail(exc.one_line())
     except (PolicyNameError, InputFileError, ValueError) as exc:
         return _fail(str(exc))
     evaluations = []
-    for path, workload in zip(traces, workloads):
-        bar = None if args.no_progress else ProgressBar(sys.stderr, path.name, len([n for n in names if n != "oracle"]))
-        ev = evaluate(path.name, workload, names, job_model=job_model, config=config, seed=args.seed,
-                      progress=bar.update if bar else None)
+    online = len([n for n in names if n not in OFFLINE])
+    for path, workload in zip(paths, workloads, strict=False):
+        bar = ProgressBar(sys.stderr, path.name, online) if progress else None
+        ev = evaluate(
+            path.name,
+            workload,
+            names,
+            job_model=job_model,
+            config=config,
+            seed=seed,
+            progress=bar.update if bar else None,
+        )
         if bar:
             bar.close()
         evaluations.append(ev)
         # with JSON on stdout the table goes to stderr, so stdout stays parseable
-        print(format_table(ev), file=sys.stderr if args.json == "-" else sys.stdout)
-    return _write_outputs(args, evaluations)
+        print(format_table(ev), file=sys.stderr if json_path == "-" else sys.stdout)
+    return _write_outputs(json_path, out_dir, evaluations)
 
 
 def _fail(message: str) -> int:
@@ -116,9 +167,9 @@ def _check_job_model(job_model: JobModel, config: Config, source: str | None) ->
         )
 
 
-def _long_enough(path: Path, workload: object, speedup: float, config: Config) -> object:
+def _long_enough(path: Path, workload: np.ndarray, speedup: float, config: Config) -> np.ndarray:
     """A trace shorter than two loop intervals gives no decision to compare: refused, naming the file."""
-    seconds = len(workload)  # type: ignore[arg-type]
+    seconds = len(workload)
     needed = 2 * config.controller.loop_interval_s
     if seconds < needed:
         after = f" after --speedup {speedup:g}" if speedup > 1 else ""
@@ -126,22 +177,22 @@ def _long_enough(path: Path, workload: object, speedup: float, config: Config) -
     return workload
 
 
-def _write_outputs(args: argparse.Namespace, evaluations: list[TraceEvaluation]) -> int:
+def _write_outputs(json_path: str | None, out_dir: str | None, evaluations: list[TraceEvaluation]) -> int:
     try:
-        if args.json:
+        if json_path:
             text = strict_json(json_payload(evaluations))
-            if args.json == "-":
+            if json_path == "-":
                 print(text)
             else:
-                Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-                Path(args.json).write_text(text + "\n", encoding="utf-8")
-        if args.out:
-            from daedalus_spark.report.simulation import write_report
+                Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+                Path(json_path).write_text(text + "\n", encoding="utf-8")
+        if out_dir:
+            from daedalus_spark.sim.report import write_report
 
-            report = write_report(evaluations, Path(args.out), command=" ".join(sys.argv))
+            report = write_report(evaluations, Path(out_dir), command=" ".join(sys.argv))
             print(f"report: {report}", file=sys.stderr)
     except OSError as exc:  # e.g. a full disk: name the file (OSError.filename can be None)
-        return _fail(f"{exc.filename or args.json or args.out}: cannot write ({exc.strerror or exc})")
+        return _fail(f"{exc.filename or json_path or out_dir}: cannot write ({exc.strerror or exc})")
     return 0
 
 
@@ -154,21 +205,31 @@ def json_payload(evaluations: list[TraceEvaluation]) -> object:
 def format_table(ev: TraceEvaluation) -> str:
     """The terminal table: one row per policy."""
     header = ["policy"] + [title for _, title, _ in TABLE_COLUMNS]
-    rows = [[name] + [fmt.format(m[key]) for key, _, fmt in TABLE_COLUMNS] for name, m in ev.metrics.items()]
+    rows = [[name] + [_cell(fmt, m[key]) for key, _, fmt in TABLE_COLUMNS] for name, m in ev.metrics.items()]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+
+    def line(cells: list[str]) -> str:
+        cells_widths = enumerate(zip(cells, widths, strict=True))
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in cells_widths)
+
     hours = len(next(iter(ev.runs.values())).scaleout) / 3600 if ev.runs else 0.0
-    return "\n".join([f"trace {ev.trace} ({hours:.2f} h)", line(header), *(line(r) for r in rows)])
+    note = [f"  ({ev.optimum_note})"] if ev.optimum_note else []
+    return "\n".join([f"trace {ev.trace} ({hours:.2f} h)", line(header), *(line(r) for r in rows), *note])
+
+
+def _cell(fmt: str, value: float | int) -> str:
+    """A table cell; a ratio to an optimum that does not exist (NaN) is a dash."""
+    return "-" if isinstance(value, float) and math.isnan(value) else fmt.format(value)
 
 
 def demo(args: argparse.Namespace) -> int:
     """`make demo`: the default policies on the bundled WordCount trace, report under args.out."""
     out = getattr(args, "out", None) or "out/demo"
     config = getattr(args, "config", None)
-    ns = argparse.Namespace(trace=None, policies=DEFAULT_POLICIES, config=str(config) if config else None, job_model=None, seed=1,
-                            speedup=1.0, json=str(Path(out) / "simulation.json"), out=str(out), no_progress=False)
     Path(out).mkdir(parents=True, exist_ok=True)
-    return run(ns)
+    return simulate(
+        config_path=str(config) if config else None, json_path=str(Path(out) / "simulation.json"), out_dir=str(out)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

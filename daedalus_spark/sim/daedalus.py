@@ -58,12 +58,17 @@ class DaedalusPolicy:
     _clock: FakeClock = field(default_factory=FakeClock, repr=False)
 
     def __post_init__(self) -> None:
-        self.sync_interval_s = max(1, int(round(self.config.controller.loop_interval_s)))
+        self.sync_interval_s = max(1, round(self.config.controller.loop_interval_s))
 
     def decide(self, job: SimulatedJob) -> int | None:
         if self._loop is None:  # the first step comes one interval in, so its window starts at the job's start
-            self._loop = Loop(Controller(self.config, refit_executor=None), self._monitor, self._actuator,
-                              store=None, clock=self._clock)
+            self._loop = Loop(
+                Controller(self.config, refit_executor=None),
+                self._monitor,
+                self._actuator,
+                store=None,
+                clock=self._clock,
+            )
         self._monitor.job = self._actuator.job = job
         self._clock.set(float(job.now_s))
         self._actuator.requested = None

@@ -26,8 +26,9 @@ class FlinkSettings:
     align_to_partitions: bool = True  # sources: prefer a parallelism that divides the partition count
 
 
-def target_capacity_per_s(*, input_per_s: float, lag_records: float, utilization_ratio: float,
-                          s: FlinkSettings) -> float:
+def target_capacity_per_s(
+    *, input_per_s: float, lag_records: float, utilization_ratio: float, s: FlinkSettings
+) -> float:
     """Processing capacity the job should have: input at the target utilization, plus the backlog and the
     records arriving during a restart, caught up within the catch-up duration."""
     catch_up = 0.0
@@ -36,19 +37,27 @@ def target_capacity_per_s(*, input_per_s: float, lag_records: float, utilization
     return input_per_s / utilization_ratio + catch_up
 
 
-def flink_parallelism(*, current: int, true_rate_per_s: float, input_per_s: float, lag_records: float,
-                      s: FlinkSettings) -> int:
+def flink_parallelism(
+    *, current: int, true_rate_per_s: float, input_per_s: float, lag_records: float, s: FlinkSettings
+) -> int:
     """The recommended parallelism (current if the true rate is within the utilization boundary)."""
-    upper = target_capacity_per_s(input_per_s=input_per_s, lag_records=lag_records,
-                                  utilization_ratio=min(1.0, s.target_utilization_ratio + s.utilization_boundary_ratio),
-                                  s=s)
-    lower = target_capacity_per_s(input_per_s=input_per_s, lag_records=lag_records,
-                                  utilization_ratio=max(1e-3, s.target_utilization_ratio - s.utilization_boundary_ratio),
-                                  s=s)
+    upper = target_capacity_per_s(
+        input_per_s=input_per_s,
+        lag_records=lag_records,
+        utilization_ratio=min(1.0, s.target_utilization_ratio + s.utilization_boundary_ratio),
+        s=s,
+    )
+    lower = target_capacity_per_s(
+        input_per_s=input_per_s,
+        lag_records=lag_records,
+        utilization_ratio=max(1e-3, s.target_utilization_ratio - s.utilization_boundary_ratio),
+        s=s,
+    )
     if upper <= true_rate_per_s <= lower:
         return current
-    target = target_capacity_per_s(input_per_s=input_per_s, lag_records=lag_records,
-                                   utilization_ratio=s.target_utilization_ratio, s=s)
+    target = target_capacity_per_s(
+        input_per_s=input_per_s, lag_records=lag_records, utilization_ratio=s.target_utilization_ratio, s=s
+    )
     factor = max(target / true_rate_per_s, 1.0 - s.scale_down_max_factor)
     return max(1, math.ceil(current * factor - 1e-9))
 
@@ -87,13 +96,17 @@ class FlinkPolicy:
         w = self.window(job)
         if w is None:
             return None
-        busy_max = float(np.max(job.busy_ratio[w, :job.scaleout].mean(axis=0)))  # busy-time aggregator MAX
+        busy_max = float(np.max(job.busy_ratio[w, : job.scaleout].mean(axis=0)))  # busy-time aggregator MAX
         if busy_max <= 1e-6:
             return None
         true_rate = float(job.processed_per_s[w].mean()) / busy_max
-        p = flink_parallelism(current=job.scaleout, true_rate_per_s=true_rate,
-                              input_per_s=float(job.workload_per_s[w].mean()),
-                              lag_records=job.lag_records(), s=self.settings)
+        p = flink_parallelism(
+            current=job.scaleout,
+            true_rate_per_s=true_rate,
+            input_per_s=float(job.workload_per_s[w].mean()),
+            lag_records=job.lag_records(),
+            s=self.settings,
+        )
         if self.settings.align_to_partitions:
             p = align_to_partitions(p, job.model.partitions, self.max_scaleout)
         return min(max(p, self.min_scaleout), self.max_scaleout)

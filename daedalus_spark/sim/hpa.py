@@ -47,7 +47,7 @@ class HpaPolicy:
         if not job.processing or job.uptime_s() < 1:
             return None
         t0 = max(job.now_s - self.metric_window_s, job.restart_end_s)
-        return float(np.mean(job.cpu_ratio[t0:job.now_s, :job.scaleout]))
+        return float(np.mean(job.cpu_ratio[t0 : job.now_s, : job.scaleout]))
 
     def decide(self, job: SimulatedJob) -> int | None:
         cpu = self.average_cpu(job)

@@ -28,14 +28,22 @@ def lindley(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.n
     """Backlog after each second of b_t = max(0, b_{t-1} + a_t - c_t), without a Python loop."""
     s = np.cumsum(arrivals - capacity)
     floor = np.minimum(np.minimum.accumulate(s), -backlog0)
-    return np.maximum(s - floor, 0.0)
+    return np.asarray(np.maximum(s - floor, 0.0), dtype=float)
 
 
 class SimulatedJob:
     """The job's state and its per-second history; policies read it, `advance` moves it forward."""
 
-    def __init__(self, workload_per_s: np.ndarray, model: JobModel, capacity: CapacityModel, *,
-                 initial_scaleout: int, cpu_signal: bool, rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        workload_per_s: np.ndarray,
+        model: JobModel,
+        capacity: CapacityModel,
+        *,
+        initial_scaleout: int,
+        cpu_signal: bool,
+        rng: np.random.Generator,
+    ) -> None:
         self.workload_per_s = np.asarray(workload_per_s, dtype=float)
         self.model, self.capacity, self.cpu_signal, self._rng = model, capacity, cpu_signal, rng
         n, slots = len(self.workload_per_s), capacity.slots
@@ -73,9 +81,9 @@ class SimulatedJob:
         if target == self.scaleout or not self.processing or self.now_s >= self.duration_s:
             return False
         spec = self.model.downtime_scale_out if target > self.scaleout else self.model.downtime_scale_in
-        downtime = int(round(self._rng.uniform(spec.low_s, spec.high_s)))
+        downtime = round(self._rng.uniform(spec.low_s, spec.high_s))
         age = self._checkpoint_age_s()
-        replay = float(self.processed_per_s[self.now_s - age:self.now_s].sum())
+        replay = float(self.processed_per_s[self.now_s - age : self.now_s].sum())
         self.rescales.append(Rescale(self.now_s, self.scaleout, target, downtime, replay, age))
         self._backlog += replay
         self.scaleout, self.restart_end_s = target, self.now_s + downtime
@@ -136,8 +144,11 @@ class SimulatedJob:
             for i in range(self.scaleout)
         )
         return Observation(
-            time_s=float(t1), step_s=1.0, workload_per_s=tuple(self.workload_per_s[t0:t1].tolist()),
-            workers=workers, consumer_lag_records=self._backlog, scaleout=self.scaleout,
+            time_s=float(t1),
+            step_s=1.0,
+            workload_per_s=tuple(self.workload_per_s[t0:t1].tolist()),
+            workers=workers,
+            consumer_lag_records=self._backlog,
+            scaleout=self.scaleout,
             uptime_s=self.uptime_s(),
         )
-

@@ -31,8 +31,12 @@ class JobModel(_Model):
     """The simulated Spark Structured Streaming job on Kubernetes reading from Kafka."""
 
     worker_capacity_per_s: float | None = Field(
-        None, gt=0, le=1e12, allow_inf_nan=False, description="Records/s one worker processes at full utilization (None: derived from the "
-        "trace peak so that `reference_scaleout` workers carry peak x capacity_headroom_ratio)."
+        None,
+        gt=0,
+        le=1e12,
+        allow_inf_nan=False,
+        description="Records/s one worker processes at full utilization (None: derived from the "
+        "trace peak so that `reference_scaleout` workers carry peak x capacity_headroom_ratio).",
     )
     reference_scaleout: int = Field(12, ge=1, le=10000, description="Scale-out that just carries the peak.")
     capacity_headroom_ratio: float = Field(1.1, ge=0.5, le=10, description="Reference capacity / trace peak.")
@@ -50,8 +54,12 @@ class JobModel(_Model):
     utilization_noise_ratio: float = Field(0.02, ge=0, le=0.5, description="Stddev of utilization noise.")
     downtime_scale_out: DowntimeModel = DowntimeModel(low_s=30, high_s=60)
     downtime_scale_in: DowntimeModel = DowntimeModel(low_s=15, high_s=30)
-    checkpoint_interval_s: float = Field(10, ge=0, le=3600, description="Replay after a restart: records "
-                                         "processed since the last checkpoint (checkpoints at multiples).")
+    checkpoint_interval_s: float = Field(
+        10,
+        ge=0,
+        le=3600,
+        description="Replay after a restart: records processed since the last checkpoint (checkpoints at multiples).",
+    )
     base_latency_s: float = Field(0.5, ge=0, le=3600, description="Latency of a record that does not wait.")
     initial_scaleout: int | None = Field(None, ge=1, description="Workers at t=0 (None: max_scaleout).")
 

@@ -43,8 +43,10 @@ class PolicyNameError(ValueError):
     """An unknown or malformed policy name on the command line."""
 
 
-KNOWN = "daedalus, static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle"
+KNOWN = "daedalus, static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle, optimum"
 ORACLE = "oracle"
+OPTIMUM = "optimum"
+OFFLINE = frozenset({ORACLE, OPTIMUM})  # computed from the whole trace, not built by make_policy
 
 
 def _number(
@@ -71,7 +73,7 @@ def _boolean(name: str, key: str, raw: str) -> bool:
 
 
 def make_policy(name: str, config: Config) -> Policy:
-    """A policy from its CLI name (not the oracle, which is computed offline)."""
+    """A policy from its CLI name (not the oracle or the optimum, which are computed offline)."""
     kind, _, arg = name.strip().partition(":")
     limit = config.controller.max_scaleout
     if kind == "static" and arg:
@@ -80,8 +82,12 @@ def make_policy(name: str, config: Config) -> Policy:
     if kind == "hpa" and arg:
         from daedalus_spark.sim.hpa import HpaPolicy
 
-        return HpaPolicy(target_ratio=float(_number(name, arg, float, 0.01, 1.0)), name=name,
-                         min_scaleout=config.controller.min_scaleout, max_scaleout=limit)
+        return HpaPolicy(
+            target_ratio=float(_number(name, arg, float, 0.01, 1.0)),
+            name=name,
+            min_scaleout=config.controller.min_scaleout,
+            max_scaleout=limit,
+        )
     if kind == "flink":
         from daedalus_spark.sim.flink import FlinkPolicy
 
@@ -126,20 +132,13 @@ def _flink_settings(name: str, arg: str) -> FlinkSettings:
 
 
 def parse_policy_list(text: str, config: Config) -> list[str]:
-    """Validate a comma-separated policy list; returns the names (the oracle included if asked for)."""
+    """Validate a comma-separated policy list; returns the names (the oracle and optimum included if asked for)."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise PolicyNameError(f"no policies given (known: {KNOWN})")
     if len(set(names)) != len(names):
         raise PolicyNameError(f"policy listed twice in {text!r}")
     for name in names:
-        if name != ORACLE:
-            _validate_only(name, config)
+        if name not in OFFLINE:
+            make_policy(name, config)  # cheap for every policy (daedalus builds its loop on the first decision)
     return names
-
-
-def _validate_only(name: str, config: Config) -> None:
-    kind = name.partition(":")[0]
-    if kind == "daedalus" and name == "daedalus":
-        return  # building it would need the controller; the name is fine
-    make_policy(name, config)

@@ -69,9 +69,18 @@ def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None
     initial = setup.job_model.initial_scaleout or setup.config.controller.max_scaleout
     if isinstance(policy, StaticPolicy):
         initial = policy.workers
+    fixed_start = getattr(policy, "initial_scaleout", None)  # a replayed schedule chooses its first scale-out
+    if isinstance(fixed_start, int):
+        initial = fixed_start
     initial = max(1, min(initial, setup.capacity.slots))
-    job = SimulatedJob(setup.workload_per_s, setup.job_model, setup.capacity, initial_scaleout=initial,
-                       cpu_signal=_cpu_signal(setup), rng=policy_rng(setup.seed, policy.name))
+    job = SimulatedJob(
+        setup.workload_per_s,
+        setup.job_model,
+        setup.capacity,
+        initial_scaleout=initial,
+        cpu_signal=_cpu_signal(setup),
+        rng=policy_rng(setup.seed, policy.name),
+    )
     total = job.duration_s
     step = policy.sync_interval_s or total
     while job.now_s < total:
@@ -88,9 +97,14 @@ def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None
 def _result(name: str, job: SimulatedJob) -> RunResult:
     caps = job.capacity.job_capacity_per_s[np.maximum(job.scaleout_at, 1) - 1] * job.processing_at
     return RunResult(
-        policy=name, workload_per_s=job.workload_per_s, scaleout=job.scaleout_at.copy(),
-        processing=job.processing_at.copy(), processed_per_s=job.processed_per_s.copy(),
-        lag_records=job.backlog_records.copy(), latency_s=job.latency_s.copy(), capacity_per_s=caps,
+        policy=name,
+        workload_per_s=job.workload_per_s,
+        scaleout=job.scaleout_at.copy(),
+        processing=job.processing_at.copy(),
+        processed_per_s=job.processed_per_s.copy(),
+        lag_records=job.backlog_records.copy(),
+        latency_s=job.latency_s.copy(),
+        capacity_per_s=caps,
         rescales=tuple(job.rescales),
     )
 
@@ -105,6 +119,13 @@ def run_oracle(setup: SimSetup) -> RunResult:
     processed = np.maximum(before + workload - backlog, 0.0)
     latency = setup.job_model.base_latency_s + backlog / np.maximum(caps, 1e-9)
     return RunResult(
-        policy="oracle", workload_per_s=workload, scaleout=scaleout, processing=np.ones(len(workload), bool),
-        processed_per_s=processed, lag_records=backlog, latency_s=latency, capacity_per_s=caps, rescales=(),
+        policy="oracle",
+        workload_per_s=workload,
+        scaleout=scaleout,
+        processing=np.ones(len(workload), bool),
+        processed_per_s=processed,
+        lag_records=backlog,
+        latency_s=latency,
+        capacity_per_s=caps,
+        rescales=(),
     )

@@ -12,11 +12,11 @@ from daedalus_spark.sim.jobmodel import JobModel
 def partition_weights(*, keys: int, partitions: int, zipf_exponent: float, seed: int) -> np.ndarray:
     """Share of the records landing on each Kafka partition: Zipf keys hashed onto partitions; sums to 1."""
     ranks = np.arange(1, keys + 1, dtype=float)
-    popularity = ranks ** -zipf_exponent
+    popularity = ranks**-zipf_exponent
     # A seeded random assignment stands in for the producer's key hash.
     partition_of_key = np.random.default_rng(seed).integers(0, partitions, size=keys)
     weights = np.bincount(partition_of_key, weights=popularity, minlength=partitions)
-    return weights / weights.sum()
+    return np.asarray(weights / weights.sum(), dtype=float)
 
 
 def worker_shares(weights: np.ndarray, scaleout: int) -> np.ndarray:

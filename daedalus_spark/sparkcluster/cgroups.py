@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,18 +77,14 @@ class CpuGroup:
     def pids(self) -> list[int]:
         pids: set[int] = set()
         for path in self._paths:
-            try:
+            with contextlib.suppress(OSError):
                 pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
-            except OSError:
-                pass
         return sorted(pids)
 
     def remove(self) -> None:
         for path in self._paths:
-            try:
+            with contextlib.suppress(OSError):  # still has processes or already gone; the caller killed what it started
                 path.rmdir()
-            except OSError:
-                pass  # still has processes or already gone; the caller killed what it started
 
 
 def _v1_accounting(cpu_path: Path, name: str) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -11,8 +12,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -20,9 +21,11 @@ from typing import Any
 
 import pyspark
 from prometheus_client import CollectorRegistry, start_http_server
+from pyspark.sql import SparkSession
 
 from daedalus_spark.sparkcluster.cgroups import CpuGroup, cpu_quota_support
 from daedalus_spark.sparkcluster.cpu_exporter import WorkerCpu, WorkerCpuCollector
+from daedalus_spark.waiting import wait_until
 
 __all__ = ["LocalCluster", "cpu_quota_support"]
 
@@ -69,21 +72,42 @@ class LocalCluster:
         return os.path.dirname(pyspark.__file__)
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ, SPARK_HOME=self.spark_home, PYSPARK_PYTHON=sys.executable,
-                   SPARK_LOCAL_IP=self.host, SPARK_LOG_DIR=str(self._dir))
+        env = dict(
+            os.environ,
+            SPARK_HOME=self.spark_home,
+            PYSPARK_PYTHON=sys.executable,
+            SPARK_LOCAL_IP=self.host,
+            SPARK_LOG_DIR=str(self._dir),
+        )
         return env
 
     def _spawn(self, args: list[str], log: str, group: CpuGroup | None = None) -> subprocess.Popen[bytes]:
         command = [os.path.join(self.spark_home, "bin", "spark-class"), *args]
         out = open(self._dir / log, "wb")  # noqa: SIM115 - lives as long as the process
-        return subprocess.Popen(command, env=self._env(), stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=group.add_self if group else None)
+        return subprocess.Popen(  # noqa: S603 - our own arguments, no shell
+            command,
+            env=self._env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=group.add_self if group else None,
+        )
 
     def start(self) -> LocalCluster:
         self.port, self.web_port = free_port(), free_port()
         atexit.register(self.stop)  # last resort if the owner never reaches its own stop()
-        self._master = self._spawn(["org.apache.spark.deploy.master.Master", "--host", self.host, "--port",
-                                    str(self.port), "--webui-port", str(self.web_port)], "master.log")
+        self._master = self._spawn(
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                self.host,
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(self.web_port),
+            ],
+            "master.log",
+        )
         try:
             self.wait_for(lambda: self.master_state() is not None, "master up")
             for _ in range(self.workers):
@@ -102,9 +126,24 @@ class LocalCluster:
         work = self._dir / f"work-{index}"
         work.mkdir(exist_ok=True)
         web_port = free_port()
-        process = self._spawn(["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", self.host,
-                               "--cores", str(self.cores_per_worker), "--memory", self.memory_per_worker,
-                               "--webui-port", str(web_port), "--work-dir", str(work)], f"worker-{index}.log", group)
+        process = self._spawn(
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                self.master_url,
+                "--host",
+                self.host,
+                "--cores",
+                str(self.cores_per_worker),
+                "--memory",
+                self.memory_per_worker,
+                "--webui-port",
+                str(web_port),
+                "--work-dir",
+                str(work),
+            ],
+            f"worker-{index}.log",
+            group,
+        )
         self._workers.append(Worker(process, group, f"http://{self.host}:{web_port}"))
         if wait:
             self.wait_for(lambda: self.alive_workers() >= want, f"worker {index} registered")
@@ -127,6 +166,22 @@ class LocalCluster:
         self._exporter, _ = start_http_server(port, addr=self.host, registry=registry)
         return f"http://{self.host}:{self._exporter.server_port}/metrics"
 
+    def session(self, app_name: str, **conf: str) -> SparkSession:
+        """A driver on this machine against the cluster: 1-core executors of 512 MB, 2 shuffle partitions, no console
+        progress bar; `conf` adds or overrides Spark settings (dots as in Spark: pass them with `**{...}`)."""
+        builder = SparkSession.builder.master(self.master_url).appName(app_name)
+        settings = {
+            "spark.executor.memory": "512m",
+            "spark.executor.cores": "1",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.host": "127.0.0.1",
+            "spark.ui.showConsoleProgress": "false",
+            **conf,
+        }
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+
     def master_state(self) -> dict[str, object] | None:
         try:
             with urllib.request.urlopen(f"http://{self.host}:{self.web_port}/json/", timeout=2) as r:
@@ -136,21 +191,17 @@ class LocalCluster:
 
     def alive_workers(self) -> int:
         state = self.master_state() or {}
-        return sum(1 for w in state.get("workers", []) if isinstance(w, dict) and w.get("state") == "ALIVE")
+        workers = state.get("workers", [])
+        workers = workers if isinstance(workers, list) else []
+        return sum(1 for w in workers if isinstance(w, dict) and w.get("state") == "ALIVE")
 
-    def wait_for(self, condition: object, what: str, timeout_s: float | None = None) -> None:
-        deadline = time.monotonic() + (timeout_s or self.start_timeout_s)
-        while not condition():  # type: ignore[operator]
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out waiting for {what}; logs in {self._dir}")
-            time.sleep(0.2)
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float | None = None) -> None:
+        wait_until(condition, f"{what} (logs in {self._dir})", timeout_s or self.start_timeout_s)
 
     @staticmethod
     def _kill(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
 
     @classmethod
     def _terminate(cls, process: subprocess.Popen[bytes]) -> None:
@@ -166,10 +217,8 @@ class LocalCluster:
         self._terminate(worker.process)
         if worker.group is not None:
             for pid in worker.group.pids():  # executors that left the worker's session but not its cgroup
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             worker.group.remove()
 
     def stop(self) -> None:

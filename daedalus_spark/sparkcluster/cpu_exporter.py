@@ -11,6 +11,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from daedalus_spark import metricnames as names
 from daedalus_spark.sparkcluster.cgroups import CpuGroup
 
 
@@ -53,11 +54,12 @@ class WorkerCpuCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         labels = ["executor_id", "worker"]
-        cpu = CounterMetricFamily("daedalus_spark_executor_cpu_seconds",
-                                  "CPU seconds of the executor's worker cgroup (executor JVM and Python workers)",
-                                  labels=labels)
-        limit = GaugeMetricFamily("daedalus_spark_executor_cpu_limit_cores", "CPU quota of the executor's worker",
-                                  labels=labels)
+        cpu = CounterMetricFamily(
+            names.EXECUTOR_CPU_SECONDS,
+            "CPU seconds of the executor's worker cgroup (executor JVM and Python workers)",
+            labels=labels,
+        )
+        limit = GaugeMetricFamily(names.EXECUTOR_CPU_LIMIT_CORES, "CPU quota of the executor's worker", labels=labels)
         for index, worker in enumerate(self.workers()):
             usage = worker.group.usage_s()
             if usage is None:

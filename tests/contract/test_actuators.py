@@ -55,8 +55,9 @@ class AgentHarness:
         self.server = serve(routes, "127.0.0.1", 0)
         self.time = FakeTime()
         defaults = {"timeout_s": 2.0, "retries": 2, "backoff_s": 0.5, "confirm_timeout_s": 30.0}
-        self.settings = ActuatorConfig(agent_url=f"http://127.0.0.1:{self.server.server_port}",
-                                       **{**defaults, **settings})
+        self.settings = ActuatorConfig(
+            agent_url=f"http://127.0.0.1:{self.server.server_port}", **{**defaults, **settings}
+        )
 
     def actuator(self, token: str | None = TOKEN) -> AgentActuator:
         return AgentActuator(self.settings, token, sleep=self.time.sleep, monotonic=self.time.monotonic)

@@ -2,10 +2,15 @@
 
 import pytest
 
-from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
-from daedalus_spark.knowledge.state import FORMAT_VERSION, IncompatibleKnowledge, InMemoryKnowledgeStore, Snapshot
 from daedalus_spark.config import Config
-from daedalus_spark.knowledge.state import restore
+from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
+from daedalus_spark.knowledge.state import (
+    FORMAT_VERSION,
+    IncompatibleKnowledge,
+    InMemoryKnowledgeStore,
+    Snapshot,
+    restore,
+)
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -13,7 +18,7 @@ def store(request, tmp_path):
     return InMemoryKnowledgeStore() if request.param == "memory" else SqliteKnowledgeStore(tmp_path / "k.sqlite")
 
 
-def snap(decisions=("{\"a\": 1}",), version=FORMAT_VERSION, model=b"\x00model"):
+def snap(decisions=('{"a": 1}',), version=FORMAT_VERSION, model=b"\x00model"):
     return Snapshot(version, {"capacity": "{}", "recovery": "{}", "controller": "{}"}, model, tuple(decisions), ())
 
 

@@ -41,9 +41,12 @@ def _ramp(t: float, after_s: float) -> float:
 SCENARIO: dict[tuple[str, tuple[tuple[str, str], ...]], Callable[[float], float]] = {
     ("daedalus_spark_source_latest_offset", (("partition", "0"),)): lambda t: 150 * t,
     ("daedalus_spark_source_latest_offset", (("partition", "1"),)): lambda t: 250 * t + 100 * _ramp(t, 1090),
-    ("daedalus_spark_executor_records_processed_total", (("executor_id", "1"),)):
-        lambda t: 100 * t if t < 1100 else 100 * (t - 1100),
-    ("daedalus_spark_executor_records_processed_total", (("executor_id", "2"),)): lambda t: 300 * t + 80 * _ramp(t, 1090),
+    ("daedalus_spark_executor_records_processed_total", (("executor_id", "1"),)): lambda t: (
+        100 * t if t < 1100 else 100 * (t - 1100)
+    ),
+    ("daedalus_spark_executor_records_processed_total", (("executor_id", "2"),)): lambda t: (
+        300 * t + 80 * _ramp(t, 1090)
+    ),
     ("daedalus_spark_executor_records_processed_total", (("executor_id", "driver"),)): lambda t: 0.0,
     ("daedalus_spark_executor_busy_seconds_total", (("executor_id", "1"),)): lambda t: 0.4 * t,
     ("daedalus_spark_executor_busy_seconds_total", (("executor_id", "2"),)): lambda t: 1.2 * t + 0.4 * _ramp(t, 1090),
@@ -62,16 +65,22 @@ SCENARIO: dict[tuple[str, tuple[tuple[str, str], ...]], Callable[[float], float]
 
 
 def counter_at(name: str, t: float, executor: str | None = None) -> float:
-    return sum(f(t) for (n, labels), f in SCENARIO.items()
-               if n == name and (executor is None or dict(labels).get("executor_id") == executor))
+    return sum(
+        f(t)
+        for (n, labels), f in SCENARIO.items()
+        if n == name and (executor is None or dict(labels).get("executor_id") == executor)
+    )
 
 
 def oracle_rate(name: str, grid: np.ndarray, executor: str | None = None) -> np.ndarray:
     """rate() of 1-s samples at whole seconds: samples t-4..t lie inside (t - 5, t]."""
     out = []
     for t in grid:
-        per_partition = [f for (n, labels), f in SCENARIO.items()
-                         if n == name and (executor is None or dict(labels).get("executor_id") == executor)]
+        per_partition = [
+            f
+            for (n, labels), f in SCENARIO.items()
+            if n == name and (executor is None or dict(labels).get("executor_id") == executor)
+        ]
         total = 0.0
         for f in per_partition:
             c = np.array([f(s) for s in np.arange(t - RATE_WINDOW_S + 1, t + 1)])
@@ -82,9 +91,11 @@ def oracle_rate(name: str, grid: np.ndarray, executor: str | None = None) -> np.
 
 
 def oracle(signal: str, grid: np.ndarray) -> dict[str, np.ndarray]:
-    counter, limit = (("daedalus_spark_executor_cpu_seconds_total", "daedalus_spark_executor_cpu_limit_cores")
-                      if signal == "cpu" else
-                      ("daedalus_spark_executor_busy_seconds_total", "daedalus_spark_executor_cores"))
+    counter, limit = (
+        ("daedalus_spark_executor_cpu_seconds_total", "daedalus_spark_executor_cpu_limit_cores")
+        if signal == "cpu"
+        else ("daedalus_spark_executor_busy_seconds_total", "daedalus_spark_executor_cores")
+    )
     values = {"workload": oracle_rate("daedalus_spark_source_latest_offset", grid)}
     for e in ("1", "2"):
         values[f"throughput/{e}"] = oracle_rate("daedalus_spark_executor_records_processed_total", grid, e)
@@ -108,7 +119,11 @@ class Job:
         for (name, labels), f in SCENARIO.items():
             if self.mode == "partial" and ("executor_id", "2") in labels:
                 continue
-            value = math.nan if self.mode == "nan" and name.endswith(("cpu_seconds_total", "busy_seconds_total")) else f(self.clock.now())
+            value = (
+                math.nan
+                if self.mode == "nan" and name.endswith(("cpu_seconds_total", "busy_seconds_total"))
+                else f(self.clock.now())
+            )
             rendered = ",".join(f'{k}="{v}"' for k, v in labels)
             lines.append(f"{name}{{{rendered}}} {value!r}" if rendered else f"{name} {value!r}")
         return "\n".join(lines) + "\n"
@@ -128,20 +143,27 @@ class Job:
             return [_matrix({"executor_id": e}, grid, v) for e, v in series.items()]
         if name == "workload":
             return [_matrix({}, grid, truth["workload"])]
-        metric = {"lag": "daedalus_spark_lag_records", "executors": "daedalus_spark_executors",
-                  "uptime": "daedalus_spark_uptime_seconds"}[name]
+        metric = {
+            "lag": "daedalus_spark_lag_records",
+            "executors": "daedalus_spark_executors",
+            "uptime": "daedalus_spark_uptime_seconds",
+        }[name]
         return [_matrix({}, grid, np.array([counter_at(metric, t) for t in grid]))]
 
 
 def _matrix(labels: dict[str, str], grid: np.ndarray, values: np.ndarray) -> dict:
     # Prometheus sends values as strings ("NaN" included).
-    return {"metric": labels, "values": [[float(t), format(float(v), "g") if math.isfinite(v) else "NaN"]
-                                         for t, v in zip(grid, values, strict=True)]}
+    return {
+        "metric": labels,
+        "values": [
+            [float(t), format(float(v), "g") if math.isfinite(v) else "NaN"] for t, v in zip(grid, values, strict=True)
+        ],
+    }
 
 
 def _serve(job: Job) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             if job.mode == "slow":
                 time.sleep(1.5)  # a server slower than the monitor's 0.5-s timeout
             url = urlparse(self.path)
@@ -159,10 +181,8 @@ def _serve(job: Job) -> ThreadingHTTPServer:
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            try:
+            with contextlib.suppress(BrokenPipeError):  # the monitor gave up on a slow answer, as it should
                 self.wfile.write(body)
-            except BrokenPipeError:  # the monitor gave up on a slow answer, as it should
-                pass
 
         def log_message(self, *args: object) -> None:
             pass
@@ -251,13 +271,16 @@ def test_consecutive_windows_share_no_sample(harness: Harness) -> None:
     assert len(first.workload_per_s) == 10 and len(second.workload_per_s) == 20
 
 
-@pytest.mark.parametrize(("fault", "kind"), [
-    ("down", "unreachable"),
-    ("slow", "timeout"),
-    ("empty", "empty"),
-    ("nan", "invalid"),
-    ("partial", "partial"),
-])
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [
+        ("down", "unreachable"),
+        ("slow", "timeout"),
+        ("empty", "empty"),
+        ("nan", "invalid"),
+        ("partial", "partial"),
+    ],
+)
 def test_faults_raise_their_kind(harness: Harness, fault: str, kind: str) -> None:
     if fault == "down":
         harness.stop_server()
@@ -325,11 +348,23 @@ def _simulated_monitor() -> tuple[object, float]:
     from daedalus_spark.sim.jobmodel import JobModel
     from daedalus_spark.sim.skew import build_capacity_model
 
-    model = JobModel(worker_capacity_per_s=100.0, partitions=4, zipf_exponent=0.0, keys=4000,
-                     utilization_noise_ratio=0.0, checkpoint_interval_s=0)
+    model = JobModel(
+        worker_capacity_per_s=100.0,
+        partitions=4,
+        zipf_exponent=0.0,
+        keys=4000,
+        utilization_noise_ratio=0.0,
+        checkpoint_interval_s=0,
+    )
     workload = np.full(200, 150.0)
-    job = SimulatedJob(workload, model, build_capacity_model(model, slots=4, peak_per_s=150.0), initial_scaleout=2,
-                       cpu_signal=True, rng=np.random.default_rng(0))
+    job = SimulatedJob(
+        workload,
+        model,
+        build_capacity_model(model, slots=4, peak_per_s=150.0),
+        initial_scaleout=2,
+        cpu_signal=True,
+        rng=np.random.default_rng(0),
+    )
     job.advance(120)
     return SimulatedJobMonitor(job), 120.0
 

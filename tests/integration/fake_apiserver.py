@@ -23,8 +23,15 @@ REASONS = {403: "Forbidden", 404: "NotFound", 409: "Conflict", 422: "Invalid", 5
 
 
 def status(code: int, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": REASONS.get(code, "Unknown"), "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": REASONS.get(code, "Unknown"),
+        "code": code,
+    }
 
 
 @dataclass
@@ -97,8 +104,11 @@ class FakeApiServer:
         namespace, plural, name = where
         if (method, plural) in self.forbidden:
             verb = {"GET": "get", "PATCH": "patch"}[method]
-            return 403, status(403, f'{plural}.apps "{name}" is forbidden: User "system:serviceaccount:{namespace}:'
-                                    f'daedalus" cannot {verb} resource "{plural}/scale" in API group "apps"')
+            return 403, status(
+                403,
+                f'{plural}.apps "{name}" is forbidden: User "system:serviceaccount:{namespace}:'
+                f'daedalus" cannot {verb} resource "{plural}/scale" in API group "apps"',
+            )
         workload = self.objects.get((plural, namespace, name))
         if workload is None:
             return 404, status(404, f'{plural}.apps "{name}" not found')
@@ -110,8 +120,9 @@ class FakeApiServer:
             workload._reads_left -= 1
         return 200, _scale_object(workload, plural, namespace, name)
 
-    def _patch_scale(self, w: Workload, plural: str, namespace: str, name: str, body: Any,
-                     content_type: str) -> tuple[int, Any]:
+    def _patch_scale(
+        self, w: Workload, plural: str, namespace: str, name: str, body: Any, content_type: str
+    ) -> tuple[int, Any]:
         self.content_types.append(content_type)
         if content_type != "application/merge-patch+json":
             return 415, status(415, f"unexpected patch type {content_type}")
@@ -120,12 +131,18 @@ class FakeApiServer:
             w.resource_version += 1  # another writer got there first
         given = body.get("metadata", {}).get("resourceVersion")
         if given is not None and given != str(w.resource_version):
-            return 409, status(409, f'Operation cannot be fulfilled on {plural}.apps "{name}": the object has been '
-                                    "modified; please apply your changes to the latest version and try again")
+            return 409, status(
+                409,
+                f'Operation cannot be fulfilled on {plural}.apps "{name}": the object has been '
+                "modified; please apply your changes to the latest version and try again",
+            )
         replicas = body["spec"]["replicas"]
         if not isinstance(replicas, int) or replicas < 0 or replicas > self.max_replicas:
-            return 422, status(422, f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
-                                    f"{replicas}: must be between 0 and {self.max_replicas}")
+            return 422, status(
+                422,
+                f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
+                f"{replicas}: must be between 0 and {self.max_replicas}",
+            )
         if replicas != w.replicas:
             w.replicas, w.resource_version, w._reads_left = replicas, w.resource_version + 1, w.join_reads
             if w.join_reads == 0:
@@ -136,12 +153,15 @@ class FakeApiServer:
         if (method, "pods") in self.forbidden:
             return 403, status(403, f'pods is forbidden: cannot list resource "pods" in namespace "{namespace}"')
         wanted = dict(p.split("=", 1) for p in _query(query).get("labelSelector", "").split(",") if p)
-        items = [p for p in self.pods if p["metadata"].get("namespace", namespace) == namespace
-                 and all(p["metadata"].get("labels", {}).get(k) == v for k, v in wanted.items())]
+        items = [
+            p
+            for p in self.pods
+            if p["metadata"].get("namespace", namespace) == namespace
+            and all(p["metadata"].get("labels", {}).get(k) == v for k, v in wanted.items())
+        ]
         return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
 
-    def _events(self, method: str, namespace: str, name: str | None, body: Any,
-                content_type: str) -> tuple[int, Any]:
+    def _events(self, method: str, namespace: str, name: str | None, body: Any, content_type: str) -> tuple[int, Any]:
         if (method, "events") in self.forbidden:
             return 403, status(403, f'events is forbidden: cannot create resource "events" in "{namespace}"')
         if method == "POST":
@@ -165,9 +185,13 @@ def _query(query: str) -> dict[str, str]:
 
 
 def _scale_object(w: Workload, plural: str, namespace: str, name: str) -> dict[str, Any]:
-    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
-            "metadata": {"name": name, "namespace": namespace, "uid": w.uid, "resourceVersion": str(w.resource_version)},
-            "spec": {"replicas": w.replicas}, "status": {"replicas": w.live, "selector": f"app={name}"}}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {"name": name, "namespace": namespace, "uid": w.uid, "resourceVersion": str(w.resource_version)},
+        "spec": {"replicas": w.replicas},
+        "status": {"replicas": w.live, "selector": f"app={name}"},
+    }
 
 
 def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:

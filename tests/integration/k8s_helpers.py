@@ -20,11 +20,22 @@ class FakeTime(SharedFakeTime):
     t: float = 1_800_000_000.0  # an epoch time: Events and pod ages are stamped with it
 
 
-def scale_actuator(api: FakeApiServer, time: FakeTime, kind: str = "StatefulSet", **settings: Any
-                   ) -> KubernetesScaleActuator:
-    defaults: dict[str, Any] = {"name": "spark-worker", "kind": kind, "request_timeout_s": 0.5, "retries": 3,
-                                "backoff_s": 0.5}
+def scale_actuator(
+    api: FakeApiServer, time: FakeTime, kind: str = "StatefulSet", **settings: Any
+) -> KubernetesScaleActuator:
+    defaults: dict[str, Any] = {
+        "name": "spark-worker",
+        "kind": kind,
+        "request_timeout_s": 0.5,
+        "retries": 3,
+        "backoff_s": 0.5,
+    }
     confirm = ActuatorConfig(confirm_timeout_s=settings.pop("confirm_timeout_s", 10.0), confirm_poll_s=1.0)
-    return KubernetesScaleActuator(k8s.AppsV1Api(api.api_client()), NAMESPACE,
-                                   KubernetesConfig(**{**defaults, **settings}), confirm,
-                                   sleep=time.sleep, monotonic=time.now)
+    return KubernetesScaleActuator(
+        k8s.AppsV1Api(api.api_client()),
+        NAMESPACE,
+        KubernetesConfig(**{**defaults, **settings}),
+        confirm,
+        sleep=time.sleep,
+        monotonic=time.now,
+    )

@@ -61,11 +61,18 @@ def test_conflicts_are_retried_each_after_a_fresh_read(api):
     assert time.sleeps == [0.5, 1.0]
 
 
-@pytest.mark.parametrize("status,outcome,words", [
-    pytest.param(403, Outcome.REFUSED, ["forbidden", "RBAC verb 'patch'", "statefulsets/scale jobs/spark-worker",
-                                        "resourceNames: [spark-worker]"], id="forbidden-names-the-rbac-rule"),
-    pytest.param(404, Outcome.REFUSED, ["statefulsets/scale jobs/spark-worker not found"], id="missing-object"),
-])
+@pytest.mark.parametrize(
+    "status,outcome,words",
+    [
+        pytest.param(
+            403,
+            Outcome.REFUSED,
+            ["forbidden", "RBAC verb 'patch'", "statefulsets/scale jobs/spark-worker", "resourceNames: [spark-worker]"],
+            id="forbidden-names-the-rbac-rule",
+        ),
+        pytest.param(404, Outcome.REFUSED, ["statefulsets/scale jobs/spark-worker not found"], id="missing-object"),
+    ],
+)
 def test_refusals_name_the_object_and_are_not_retried(api, status, outcome, words):
     if status == 403:
         api.forbidden.add(("PATCH", "statefulsets"))
@@ -129,9 +136,20 @@ def test_deployments_are_scaled_through_their_own_subresource(api):
     assert ("PATCH", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/spark-worker/scale") in api.requests
 
 
-@pytest.mark.parametrize("status,kind", [(None, "retry"), (409, "retry"), (429, "retry"), (500, "retry"),
-                                         (403, "refuse"), (404, "refuse"), (422, "refuse"), (302, "fail")],
-                         ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    "status,kind",
+    [
+        (None, "retry"),
+        (409, "retry"),
+        (429, "retry"),
+        (500, "retry"),
+        (403, "refuse"),
+        (404, "refuse"),
+        (422, "refuse"),
+        (302, "fail"),
+    ],
+    ids=lambda v: str(v),
+)
 def test_api_error_kinds(status, kind):
     assert api_error_kind(status) == kind
 
@@ -152,9 +170,12 @@ current-context: here
 
 def test_kubeconfig_is_loaded_with_its_context_namespace(api, tmp_path):
     api.add("statefulsets", "analytics", "spark-worker", 3)
-    config = Config.model_validate({"actuator": {"kind": "kubernetes"},
-                                    "kubernetes": {"in_cluster": False, "kubeconfig": kubeconfig(tmp_path / "kc",
-                                                                                                 api.url)}})
+    config = Config.model_validate(
+        {
+            "actuator": {"kind": "kubernetes"},
+            "kubernetes": {"in_cluster": False, "kubeconfig": kubeconfig(tmp_path / "kc", api.url)},
+        }
+    )
     actuator = make_kubernetes_actuator(config, environ={})
     assert actuator.namespace == "analytics" and actuator.current() == 3
 
@@ -165,13 +186,24 @@ def test_auto_uses_the_kubeconfig_outside_a_pod(tmp_path, api):
     assert namespace == "jobs" and client.configuration.host == api.url
 
 
-@pytest.mark.parametrize("settings,environ,words", [
-    pytest.param({"in_cluster": True}, {}, "cannot load the in-cluster service account", id="in-cluster-outside"),
-    pytest.param({"in_cluster": "auto"}, {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
-                 "in-cluster service account", id="auto-in-a-pod-without-token"),
-    pytest.param({"in_cluster": False, "kubeconfig": "/nonexistent/kc"}, {}, "kubeconfig /nonexistent/kc",
-                 id="missing-kubeconfig"),
-])
+@pytest.mark.parametrize(
+    "settings,environ,words",
+    [
+        pytest.param({"in_cluster": True}, {}, "cannot load the in-cluster service account", id="in-cluster-outside"),
+        pytest.param(
+            {"in_cluster": "auto"},
+            {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+            "in-cluster service account",
+            id="auto-in-a-pod-without-token",
+        ),
+        pytest.param(
+            {"in_cluster": False, "kubeconfig": "/nonexistent/kc"},
+            {},
+            "kubeconfig /nonexistent/kc",
+            id="missing-kubeconfig",
+        ),
+    ],
+)
 def test_unloadable_credentials_give_one_clear_error(settings, environ, words):
     with pytest.raises(KubernetesSetupError, match=words):
         load_api_client(KubernetesConfig(**settings), environ)
@@ -186,14 +218,23 @@ def pod(executor_id, phase, age_s, ran=False, why=""):
     return ExecutorPod(executor_id, phase, NOW - age_s, ran, why)
 
 
-@pytest.mark.parametrize("pods,stuck,never_ran", [
-    pytest.param([pod("1", "Running", 500, True), pod("2", "Running", 30, True)], [], set(), id="all-running"),
-    pytest.param([pod("1", "Running", 500, True), pod("2", "Pending", 60)], [], {"2"}, id="young-pending-not-stuck"),
-    pytest.param([pod("1", "Running", 500, True), pod("2", "Pending", 121, why="Unschedulable: 0/3 nodes")],
-                 ["2"], {"2"}, id="old-pending-stuck"),
-    pytest.param([pod("3", "Failed", 900), pod("4", "Failed", 900, True)], [], {"3"}, id="failed-before-running"),
-    pytest.param([pod("5", "Pending", 130, True)], ["5"], set(), id="restarting-pod-ran-before"),
-])
+@pytest.mark.parametrize(
+    "pods,stuck,never_ran",
+    [
+        pytest.param([pod("1", "Running", 500, True), pod("2", "Running", 30, True)], [], set(), id="all-running"),
+        pytest.param(
+            [pod("1", "Running", 500, True), pod("2", "Pending", 60)], [], {"2"}, id="young-pending-not-stuck"
+        ),
+        pytest.param(
+            [pod("1", "Running", 500, True), pod("2", "Pending", 121, why="Unschedulable: 0/3 nodes")],
+            ["2"],
+            {"2"},
+            id="old-pending-stuck",
+        ),
+        pytest.param([pod("3", "Failed", 900), pod("4", "Failed", 900, True)], [], {"3"}, id="failed-before-running"),
+        pytest.param([pod("5", "Pending", 130, True)], ["5"], set(), id="restarting-pod-ran-before"),
+    ],
+)
 def test_classify_executor_pods(pods, stuck, never_ran):
     report = classify_executor_pods(pods, now_s=NOW, pending_timeout_s=120)
     assert [p.executor_id for p in report.stuck] == stuck
@@ -204,27 +245,55 @@ def pod_json(executor_id, phase, age_s, *, app="spark-app-1", running=False, uns
     created = datetime.fromtimestamp(NOW - age_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     status = {"phase": phase}
     if running:
-        status["containerStatuses"] = [{"name": "executor", "image": "job", "imageID": "", "ready": True,
-                                        "restartCount": 0, "state": {"running": {"startedAt": created}}}]
+        status["containerStatuses"] = [
+            {
+                "name": "executor",
+                "image": "job",
+                "imageID": "",
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": created}},
+            }
+        ]
     if unschedulable:
-        status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                 "message": "0/3 nodes are available: 3 Insufficient cpu."}]
-    return {"metadata": {"name": f"wordcount-exec-{executor_id}", "namespace": NAMESPACE, "creationTimestamp": created,
-                         "labels": {"spark-role": "executor", "spark-app-selector": app,
-                                    "spark-exec-id": executor_id}},
-            "spec": {"containers": [{"name": "executor", "image": "job"}]}, "status": status}
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/3 nodes are available: 3 Insufficient cpu.",
+            }
+        ]
+    return {
+        "metadata": {
+            "name": f"wordcount-exec-{executor_id}",
+            "namespace": NAMESPACE,
+            "creationTimestamp": created,
+            "labels": {"spark-role": "executor", "spark-app-selector": app, "spark-exec-id": executor_id},
+        },
+        "spec": {"containers": [{"name": "executor", "image": "job"}]},
+        "status": status,
+    }
 
 
 def watcher(api, time, app_id="spark-app-1"):
-    return ExecutorPodWatcher(k8s.CoreV1Api(api.api_client()), NAMESPACE,
-                              KubernetesConfig(pending_timeout_s=120, request_timeout_s=0.5), app_id, clock=time.now,
-                              sleep=time.sleep)
+    return ExecutorPodWatcher(
+        k8s.CoreV1Api(api.api_client()),
+        NAMESPACE,
+        KubernetesConfig(pending_timeout_s=120, request_timeout_s=0.5),
+        app_id,
+        clock=time.now,
+        sleep=time.sleep,
+    )
 
 
 def test_watcher_lists_only_this_apps_executors_and_remembers_those_that_never_ran(api):
     time = FakeTime(NOW)
-    api.pods = [pod_json("1", "Running", 600, running=True), pod_json("2", "Pending", 300, unschedulable=True),
-                pod_json("9", "Pending", 300, app="another-app")]
+    api.pods = [
+        pod_json("1", "Running", 600, running=True),
+        pod_json("2", "Pending", 300, unschedulable=True),
+        pod_json("9", "Pending", 300, app="another-app"),
+    ]
     w = watcher(api, time)
     report = w.check()
     assert [p.executor_id for p in report.stuck] == ["2"] and report.running == 1

@@ -11,35 +11,72 @@ from kubernetes import client as k8s
 
 from daedalus_spark.config import Config
 from daedalus_spark.domain import Decision, Reason
-from daedalus_spark.execute.events import EventPublisher, EventSpec, ObjectRef, camel, event_for, make_event_publisher
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.loop import StepResult
+from daedalus_spark.runtime.kubernetes_events import (
+    EventPublisher,
+    EventSpec,
+    ObjectRef,
+    camel,
+    event_for,
+    make_event_publisher,
+)
 from tests.integration.fake_apiserver import FakeApiServer
-from tests.integration.k8s_helpers import NAMESPACE, FakeTime
+from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator
 
-EVIDENCE = {"workload_avg_per_s": 1200.5, "capacity_current_per_s": 1000.0, "capacity_target_per_s": 1500.0,
-            "predicted_recovery_s": 240.0, "forecast_model": "arima"}
+EVIDENCE = {
+    "workload_avg_per_s": 1200.5,
+    "capacity_current_per_s": 1000.0,
+    "capacity_target_per_s": 1500.0,
+    "predicted_recovery_s": 240.0,
+    "forecast_model": "arima",
+}
 
 
-def step(outcome: Outcome | None, *, current=2, target=3, reason=Reason.SCALE_OUT_SMALLEST_VALID, detail="") -> StepResult:
+def step(
+    outcome: Outcome | None, *, current=2, target=3, reason=Reason.SCALE_OUT_SMALLEST_VALID, detail=""
+) -> StepResult:
     decision = Decision(0.0, current, target, reason, dict(EVIDENCE))
     actuation = None if outcome is None else Actuation(target, outcome, detail)
     return StepResult(0.0, decision, None, actuation, None)
 
 
-@pytest.mark.parametrize("result,expected", [
-    pytest.param(step(None, target=2, reason=Reason.CURRENT_IS_SMALLEST_VALID), None, id="no-rescale-no-event"),
-    pytest.param(step(Outcome.APPLIED, detail="3 replicas after 4.0 s"), EventSpec(
-        "Normal", "ScaleOutSmallestValid", "scale-out 2 -> 3 applied: 3 replicas after 4.0 s; workload_avg_per_s=1200.5 "
-        "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0"), id="applied"),
-    pytest.param(step(Outcome.FAILED, detail="HTTP 500"), EventSpec(
-        "Warning", "ScaleOutSmallestValid", "scale-out 2 -> 3 failed: HTTP 500; workload_avg_per_s=1200.5 "
-        "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0"), id="failed"),
-    pytest.param(step(Outcome.UNCONFIRMED, current=4, target=2, reason=Reason.SCALE_IN_SMALLEST_VALID),
-                 EventSpec("Warning", "ScaleInSmallestValid", "scale-out 4 -> 2 unconfirmed; workload_avg_per_s=1200.5 "
-                           "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0"),
-                 id="unconfirmed-is-a-warning"),
-])
+@pytest.mark.parametrize(
+    "result,expected",
+    [
+        pytest.param(step(None, target=2, reason=Reason.CURRENT_IS_SMALLEST_VALID), None, id="no-rescale-no-event"),
+        pytest.param(
+            step(Outcome.APPLIED, detail="3 replicas after 4.0 s"),
+            EventSpec(
+                "Normal",
+                "ScaleOutSmallestValid",
+                "scale-out 2 -> 3 applied: 3 replicas after 4.0 s; workload_avg_per_s=1200.5 "
+                "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
+            ),
+            id="applied",
+        ),
+        pytest.param(
+            step(Outcome.FAILED, detail="HTTP 500"),
+            EventSpec(
+                "Warning",
+                "ScaleOutSmallestValid",
+                "scale-out 2 -> 3 failed: HTTP 500; workload_avg_per_s=1200.5 "
+                "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
+            ),
+            id="failed",
+        ),
+        pytest.param(
+            step(Outcome.UNCONFIRMED, current=4, target=2, reason=Reason.SCALE_IN_SMALLEST_VALID),
+            EventSpec(
+                "Warning",
+                "ScaleInSmallestValid",
+                "scale-out 4 -> 2 unconfirmed; workload_avg_per_s=1200.5 "
+                "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
+            ),
+            id="unconfirmed-is-a-warning",
+        ),
+    ],
+)
 def test_event_for(result, expected):
     assert event_for(result) == expected
 
@@ -78,8 +115,13 @@ def test_repeated_event_patches_count_and_last_timestamp(api):
     assert event["count"] == 3 and event["type"] == "Warning" and event["reason"] == "ScaleOutSmallestValid"
     stamps = [datetime.fromisoformat(event[k].replace("Z", "+00:00")) for k in ("firstTimestamp", "lastTimestamp")]
     assert stamps == [datetime(2027, 1, 15, 8, 0, tzinfo=UTC), datetime(2027, 1, 15, 8, 2, tzinfo=UTC)]  # RFC 3339
-    assert event["involvedObject"] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "spark-worker",
-                                       "namespace": NAMESPACE, "uid": "uid-1"}
+    assert event["involvedObject"] == {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "name": "spark-worker",
+        "namespace": NAMESPACE,
+        "uid": "uid-1",
+    }
     assert event["source"] == {"component": "daedalus-spark"} and event["metadata"]["name"].startswith("spark-worker.")
 
 
@@ -131,3 +173,15 @@ current-context: here
     assert make_event_publisher(config, environ={}) is None  # no pod name: no events, one warning
     events = make_event_publisher(config, environ={"DAEDALUS_POD_NAME": "wordcount-driver", "DAEDALUS_POD_UID": "u-9"})
     assert events is not None and events.ref == ObjectRef("v1", "Pod", "wordcount-driver", NAMESPACE, "u-9")
+
+
+def test_scale_mode_events_go_on_the_scaled_object_through_the_actuators_client(api) -> None:
+    scaled = api.add("statefulsets", NAMESPACE, "spark-worker", 2)
+    actuator = scale_actuator(api, FakeTime())
+    config = Config.model_validate({"actuator": {"kind": "kubernetes"}, "kubernetes": {"name": "spark-worker"}})
+    events = make_event_publisher(config, environ={}, scaler=actuator)
+    assert events is not None
+    assert events.ref == ObjectRef("apps/v1", "StatefulSet", "spark-worker", NAMESPACE, scaled.uid)
+    assert events.core.api_client is actuator.apps.api_client  # one client, not a second one loaded from scratch
+    with pytest.raises(ValueError, match="scaler="):
+        make_event_publisher(config, environ={})

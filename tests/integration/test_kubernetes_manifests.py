@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,11 @@ DEPLOY = ROOT / "deploy" / "kubernetes"
 CRDS = ROOT / "tests" / "data" / "crd"
 OVERLAYS = ["spark-operator", "spark-submit", "standalone"]
 TARGETS = {name: DEPLOY / "overlays" / name for name in OVERLAYS} | {"monitoring": DEPLOY / "monitoring"}
-CRD_SUBSETS = {"SparkApplication": "sparkapplication-v1beta2", "PodMonitor": "podmonitor-v1",
-               "PrometheusRule": "prometheusrule-v1"}
+CRD_SUBSETS = {
+    "SparkApplication": "sparkapplication-v1beta2",
+    "PodMonitor": "podmonitor-v1",
+    "PrometheusRule": "prometheusrule-v1",
+}
 
 MIN_KUBECTL_MINOR = 27  # kustomize v5 inside (components, labels); Debian's kubernetes-client 1.20 is too old
 
@@ -72,8 +76,12 @@ def test_core_resources_pass_kubernetes_validate_strict(target, tmp_path):
         docs.append(pod_template())
     path = tmp_path / f"{target}.yaml"
     path.write_text(yaml.safe_dump_all(docs))
-    result = subprocess.run([sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet",
-                             "-k", KUBERNETES_VERSION, str(path)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet", "-k", KUBERNETES_VERSION, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -102,15 +110,30 @@ def spark_operator_pods(app: dict[str, Any]) -> list[dict[str, Any]]:
     spec, pods = app["spec"], []
     for role in ("driver", "executor"):
         part = spec[role]
-        main = {"name": f"spark-kubernetes-{role}", "image": spec["image"], "env": part.get("env", []),
-                "volumeMounts": part.get("volumeMounts", []), "securityContext": part.get("securityContext", {}),
-                "ports": [{"name": p["name"], "containerPort": p["containerPort"], "protocol": p["protocol"]}
-                          for p in part.get("ports", [])]}
-        pods.append({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": f"wordcount-{role}", "labels": part.get("labels", {})},
-                     "spec": {"serviceAccountName": part.get("serviceAccount", "default"),
-                              "securityContext": part.get("podSecurityContext", {}),
-                              "volumes": spec.get("volumes", []), "containers": [main, *part.get("sidecars", [])]}})
+        main = {
+            "name": f"spark-kubernetes-{role}",
+            "image": spec["image"],
+            "env": part.get("env", []),
+            "volumeMounts": part.get("volumeMounts", []),
+            "securityContext": part.get("securityContext", {}),
+            "ports": [
+                {"name": p["name"], "containerPort": p["containerPort"], "protocol": p["protocol"]}
+                for p in part.get("ports", [])
+            ],
+        }
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"wordcount-{role}", "labels": part.get("labels", {})},
+                "spec": {
+                    "serviceAccountName": part.get("serviceAccount", "default"),
+                    "securityContext": part.get("podSecurityContext", {}),
+                    "volumes": spec.get("volumes", []),
+                    "containers": [main, *part.get("sidecars", [])],
+                },
+            }
+        )
     return pods
 
 
@@ -120,8 +143,12 @@ def test_sparkapplication_core_parts_pass_kubernetes_validate_strict():
     for pod in spark_operator_pods(app):
         kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
     monitor = find(rendered("monitoring"), "PodMonitor")
-    selector_holder = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
-                       "spec": {"selector": monitor["spec"]["selector"], "template": {"spec": {"containers": []}}}}
+    selector_holder = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {"selector": monitor["spec"]["selector"], "template": {"spec": {"containers": []}}},
+    }
     kubernetes_validate.validate(selector_holder, KUBERNETES_VERSION, strict=True)
 
 
@@ -137,10 +164,19 @@ def test_standalone_controller_may_only_get_and_patch_its_named_statefulsets_sca
     docs = rendered("standalone")
     scale = find(docs, "Role", "daedalus-scale")["rules"]
     config = parse_config(yaml.safe_load(find(docs, "ConfigMap")["data"]["daedalus.yaml"]))
-    assert scale == [{"apiGroups": ["apps"], "resources": ["statefulsets/scale"], "resourceNames": ["spark-worker"],
-                      "verbs": ["get", "patch"]}]
+    assert scale == [
+        {
+            "apiGroups": ["apps"],
+            "resources": ["statefulsets/scale"],
+            "resourceNames": ["spark-worker"],
+            "verbs": ["get", "patch"],
+        }
+    ]
     assert (config.actuator.kind, config.kubernetes.kind, config.kubernetes.name) == (
-        "kubernetes", "StatefulSet", "spark-worker")
+        "kubernetes",
+        "StatefulSet",
+        "spark-worker",
+    )
     find(docs, "StatefulSet", config.kubernetes.name)
     events = find(docs, "Role", "daedalus-events")["rules"]
     assert events == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}]
@@ -153,8 +189,14 @@ def test_standalone_controller_may_only_get_and_patch_its_named_statefulsets_sca
 def test_sidecar_service_account_has_no_cluster_wide_or_apps_rights(overlay):
     docs = rendered(overlay)
     assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-    granted = {(g, r, v) for role in rules(docs) for rule in role["rules"] for g in rule["apiGroups"]
-               for r in rule["resources"] for v in rule["verbs"]}
+    granted = {
+        (g, r, v)
+        for role in rules(docs)
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
     assert {g for g, _, _ in granted} == {""}  # core group only: no scale, no apps
     assert {("", "pods", "list"), ("", "events", "create"), ("", "events", "patch")} <= granted
     assert not {(g, r, v) for g, r, v in granted if r in ("secrets", "roles", "rolebindings")}
@@ -195,7 +237,9 @@ def test_containers_are_non_root_read_only_bounded_and_the_controller_is_probed(
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_configs_are_valid_and_every_query_is_a_recorded_rule(overlay):
     config = parse_config(yaml.safe_load(find(rendered(overlay), "ConfigMap")["data"]["daedalus.yaml"]), overlay)
-    recorded = {r["record"] for g in find(rendered("monitoring"), "PrometheusRule")["spec"]["groups"] for r in g["rules"]}
+    recorded = {
+        r["record"] for g in find(rendered("monitoring"), "PrometheusRule")["spec"]["groups"] for r in g["rules"]
+    }
     signal = "query_cpu" if config.controller.utilization_signal == "cpu" else "query_busy"
     for key in ("query_workload", "query_throughput", signal, "query_lag", "query_executors", "query_uptime"):
         assert getattr(config.monitor, key) in recorded, f"{overlay}: monitor.{key} is not a recording rule"
@@ -212,8 +256,12 @@ def test_prometheusrule_carries_the_plain_rule_file():
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed: rule expressions unparsed")
 def test_promtool_accepts_the_recording_rules():
-    result = subprocess.run(["promtool", "check", "rules", str(DEPLOY / "monitoring" / "daedalus-rules.yaml")],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["promtool", "check", "rules", str(DEPLOY / "monitoring" / "daedalus-rules.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS: 10 rules found" in result.stdout
 
@@ -224,6 +272,10 @@ def test_dockerfiles_run_as_non_root_and_the_controller_carries_no_spark():
     last_user = [line for line in controller.splitlines() if line.startswith("USER ")][-1]
     assert last_user.split()[1] not in ("root", "0") and "pyspark" not in controller.lower()
     assert 'ENTRYPOINT ["daedalus-spark"]' in controller
+    assert 'pip install ".[kubernetes]"' in controller  # the core and the client it actuates with, nothing more
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        core = " ".join(tomllib.load(f)["project"]["dependencies"]).lower()
+    assert not any(extra in core for extra in ("pyspark", "matplotlib", "kubernetes"))
     assert [line for line in job.splitlines() if line.startswith("USER ")][-1] == "USER 185"
     assert "spark-sql-kafka-0-10_2.13" in job  # the Kafka source is baked in: no download at submit time
 

@@ -14,16 +14,18 @@ from dataclasses import dataclass
 import pytest
 import requests
 
+from daedalus_spark import waiting
 from daedalus_spark.clock import SystemClock
 from daedalus_spark.config import MonitorConfig
 from daedalus_spark.monitor.port import MonitorError
-from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.monitor.prometheus import PrometheusMonitor
+from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.monitor.scrape import ScrapeMonitor
 from daedalus_spark.monitor.synthetic import Exporter, SyntheticJob, serve
 
-pytestmark = pytest.mark.skipif(find_binary() is None,
-                                reason="no prometheus binary (Debian package `prometheus`; .ci/run installs it)")
+pytestmark = pytest.mark.skipif(
+    find_binary() is None, reason="no prometheus binary (Debian package `prometheus`; .ci/run installs it)"
+)
 
 EXECUTORS = 3
 
@@ -45,13 +47,10 @@ class Stack:
 
     def wait_for(self, promql: str, done: object, timeout_s: float = 30) -> None:
         """Poll an instant query until `done(result)` holds (deadline, no fixed sleep)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if done(self.instant(promql)):  # type: ignore[operator]
-                return
-            time.sleep(0.2)
-        pytest.fail(f"Prometheus never answered {promql!r} as expected within {timeout_s} s:\n"
-                    f"{self.prometheus.log_tail()}")
+        try:
+            waiting.wait_until(lambda: done(self.instant(promql)), f"{promql!r} as expected", timeout_s)  # type: ignore[operator]
+        except TimeoutError as exc:
+            pytest.fail(f"{exc}:\n{self.prometheus.log_tail()}")
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +85,10 @@ def test_observation_has_the_served_numbers(stack: Stack) -> None:
     assert obs.workload_per_s == pytest.approx([stack.job.workload_per_s()] * len(obs.workload_per_s), rel=0.02)
     for w in obs.workers:
         i = int(w.worker_id)
-        assert w.throughput_per_s == pytest.approx([stack.job.throughput_per_s(i)] * len(w.throughput_per_s),
-                                                   rel=0.02)
-        assert w.utilization_ratio == pytest.approx([stack.job.utilization_ratio(i)] * len(w.utilization_ratio),
-                                                    rel=0.02)
+        assert w.throughput_per_s == pytest.approx([stack.job.throughput_per_s(i)] * len(w.throughput_per_s), rel=0.02)
+        assert w.utilization_ratio == pytest.approx(
+            [stack.job.utilization_ratio(i)] * len(w.utilization_ratio), rel=0.02
+        )
     assert obs.consumer_lag_records == stack.job.lag_records
     assert obs.uptime_s == pytest.approx(now - stack.job.started_s, abs=3)
 
@@ -157,8 +156,9 @@ def test_nan_samples_are_invalid(stack: Stack) -> None:
     monitor = stack.monitor()
     stack.job.nan = True
     try:
-        stack.wait_for('daedalus_spark_executor_cpu_seconds_total{executor_id="1"}',
-                       lambda r: r and r[0]["value"][1] == "NaN")
+        stack.wait_for(
+            'daedalus_spark_executor_cpu_seconds_total{executor_id="1"}', lambda r: r and r[0]["value"][1] == "NaN"
+        )
         deadline = time.monotonic() + 10
         while True:  # until a step of the window lies after the first NaN scrape
             now = time.time()
@@ -182,4 +182,3 @@ def test_stopped_server_is_unreachable(stack: Stack) -> None:
         monitor.observe(start_s=now - 10, end_s=now)
     monitor.close()
     assert err.value.kind == "unreachable"
-

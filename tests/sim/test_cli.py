@@ -32,15 +32,36 @@ def trace(tmp_path: Path) -> Path:
 
 def test_simulate_writes_json_and_report(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    rc = _run(["--trace", str(trace), "--policies", "static:12,hpa:0.8,flink,oracle", "--speedup", "2",
-               "--json", str(tmp_path / "r.json"), "--out", str(out)])
+    rc = _run(
+        [
+            "--trace",
+            str(trace),
+            "--policies",
+            "static:12,hpa:0.8,flink,oracle",
+            "--speedup",
+            "2",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["trace"] == "sine.csv"
     assert set(data["policies"]) == {"static:12", "hpa:0.8", "flink", "oracle"}
     for metrics in data["policies"].values():
-        for key in ("avg_workers", "worker_hours", "vs_static", "vs_oracle", "rescales", "downtime_s",
-                    "latency_p95_s", "recovery_violations", "lag_growth_s"):
+        for key in (
+            "avg_workers",
+            "worker_hours",
+            "vs_static",
+            "vs_oracle",
+            "rescales",
+            "downtime_s",
+            "latency_p95_s",
+            "recovery_violations",
+            "lag_growth_s",
+        ):
             assert key in metrics
     assert data["policies"]["static:12"]["vs_static"] == pytest.approx(1.0)
     assert data["policies"]["oracle"]["vs_oracle"] == pytest.approx(1.0)
@@ -53,8 +74,18 @@ def test_simulate_writes_json_and_report(tmp_path: Path, trace: Path, capsys: py
 
 def test_several_traces_give_a_traces_list(tmp_path: Path, trace: Path) -> None:
     other = _write_trace(tmp_path / "flat.csv", np.full(600, 1000.0))
-    rc = _run(["--trace", str(trace), "--trace", str(other), "--policies", "static:2,oracle",
-               "--json", str(tmp_path / "r.json")])
+    rc = _run(
+        [
+            "--trace",
+            str(trace),
+            "--trace",
+            str(other),
+            "--policies",
+            "static:2,oracle",
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     assert rc == 0
     data = json.loads((tmp_path / "r.json").read_text())
     assert [t["trace"] for t in data["traces"]] == ["sine.csv", "flat.csv"]
@@ -65,14 +96,26 @@ def test_several_traces_give_a_traces_list(tmp_path: Path, trace: Path) -> None:
     [
         pytest.param(lambda p: ["--policies", "static:2,warp"], "unknown policy 'warp'", id="unknown-policy"),
         pytest.param(lambda p: ["--trace", str(p / "missing.csv")], "missing.csv: cannot read", id="missing-trace"),
-        pytest.param(lambda p: ["--trace", str(_bad(p / "bad.csv", "second|count\n0|5\n1|x\n"))], "bad.csv:3",
-                     id="bad-trace-line"),
-        pytest.param(lambda p: ["--job-model", str(_bad(p / "jm.yaml", "partitions: 0\nfoo: 1\n"))],
-                     "partitions", id="bad-job-model"),
-        pytest.param(lambda p: ["--job-model", str(_bad(p / "jm.yaml", "downtime_scale_out: {low_s: 9, high_s: 3}\n"))],
-                     "downtime_scale_out", id="downtime-order"),
-        pytest.param(lambda p: ["--config", str(_bad(p / "c.yaml", "controller: {loop_interval_s: -1}\n"))],
-                     "controller.loop_interval_s", id="bad-config"),
+        pytest.param(
+            lambda p: ["--trace", str(_bad(p / "bad.csv", "second|count\n0|5\n1|x\n"))],
+            "bad.csv:3",
+            id="bad-trace-line",
+        ),
+        pytest.param(
+            lambda p: ["--job-model", str(_bad(p / "jm.yaml", "partitions: 0\nfoo: 1\n"))],
+            "partitions",
+            id="bad-job-model",
+        ),
+        pytest.param(
+            lambda p: ["--job-model", str(_bad(p / "jm.yaml", "downtime_scale_out: {low_s: 9, high_s: 3}\n"))],
+            "downtime_scale_out",
+            id="downtime-order",
+        ),
+        pytest.param(
+            lambda p: ["--config", str(_bad(p / "c.yaml", "controller: {loop_interval_s: -1}\n"))],
+            "controller.loop_interval_s",
+            id="bad-config",
+        ),
     ],
 )
 def test_clear_errors(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture[str], setup, message: str) -> None:
@@ -96,8 +139,18 @@ def _bad(path: Path, text: str) -> Path:
 def test_wired_into_the_main_cli(tmp_path: Path, trace: Path) -> None:
     from daedalus_spark.cli import main
 
-    rc = main(["simulate", "--no-progress", "--trace", str(trace), "--policies", "static:3,oracle",
-               "--json", str(tmp_path / "r.json")])
+    rc = main(
+        [
+            "simulate",
+            "--no-progress",
+            "--trace",
+            str(trace),
+            "--policies",
+            "static:3,oracle",
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     assert rc == 0
     assert json.loads((tmp_path / "r.json").read_text())["policies"]["static:3"]["avg_workers"] == 3
 
@@ -122,6 +175,20 @@ def test_json_goes_into_a_directory_that_does_not_exist_yet(tmp_path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("second|count\n" + "".join(f"{s}|{20000 + 10 * (s % 60)}\n" for s in range(600)))
     target = tmp_path / "new" / "dir" / "sim.json"
-    code = main(["simulate", "--trace", str(trace), "--policies", "static:4,oracle", "--json", str(target),
-                 "--no-progress"])
+    code = main(
+        ["simulate", "--trace", str(trace), "--policies", "static:4,oracle", "--json", str(target), "--no-progress"]
+    )
     assert code == 0 and "policies" in target.read_text()
+
+
+def test_simulate_prints_the_optimum_beside_the_oracle(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from daedalus_spark.sim.cli import simulate
+
+    rc = simulate(traces=[str(trace)], policies="static:12,oracle,optimum", speedup=2, json_path="-", progress=False)
+    assert rc == 0
+    captured = capsys.readouterr()
+    assert "vs optimum" in captured.err and "optimum " in captured.err  # the table goes to stderr with JSON on stdout
+    data = json.loads(captured.out)
+    assert data["policies"]["optimum"]["vs_optimum"] == pytest.approx(1.0)
+    assert data["policies"]["optimum"]["recovery_violations"] == 0
+    assert data["policies"]["static:12"]["vs_optimum"] >= 1.0

@@ -13,12 +13,19 @@ from daedalus_spark.sim.skew import build_capacity_model, partition_weights, wor
 
 
 def _job(workload: list[float], *, capacity: float = 100.0, scaleout: int = 1, **model: object) -> SimulatedJob:
-    defaults: dict[str, object] = dict(worker_capacity_per_s=capacity, partitions=4, zipf_exponent=0.0, keys=4000,
-                                       utilization_noise_ratio=0.0, checkpoint_interval_s=0)
+    defaults: dict[str, object] = {
+        "worker_capacity_per_s": capacity,
+        "partitions": 4,
+        "zipf_exponent": 0.0,
+        "keys": 4000,
+        "utilization_noise_ratio": 0.0,
+        "checkpoint_interval_s": 0,
+    }
     jm = JobModel(**{**defaults, **model})
     cap = build_capacity_model(jm, slots=4, peak_per_s=max(workload))
-    return SimulatedJob(np.asarray(workload, float), jm, cap, initial_scaleout=scaleout, cpu_signal=True,
-                        rng=np.random.default_rng(0))
+    return SimulatedJob(
+        np.asarray(workload, float), jm, cap, initial_scaleout=scaleout, cpu_signal=True, rng=np.random.default_rng(0)
+    )
 
 
 def test_lindley_matches_hand_computed_backlog() -> None:
@@ -111,8 +118,14 @@ def test_skew_makes_the_most_loaded_worker_the_bottleneck() -> None:
 
 
 def test_slow_worker_lowers_job_capacity() -> None:
-    jm = JobModel(worker_capacity_per_s=100.0, zipf_exponent=0.0, keys=12000, partitions=4,
-                  slow_workers=(1,), slow_worker_capacity_ratio=0.5)
+    jm = JobModel(
+        worker_capacity_per_s=100.0,
+        zipf_exponent=0.0,
+        keys=12000,
+        partitions=4,
+        slow_workers=(1,),
+        slow_worker_capacity_ratio=0.5,
+    )
     cap = build_capacity_model(jm, slots=4, peak_per_s=1.0)
     assert cap.capacity(4) == pytest.approx(0.5 * 100 / cap.shares(4)[1])
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from daedalus_spark.config import Config
-from daedalus_spark.sim.flink import FlinkPolicy, FlinkSettings, align_to_partitions, flink_parallelism, \
-    target_capacity_per_s
+from daedalus_spark.sim.flink import (
+    FlinkPolicy,
+    FlinkSettings,
+    align_to_partitions,
+    flink_parallelism,
+    target_capacity_per_s,
+)
 from daedalus_spark.sim.hpa import HpaPolicy, hpa_recommendation, scale_up_limit
 from daedalus_spark.sim.policies import PolicyNameError, StaticPolicy, make_policy, parse_policy_list
 
@@ -51,8 +56,9 @@ def test_hpa_scale_down_waits_for_the_stabilization_window() -> None:
 def test_flink_target_capacity_formula() -> None:
     s = FlinkSettings(target_utilization_ratio=0.7, catch_up_duration_s=1800, restart_time_s=300)
     # 7000/0.7 + (36000 + 7000 * 300) / 1800 = 10000 + 1186.67
-    assert target_capacity_per_s(input_per_s=7000, lag_records=36000, utilization_ratio=0.7, s=s) == \
-        pytest.approx(10000 + 2_136_000 / 1800)
+    assert target_capacity_per_s(input_per_s=7000, lag_records=36000, utilization_ratio=0.7, s=s) == pytest.approx(
+        10000 + 2_136_000 / 1800
+    )
 
 
 def test_flink_parallelism_worked_example() -> None:
@@ -98,8 +104,22 @@ def test_flink_settings_are_overridable_by_name() -> None:
     assert policy.settings.metrics_window_s == 900
 
 
-@pytest.mark.parametrize("text", ["foo", "static", "static:x", "hpa:2", "hpa", "static:1,static:1", "", "oracle:3",
-                                  "flink:warp=3", "flink:1.5", "flink:metrics_window_s=x"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "foo",
+        "static",
+        "static:x",
+        "hpa:2",
+        "hpa",
+        "static:1,static:1",
+        "",
+        "oracle:3",
+        "flink:warp=3",
+        "flink:1.5",
+        "flink:metrics_window_s=x",
+    ],
+)
 def test_bad_policy_names_are_clear_errors(text: str) -> None:
     with pytest.raises(PolicyNameError, match="polic"):
         parse_policy_list(text, Config())

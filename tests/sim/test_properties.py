@@ -11,7 +11,7 @@ from daedalus_spark.sim.hpa import HpaPolicy
 from daedalus_spark.sim.job import lindley
 from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel
 from daedalus_spark.sim.policies import StaticPolicy
-from daedalus_spark.sim.runner import run_oracle, run_policy, make_setup
+from daedalus_spark.sim.runner import make_setup, run_oracle, run_policy
 
 traces = st.lists(st.floats(min_value=0, max_value=5000, allow_nan=False), min_size=30, max_size=400)
 
@@ -27,12 +27,23 @@ def test_vectorized_backlog_equals_the_loop(b0: float, arrivals: list[float], ca
 
 
 @settings(max_examples=25, deadline=None)
-@given(workload=traces, static=st.integers(1, 6), target=st.floats(0.3, 0.95), seed=st.integers(0, 5),
-       zipf=st.floats(0, 1.5))
+@given(
+    workload=traces,
+    static=st.integers(1, 6),
+    target=st.floats(0.3, 0.95),
+    seed=st.integers(0, 5),
+    zipf=st.floats(0, 1.5),
+)
 def test_oracle_is_a_lower_bound(workload: list[float], static: int, target: float, seed: int, zipf: float) -> None:
     config = Config.model_validate({"controller": {"max_scaleout": 6}})
-    model = JobModel(reference_scaleout=6, partitions=12, zipf_exponent=zipf, utilization_noise_ratio=0.01,
-                     downtime_scale_out=DowntimeModel(low_s=2, high_s=5), downtime_scale_in=DowntimeModel(low_s=1, high_s=3))
+    model = JobModel(
+        reference_scaleout=6,
+        partitions=12,
+        zipf_exponent=zipf,
+        utilization_noise_ratio=0.01,
+        downtime_scale_out=DowntimeModel(low_s=2, high_s=5),
+        downtime_scale_in=DowntimeModel(low_s=1, high_s=3),
+    )
     setup = make_setup(np.asarray(workload), model, config, seed)
     oracle = run_oracle(setup)
     policies = [StaticPolicy(static), StaticPolicy(6), HpaPolicy(target_ratio=target, max_scaleout=6)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -11,13 +10,11 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from daedalus_spark import waiting
+
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0, step_s: float = 0.2) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(step_s)
+    waiting.wait_until(condition, what, timeout_s, interval_s=step_s)
 
 
 def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

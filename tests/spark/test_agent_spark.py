@@ -18,18 +18,18 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql.streaming import StreamingQuery  # noqa: E402
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
-from daedalus_spark.agent import Agent, AgentConfig, start_agent  # noqa: E402
-from daedalus_spark.sparkcluster import LocalCluster  # noqa: E402
-from tests.spark.helpers import request, scrape, total, wait_until  # noqa: E402
-from workloads import wordcount  # noqa: E402
-from workloads.generator import Generator, LocalLogSink  # noqa: E402
-from workloads.locallog import LocalLog  # noqa: E402
-from workloads.pacing import PaceKeeper, Pacer  # noqa: E402
-from workloads.records import wordcount_line  # noqa: E402
-from workloads.source import read_values, write_stream  # noqa: E402
+from daedalus_spark.agent import Agent, AgentConfig, start_agent
+from daedalus_spark.sparkcluster import LocalCluster
+from daedalus_spark.workloads import wordcount
+from daedalus_spark.workloads.generator import Generator, LocalLogSink
+from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
+from daedalus_spark.workloads.records import wordcount_line
+from daedalus_spark.workloads.source import read_values, write_stream
+from tests.spark.helpers import request, scrape, total, wait_until
 
 pytestmark = pytest.mark.spark
 TOPIC = "words"
@@ -51,17 +51,18 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
     log.create_topic(TOPIC, 2)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     with LocalCluster(workers=2, memory_per_worker="1g") as cluster:
-        spark = (SparkSession.builder.master(cluster.master_url).appName("daedalus-test-agent")
-                 .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
-                 .config("spark.sql.shuffle.partitions", "2").config("spark.driver.host", "127.0.0.1")
-                 .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        spark = cluster.session("daedalus-test-agent")
         agent, query = None, None
         try:
-            agent = start_agent(spark, AgentConfig(port=0, max_executors=2, poll_s=0.5),
-                                latest_offsets={TOPIC: lambda: log.latest_offsets(TOPIC)})
+            agent = start_agent(
+                spark,
+                AgentConfig(port=0, max_executors=2, poll_s=0.5),
+                latest_offsets={TOPIC: lambda: log.latest_offsets(TOPIC)},
+            )
             frame = wordcount.build(spark, read_values(spark, source="local", topic=TOPIC, path=str(root / "log")))
-            query = write_stream(frame, sink="memory", name=QUERY, output_mode="update",
-                                 checkpoint=str(root / "ckpt"), trigger_s=0.5).start()
+            query = write_stream(
+                frame, sink="memory", name=QUERY, output_mode="update", checkpoint=str(root / "ckpt"), trigger_s=0.5
+            ).start()
             yield Job(spark, agent, query, log)
         finally:
             if query is not None:
@@ -100,9 +101,14 @@ def set_target(job: Job, target: int) -> float:
 def lag(job: Job) -> dict[str, tuple[float, float, float]]:
     s = scrape(job.agent.url)
     parts = {ls for (n, ls) in s if n == "daedalus_spark_source_lag_records"}
-    return {dict(ls)["partition"]: (s[("daedalus_spark_source_lag_records", ls)],
-                                    s[("daedalus_spark_source_latest_offset", ls)],
-                                    s[("daedalus_spark_source_committed_offset", ls)]) for ls in parts}
+    return {
+        dict(ls)["partition"]: (
+            s[("daedalus_spark_source_lag_records", ls)],
+            s[("daedalus_spark_source_latest_offset", ls)],
+            s[("daedalus_spark_source_committed_offset", ls)],
+        )
+        for ls in parts
+    }
 
 
 def expected_counts(log: LocalLog) -> Counter[str]:
@@ -121,9 +127,14 @@ def counted(job: Job) -> dict[str, int]:
 def drain(job: Job) -> None:
     """Wait until the query has committed everything appended (exported lag 0 and total rows match)."""
     appended = sum(job.log.latest_offsets(TOPIC).values())
-    wait_until(lambda: total(scrape(job.agent.url), "daedalus_spark_lag_records") == 0
-               and total(scrape(job.agent.url), "daedalus_spark_query_input_records_total") == appended,
-               "lag 0 after the generator stopped", timeout_s=90)
+    wait_until(
+        lambda: (
+            total(scrape(job.agent.url), "daedalus_spark_lag_records") == 0
+            and total(scrape(job.agent.url), "daedalus_spark_query_input_records_total") == appended
+        ),
+        "lag 0 after the generator stopped",
+        timeout_s=90,
+    )
 
 
 def test_records_and_lag_match_the_query(job: Job) -> None:
@@ -146,8 +157,14 @@ def test_records_and_lag_match_the_query(job: Job) -> None:
     assert all(b == 0 for b, _, _ in lag(job).values())
     processed = sum(p["numInputRows"] for p in job.query.recentProgress)
     assert processed == gen.keeper.produced
-    wait_until(lambda: abs(total(scrape(job.agent.url), "daedalus_spark_executor_records_processed_total")
-                           - processed) <= 0.02 * processed, "executor records within 2 %", 30)
+    wait_until(
+        lambda: (
+            abs(total(scrape(job.agent.url), "daedalus_spark_executor_records_processed_total") - processed)
+            <= 0.02 * processed
+        ),
+        "executor records within 2 %",
+        30,
+    )
     assert counted(job) == dict(expected_counts(job.log))
 
 

@@ -26,10 +26,10 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import SparkSession
 
-from daedalus_spark.agent import AgentConfig, start_agent  # noqa: E402
-from daedalus_spark.config import (  # noqa: E402
+from daedalus_spark.agent import AgentConfig, start_agent
+from daedalus_spark.config import (
     ActuatorConfig,
     CapacityConfig,
     Config,
@@ -40,18 +40,18 @@ from daedalus_spark.config import (  # noqa: E402
     RuntimeConfig,
     render_yaml,
 )
-from daedalus_spark.controller import Controller  # noqa: E402
-from daedalus_spark.domain import Observation, WorkerSeries  # noqa: E402
-from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore  # noqa: E402
-from daedalus_spark.sparkcluster import LocalCluster  # noqa: E402
-from daedalus_spark.sparkcluster.cluster import free_port  # noqa: E402
-from tests.spark.helpers import request, scrape, total, wait_until  # noqa: E402
-from workloads import wordcount  # noqa: E402
-from workloads.generator import Generator, LocalLogSink  # noqa: E402
-from workloads.locallog import LocalLog  # noqa: E402
-from workloads.pacing import PaceKeeper, Pacer  # noqa: E402
-from workloads.records import wordcount_line  # noqa: E402
-from workloads.source import read_values, write_stream  # noqa: E402
+from daedalus_spark.controller import Controller
+from daedalus_spark.domain import Observation
+from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
+from daedalus_spark.sparkcluster import LocalCluster
+from daedalus_spark.sparkcluster.cluster import free_port
+from daedalus_spark.workloads import wordcount
+from daedalus_spark.workloads.generator import Generator, LocalLogSink
+from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
+from daedalus_spark.workloads.records import wordcount_line
+from daedalus_spark.workloads.source import read_values, write_stream
+from tests.spark.helpers import request, scrape, total, wait_until
 
 pytestmark = pytest.mark.spark
 TOPIC, QUERY, PARTITIONS = "words", "wordcount_live", 2
@@ -63,16 +63,35 @@ LOW_S, HIGH_S, TAIL_S = 30, 70, 75
 
 def live_config(root: Path, agent_url: str, exporter_url: str) -> Config:
     return Config(
-        controller=ControllerConfig(loop_interval_s=5, max_scaleout=2, target_recovery_s=40, checkpoint_interval_s=1,
-                                    recent_rescale_window_s=20, cooldown_s=10, warmup_s=5,
-                                    knowledge_path=str(root / "knowledge.sqlite")),
+        controller=ControllerConfig(
+            loop_interval_s=5,
+            max_scaleout=2,
+            target_recovery_s=40,
+            checkpoint_interval_s=1,
+            recent_rescale_window_s=20,
+            cooldown_s=10,
+            warmup_s=5,
+            knowledge_path=str(root / "knowledge.sqlite"),
+        ),
         capacity=CapacityConfig(partitions=PARTITIONS),
-        forecast=ForecastConfig(horizon_s=60, resolution_s=2, history_window_s=300, min_history_s=60,
-                                linear_window_s=15, poor_forecasts_before_refit=3),
-        recovery=RecoveryConfig(initial_downtime_scale_out_s=10, initial_downtime_scale_in_s=5,
-                                anomaly_halflife_s=10, stable_samples=3, max_recovery_s=60),
-        monitor=MonitorConfig(scrape_urls=[f"{agent_url}/metrics", exporter_url], step_s=1, rate_window_s=3,
-                              timeout_s=3),
+        forecast=ForecastConfig(
+            horizon_s=60,
+            resolution_s=2,
+            history_window_s=300,
+            min_history_s=60,
+            linear_window_s=15,
+            poor_forecasts_before_refit=3,
+        ),
+        recovery=RecoveryConfig(
+            initial_downtime_scale_out_s=10,
+            initial_downtime_scale_in_s=5,
+            anomaly_halflife_s=10,
+            stable_samples=3,
+            max_recovery_s=60,
+        ),
+        monitor=MonitorConfig(
+            scrape_urls=[f"{agent_url}/metrics", exporter_url], step_s=1, rate_window_s=3, timeout_s=3
+        ),
         actuator=ActuatorConfig(agent_url=agent_url, timeout_s=5, retries=2, backoff_s=0.5, confirm_timeout_s=45),
         runtime=RuntimeConfig(metrics_port=free_port(), decision_log=str(root / "decisions.jsonl")),
     )
@@ -87,9 +106,12 @@ class Runtime:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
-            self.process = subprocess.Popen([sys.executable, "-m", "daedalus_spark.cli", "run", "--config",
-                                             str(self.config_file)], stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(self.config_file)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def stop(self, sig: int = signal.SIGTERM) -> int | None:
         if self.process is None or self.process.poll() is not None:
@@ -115,14 +137,18 @@ def decisions(path: Path) -> list[dict[str, object]]:
 
 
 def applied(records: list[dict[str, object]], direction: int) -> list[dict[str, object]]:
-    return [d for d in records if (d.get("actuation") or {}).get("outcome") in ("applied", "unconfirmed")  # type: ignore[union-attr]
-            and (int(d["target"]) - int(d["current"])) * direction > 0]  # type: ignore[arg-type]
+    return [
+        d
+        for d in records
+        if (d.get("actuation") or {}).get("outcome") in ("applied", "unconfirmed")  # type: ignore[union-attr]
+        and (int(d["target"]) - int(d["current"])) * direction > 0
+    ]  # type: ignore[arg-type]
 
 
 def probe(scaleout: int, now_s: float) -> Observation:
     """A fixed observation to ask two controllers for their next decision."""
-    workers = tuple(WorkerSeries(str(i), (400.0,) * 10, (0.5,) * 10) for i in range(scaleout))
-    return Observation(now_s, 1.0, (400.0 * scaleout,) * 10, workers, 0.0, scaleout, 600.0)
+    executors = {str(i): ([400.0] * 10, [0.5] * 10) for i in range(scaleout)}
+    return Observation.of(time_s=now_s, workload_per_s=400.0 * scaleout, executors=executors, uptime_s=600.0)
 
 
 def next_decision(config: Config, store_path: Path, scaleout: int, now_s: float) -> tuple[object, ...]:
@@ -139,17 +165,18 @@ def job(tmp_path: Path) -> Iterator[tuple[SparkSession, str, str, LocalLog]]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     with LocalCluster(workers=2, cpus_per_worker=CPUS, memory_per_worker="768m") as cluster:
         exporter_url = cluster.start_cpu_exporter()
-        spark = (SparkSession.builder.master(cluster.master_url).appName("daedalus-test-live-loop")
-                 .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
-                 .config("spark.sql.shuffle.partitions", str(PARTITIONS)).config("spark.driver.host", "127.0.0.1")
-                 .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        spark = cluster.session("daedalus-test-live-loop", **{"spark.sql.shuffle.partitions": str(PARTITIONS)})
         agent = query = None
         try:
-            agent = start_agent(spark, AgentConfig(port=free_port(), max_executors=2, poll_s=0.5, initial_target=1),
-                                latest_offsets={TOPIC: lambda: log.latest_offsets(TOPIC)})
+            agent = start_agent(
+                spark,
+                AgentConfig(port=free_port(), max_executors=2, poll_s=0.5, initial_target=1),
+                latest_offsets={TOPIC: lambda: log.latest_offsets(TOPIC)},
+            )
             frame = wordcount.build(spark, read_values(spark, source="local", topic=TOPIC, path=str(tmp_path / "log")))
-            query = write_stream(frame, sink="memory", name=QUERY, output_mode="update",
-                                 checkpoint=str(tmp_path / "ckpt"), trigger_s=1.0).start()
+            query = write_stream(
+                frame, sink="memory", name=QUERY, output_mode="update", checkpoint=str(tmp_path / "ckpt"), trigger_s=1.0
+            ).start()
             wait_until(lambda: request(f"{agent.url}/executors")[1]["current"] == 1, "1 executor", 120)
             yield spark, agent.url, exporter_url, log
         finally:
@@ -169,15 +196,17 @@ def expected_counts(log: LocalLog) -> dict[str, int]:
 
 
 def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sigkill(
-        job: tuple[SparkSession, str, str, LocalLog], tmp_path: Path) -> None:
+    job: tuple[SparkSession, str, str, LocalLog], tmp_path: Path
+) -> None:
     spark, agent_url, exporter_url, log = job
     config = live_config(tmp_path, agent_url, exporter_url)
     config_file = tmp_path / "live.yaml"
     config_file.write_text(render_yaml(config))
     decision_log, store_path = Path(config.runtime.decision_log), Path(config.controller.knowledge_path)
     rates = np.concatenate([np.full(LOW_S, LOW), np.full(HIGH_S, HIGH), np.full(TAIL_S, LOW)])
-    generator = Generator(PaceKeeper(Pacer(rates)), LocalLogSink(log, TOPIC, PARTITIONS), wordcount_line, TOPIC,
-                          tick_s=0.1, seed=11)
+    generator = Generator(
+        PaceKeeper(Pacer(rates)), LocalLogSink(log, TOPIC, PARTITIONS), wordcount_line, TOPIC, tick_s=0.1, seed=11
+    )
     feeder = threading.Thread(target=generator.run, kwargs={"report": lambda _: None}, daemon=True)
     runtime = Runtime(config_file, tmp_path / "runtime.log")
     try:
@@ -200,8 +229,9 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
         assert next_decision(config, store_path, 2, now) == expected
         runtime.start()  # resumes from the store
 
-        wait_until(lambda: applied(decisions(decision_log), -1), "a scale-in after the load fell", TAIL_S + 60,
-                   step_s=1)
+        wait_until(
+            lambda: applied(decisions(decision_log), -1), "a scale-in after the load fell", TAIL_S + 60, step_s=1
+        )
         feeder.join(timeout=TAIL_S + 120)
         appended = sum(log.latest_offsets(TOPIC).values())
         wait_until(lambda: total(scrape(agent_url), "daedalus_spark_lag_records") == 0, "lag back to 0", 120)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from daedalus_spark.agent.agent import SURPLUS_GRACE_S, Agent, AgentConfig
-from daedalus_spark.agent.collector import Snapshot
+from daedalus_spark.agent.collector import DriverView
 from daedalus_spark.agent.driverui import ExecutorInfo
 
 
@@ -23,15 +23,20 @@ class FakeScaler:
 
 @dataclass
 class FakeCollector:
-    snapshot: Snapshot
+    view: DriverView
 
 
 def agent_with(live: int, target: int | None) -> tuple[Agent, FakeScaler]:
-    executors = [ExecutorInfo(str(i), True, 1, 0, 0.0, 0) for i in range(live)] + [
-        ExecutorInfo("driver", True, 1, 0, 0.0, 0)]
+    executors = [ExecutorInfo(str(i), True, 1, 0, 0.0) for i in range(live)] + [ExecutorInfo("driver", True, 1, 0, 0.0)]
     scaler = FakeScaler(target)
-    agent = Agent(AgentConfig(), reader=None, tracker=None, collector=FakeCollector(Snapshot(executors=executors)),
-                  scaler=scaler, registry=None)  # type: ignore[arg-type]
+    agent = Agent(
+        AgentConfig(),
+        reader=None,
+        tracker=None,
+        collector=FakeCollector(DriverView(executors=executors)),
+        scaler=scaler,
+        registry=None,
+    )  # type: ignore[arg-type]
     return agent, scaler
 
 

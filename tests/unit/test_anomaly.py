@@ -13,8 +13,8 @@ RESCALE_S = 349  # the measured throughput drops to zero at second 350
 def measured_series():
     w = read_metric_csv(MEASUREMENTS / "anomaly_detection_workload.csv")
     t = read_metric_csv(MEASUREMENTS / "anomaly_detect_throughput.csv")
-    workload = dict(zip(map(int, w.times), next(iter(w.columns.values()))))
-    throughput = dict(zip(map(int, t.times), next(iter(t.columns.values()))))
+    workload = dict(zip(map(int, w.times), next(iter(w.columns.values())), strict=False))
+    throughput = dict(zip(map(int, t.times), next(iter(t.columns.values())), strict=False))
     seconds = sorted(set(workload) & set(throughput))
     return [(s, workload[s], throughput[s]) for s in seconds]
 

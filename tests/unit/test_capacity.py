@@ -77,7 +77,7 @@ def test_skew_far_below_saturation_is_proportional_in_throughput_shares():
     t2 = [x * 0.4 / 0.6 for x in t1]
     u2 = [0.1 + 0.9 * x / 1000 for x in t2]
     model = CapacityModel(CapacityConfig(unobserved_margin_ratio=0))
-    obs = observation(workload=[a + b for a, b in zip(t1, t2)], workers={"a": (t1, u1), "b": (t2, u2)})
+    obs = observation(workload=[a + b for a, b in zip(t1, t2, strict=False)], workers={"a": (t1, u1), "b": (t2, u2)})
     model.learn(obs)
     table = model.table(obs, 4)
     # The job saturates when worker a (60 % of the keys) reaches 1000/s: total 1000 / 0.6.
@@ -104,7 +104,9 @@ def test_slow_worker_constrains_the_job_even_with_a_smaller_share():
         pytest.param([100.0, 110.0], [0.2, 0.22], "ratio", id="too-few-points"),
         pytest.param([100.0] * 10, [0.25] * 10, "ratio", id="no-utilization-variance"),
         pytest.param([100.0 - i for i in range(10)], [0.2 + 0.02 * i for i in range(10)], "ratio", id="negative-slope"),
-        pytest.param([100.0 * (1 + i) for i in range(10)], [0.1 * (1 + i) for i in range(10)], "regression", id="clean"),
+        pytest.param(
+            [100.0 * (1 + i) for i in range(10)], [0.1 * (1 + i) for i in range(10)], "regression", id="clean"
+        ),
     ],
 )
 def test_capacity_method_guards(thr, util, method):
@@ -133,8 +135,9 @@ def test_new_worker_without_data_gets_the_peer_mean_and_gone_workers_are_forgott
     thr = [100.0 * (1 + i) for i in range(10)]
     util = [0.1 * (1 + i) for i in range(10)]
     model.learn(observation(time_s=0.0, workload=thr, workers={"old": (thr, util)}))
-    obs = observation(time_s=60.0, workload=[1.0] * 10,
-                      workers={"old": (thr, util), "new": ([math.nan] * 10, [math.nan] * 10)})
+    obs = observation(
+        time_s=60.0, workload=[1.0] * 10, workers={"old": (thr, util), "new": ([math.nan] * 10, [math.nan] * 10)}
+    )
     model.learn(obs)
     table = model.table(obs, 3)
     methods = {w.worker_id: w.method for w in table.workers}
@@ -208,7 +211,9 @@ def test_a_worker_with_a_noisy_narrow_range_borrows_the_pooled_slope():
     # A new worker seen for a minute at a steady 300/s, its CPU noisy: its own slope is meaningless.
     t_new = 300 * rng.uniform(0.99, 1.01, 60)
     u_new = 0.1 + 0.9 * t_new / 1000 + rng.normal(0, 0.02, 60)
-    obs = observation(workload=list(t_new), workers={"old": (list(t_new), list(u_new)), "new": (list(t_new), list(u_new))})
+    obs = observation(
+        workload=list(t_new), workers={"old": (list(t_new), list(u_new)), "new": (list(t_new), list(u_new))}
+    )
     model.learn(obs)
     assert model.regressions["new"].correlation < 0.6
     capacity, method = model.own_capacity("new")

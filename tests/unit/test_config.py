@@ -15,7 +15,10 @@ EXAMPLE = ROOT / "deploy" / "daedalus.yaml"
 def test_defaults_are_the_papers():
     c = Config()
     assert (c.controller.loop_interval_s, c.controller.target_recovery_s, c.controller.checkpoint_interval_s) == (
-        60, 600, 10)
+        60,
+        600,
+        10,
+    )
     assert (c.recovery.initial_downtime_scale_out_s, c.recovery.initial_downtime_scale_in_s) == (30, 15)
     assert (c.forecast.horizon_s, c.forecast.poor_forecasts_before_refit) == (900, 15)
     assert (c.controller.recent_rescale_window_s, c.controller.cooldown_s) == (600, 180)
@@ -24,20 +27,42 @@ def test_defaults_are_the_papers():
 @pytest.mark.parametrize(
     "data,expected",
     [
-        pytest.param({"controller": {"loop_interval_s": "soon"}}, "controller.loop_interval_s: Input should be a valid number",
-                     id="wrong-type"),
-        pytest.param({"controller": {"target_recovery_s": -1}}, "controller.target_recovery_s: Input should be greater than 0",
-                     id="out-of-range"),
-        pytest.param({"forecast": {"horizon_s": 10}}, "forecast.horizon_s: Input should be greater than or equal to 60",
-                     id="below-minimum"),
-        pytest.param({"controller": {"utilization_signal": "gpu"}},
-                     "controller.utilization_signal: Input should be 'cpu' or 'busy_time'", id="not-an-allowed-value"),
-        pytest.param({"controller": {"max_scaleot": 3}}, "controller.max_scaleot: unknown key (allowed here:",
-                     id="unknown-key-typo"),
-        pytest.param({"planner": {}}, "planner: unknown key (allowed here: actuator, agent, capacity, controller, forecast, kubernetes, monitor, recovery, runtime)",
-                     id="unknown-section"),
-        pytest.param({"controller": {"min_scaleout": 5, "max_scaleout": 3}},
-                     "controller.min_scaleout (5) must not exceed controller.max_scaleout (3)", id="inconsistent"),
+        pytest.param(
+            {"controller": {"loop_interval_s": "soon"}},
+            "controller.loop_interval_s: Input should be a valid number",
+            id="wrong-type",
+        ),
+        pytest.param(
+            {"controller": {"target_recovery_s": -1}},
+            "controller.target_recovery_s: Input should be greater than 0",
+            id="out-of-range",
+        ),
+        pytest.param(
+            {"forecast": {"horizon_s": 10}},
+            "forecast.horizon_s: Input should be greater than or equal to 60",
+            id="below-minimum",
+        ),
+        pytest.param(
+            {"controller": {"utilization_signal": "gpu"}},
+            "controller.utilization_signal: Input should be 'cpu' or 'busy_time'",
+            id="not-an-allowed-value",
+        ),
+        pytest.param(
+            {"controller": {"max_scaleot": 3}},
+            "controller.max_scaleot: unknown key (allowed here:",
+            id="unknown-key-typo",
+        ),
+        pytest.param(
+            {"planner": {}},
+            "planner: unknown key (allowed here: actuator, agent, capacity, controller, forecast, kubernetes, "
+            "monitor, recovery, runtime)",
+            id="unknown-section",
+        ),
+        pytest.param(
+            {"controller": {"min_scaleout": 5, "max_scaleout": 3}},
+            "controller.min_scaleout (5) must not exceed controller.max_scaleout (3)",
+            id="inconsistent",
+        ),
         pytest.param([1, 2], "expected a mapping", id="not-a-mapping"),
     ],
 )
@@ -58,7 +83,7 @@ def test_example_config_documents_every_field_and_equals_the_defaults():
     text = EXAMPLE.read_text()
     assert text == render_yaml(Config()), "regenerate deploy/daedalus.yaml with `daedalus-spark validate-config`"
     assert load_config(EXAMPLE) == Config()
-    for section, info in Config.model_fields.items():
+    for info in Config.model_fields.values():
         for name in info.annotation.model_fields:
             assert f"  {name}:" in text
 

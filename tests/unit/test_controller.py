@@ -7,7 +7,7 @@ import pytest
 
 from daedalus_spark.config import Config, parse_config
 from daedalus_spark.controller import Controller
-from daedalus_spark.domain import Observation, Reason, WorkerSeries
+from daedalus_spark.domain import Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore, restore, snapshot
@@ -21,12 +21,14 @@ def window(t_end, workload, scaleout, *, rng, lag=0.0, uptime_s=1e6, samples=60)
     """60 one-second samples of a job carrying `workload` evenly on `scaleout` workers with a 10 % idle floor."""
     load = np.asarray(workload, dtype=float) if np.ndim(workload) else np.full(samples, float(workload))
     per_worker = np.minimum(load / scaleout, CAPACITY)
-    workers = []
+    executors = {}
     for i in range(scaleout):
         thr = per_worker * rng.uniform(0.97, 1.03, samples)
         util = np.clip(0.1 + 0.9 * thr / CAPACITY + rng.normal(0, 0.005, samples), 0, 1)
-        workers.append(WorkerSeries(f"exec-{i}", tuple(thr), tuple(util)))
-    return Observation(t_end, 1.0, tuple(load), tuple(workers), lag, scaleout, uptime_s)
+        executors[f"exec-{i}"] = (thr, util)
+    return Observation.of(
+        time_s=t_end, workload_per_s=load, executors=executors, consumer_lag_records=lag, uptime_s=uptime_s
+    )
 
 
 def step(controller, obs, t):
@@ -78,17 +80,27 @@ def test_overloaded_job_scales_out_with_its_capacity_learned_online():
     [
         pytest.param(observation(workload=[math.nan] * 5, samples=5), "workload has missing", id="nan-workload"),
         pytest.param(observation(workload=[], workers={}, samples=0), "no workload samples", id="empty"),
-        pytest.param(Observation(60, 1, (1.0,), (), 0, 2, 1e6), "no worker metrics", id="no-workers"),
+        pytest.param(
+            Observation.of(time_s=60, workload_per_s=[1.0], executors={}, scaleout=2),
+            "no worker metrics",
+            id="no-workers",
+        ),
         pytest.param(observation(lag=-5), "consumer lag -5", id="negative-lag"),
         pytest.param(observation(scaleout=0), "scale-out 0", id="zero-scaleout"),
         pytest.param(observation(scaleout=3), "metrics for 1 workers but the scale-out is 3", id="partial-worker-view"),
         pytest.param(observation(uptime_s=math.nan), "uptime nan s", id="nan-uptime"),
         pytest.param(observation(step_s=math.inf), "sample step inf s", id="infinite-step"),
         pytest.param(observation(time_s=math.nan), "time nan s", id="nan-time"),
-        pytest.param(observation(workload=[5.0] * 10, workers={"w": ([1.0] * 4, [0.5] * 4)}),
-                     "not aligned with the workload's 10 samples: w", id="ragged-worker-series"),
-        pytest.param(observation(workers={"w": ([math.nan] * 60, [math.nan] * 60)}), "no worker capacity known",
-                     id="no-usable-worker-samples"),
+        pytest.param(
+            observation(workload=[5.0] * 10, workers={"w": ([1.0] * 4, [0.5] * 4)}),
+            "not aligned with the workload's 10 samples: w",
+            id="ragged-worker-series",
+        ),
+        pytest.param(
+            observation(workers={"w": ([math.nan] * 60, [math.nan] * 60)}),
+            "no worker capacity known",
+            id="no-usable-worker-samples",
+        ),
     ],
 )
 def test_never_scales_on_missing_or_absurd_data(obs, problem):
@@ -125,12 +137,12 @@ def test_restarted_controller_makes_the_same_next_decision(tmp_path, store_kind)
     scaleout = 6
     for k in range(25):
         t = 60.0 * (k + 1)
-        scaleout = step(original, window(t, workload[60 * k: 60 * (k + 1)], scaleout, rng=rng), t).target_scaleout
+        scaleout = step(original, window(t, workload[60 * k : 60 * (k + 1)], scaleout, rng=rng), t).target_scaleout
     original.save(store)
     restarted = Controller.resume(CONFIG, store)
     for k in range(25, 40):
         t = 60.0 * (k + 1)
-        obs = window(t, workload[60 * k: 60 * (k + 1)], scaleout, rng=rng)
+        obs = window(t, workload[60 * k : 60 * (k + 1)], scaleout, rng=rng)
         a, b = step(original, obs, t), step(restarted, obs, t)
         assert (a.target_scaleout, a.reason, a.evidence) == (b.target_scaleout, b.reason, b.evidence)
         scaleout = a.target_scaleout

@@ -43,5 +43,7 @@ def test_collector_labels_the_worker_cgroup_with_its_executor(tmp_path):
     states = {"http://w0": {"executors": [{"id": 7, "appid": "app"}]}}
     collector = WorkerCpuCollector(lambda: [WorkerCpu("http://w0", group)], fetch_state=states.get)
     samples = {(s.name, s.labels["executor_id"]): s.value for f in collector.collect() for s in f.samples}
-    assert samples == {("daedalus_spark_executor_cpu_seconds_total", "7"): 4.0,
-                       ("daedalus_spark_executor_cpu_limit_cores", "7"): 0.25}
+    assert samples == {
+        ("daedalus_spark_executor_cpu_seconds_total", "7"): 4.0,
+        ("daedalus_spark_executor_cpu_limit_cores", "7"): 0.25,
+    }

@@ -6,27 +6,28 @@ import sys
 
 import pytest
 
-from daedalus_spark.monitor.files import InputFileError, read_metric_csv, read_trace
-from tests.conftest import MEASUREMENTS, ROOT, TRACES
+from daedalus_spark.monitor.files import BUNDLED_TRACES, InputFileError, read_metric_csv, read_trace
+from tests.conftest import MEASUREMENTS, ROOT
 
 
-@pytest.mark.parametrize("name,rows,peak", [
-    ("wordcount_sine_40000_6h.csv", 21600, 40000),
-    ("ysb_advertising_6h_400K_max.csv", 21601, 400000),
-    ("traffic_tm_6h_100K_max.csv", 25000, 99989),
-])
-def test_bundled_traces_read_with_any_line_ends(name, rows, peak):
-    trace = read_trace(TRACES / name)
+@pytest.mark.parametrize(
+    "pipeline,rows,peak", [("wordcount", 21600, 40000), ("ysb", 21601, 400000), ("traffic", 25000, 99989)]
+)
+def test_each_pipelines_bundled_trace_reads_with_any_line_ends(pipeline, rows, peak):
+    trace = read_trace(BUNDLED_TRACES[pipeline])  # the generator's and the demo's defaults
     assert (len(trace), trace.max()) == (rows, peak)
 
 
-@pytest.mark.parametrize("content,line,problem", [
-    pytest.param(b"second|count\n0|5\n1|x\n", 3, "expected two numbers", id="not-a-number"),
-    pytest.param(b"0|5\r1|6\r3|7\r", 3, "second 3 out of order (expected 2)", id="gap-with-cr-line-ends"),
-    pytest.param(b"0|5\n1|-6\n", 2, "count must be a finite number >= 0", id="negative"),
-    pytest.param(b"0,5\n", 1, "expected 'second|count'", id="wrong-separator"),
-    pytest.param(b"0|nan\n", 1, "finite", id="nan"),
-])
+@pytest.mark.parametrize(
+    "content,line,problem",
+    [
+        pytest.param(b"second|count\n0|5\n1|x\n", 3, "expected two numbers", id="not-a-number"),
+        pytest.param(b"0|5\r1|6\r3|7\r", 3, "second 3 out of order (expected 2)", id="gap-with-cr-line-ends"),
+        pytest.param(b"0|5\n1|-6\n", 2, "count must be a finite number >= 0", id="negative"),
+        pytest.param(b"0,5\n", 1, "expected 'second|count'", id="wrong-separator"),
+        pytest.param(b"0|nan\n", 1, "finite", id="nan"),
+    ],
+)
 def test_malformed_traces_name_file_and_line(tmp_path, content, line, problem):
     path = tmp_path / "t.csv"
     path.write_bytes(content)
@@ -58,8 +59,14 @@ def cli(*args):
 
 
 def test_capacity_command_json_on_the_skew_data():
-    result = cli("capacity", "--utilization", str(MEASUREMENTS / "data_skew_cpu_12.csv"),
-                 "--throughput", str(MEASUREMENTS / "data_skew_throughput_12.csv"), "--json")
+    result = cli(
+        "capacity",
+        "--utilization",
+        str(MEASUREMENTS / "data_skew_cpu_12.csv"),
+        "--throughput",
+        str(MEASUREMENTS / "data_skew_throughput_12.csv"),
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert len(data["workers"]) == 12 and len(data["per_scaleout"]) == 12
@@ -68,11 +75,23 @@ def test_capacity_command_json_on_the_skew_data():
 
 
 def test_capacity_command_text_and_errors(tmp_path):
-    text = cli("capacity", "--utilization", str(MEASUREMENTS / "assumptions_cpu_1.csv"),
-               "--throughput", str(MEASUREMENTS / "assumptions_throughput_1.csv"), "--max-scaleout", "4")
+    text = cli(
+        "capacity",
+        "--utilization",
+        str(MEASUREMENTS / "assumptions_cpu_1.csv"),
+        "--throughput",
+        str(MEASUREMENTS / "assumptions_throughput_1.csv"),
+        "--max-scaleout",
+        "4",
+    )
     assert text.returncode == 0 and "capacity per scale-out" in text.stdout and "4: " in text.stdout
-    mismatched = cli("capacity", "--utilization", str(MEASUREMENTS / "data_skew_cpu_12.csv"),
-                     "--throughput", str(MEASUREMENTS / "assumptions_throughput_1.csv"))
+    mismatched = cli(
+        "capacity",
+        "--utilization",
+        str(MEASUREMENTS / "data_skew_cpu_12.csv"),
+        "--throughput",
+        str(MEASUREMENTS / "assumptions_throughput_1.csv"),
+    )
     assert mismatched.returncode == 2 and "time column differs" in mismatched.stderr
     bad = tmp_path / "u.csv"
     bad.write_text('"Time","w"\nt1,0.5\nt2,high\n')
@@ -96,4 +115,6 @@ def test_forecast_evaluate_rejects_a_malformed_trace(tmp_path):
     trace.write_text("second|count\n0|10\n1|ten\n")
     result = cli("forecast", "evaluate", "--trace", str(trace))
     assert result.returncode == 2
-    assert result.stderr.strip() == f"daedalus-spark: error: {trace}:3: expected two numbers 'second|count', got '1|ten'"
+    assert (
+        result.stderr.strip() == f"daedalus-spark: error: {trace}:3: expected two numbers 'second|count', got '1|ten'"
+    )

@@ -15,7 +15,11 @@ from daedalus_spark.config import ForecastConfig
 
 # Small windows keep auto-ARIMA fits well under a second.
 CONFIG = ForecastConfig(
-    resolution_s=10, history_window_s=300, min_history_s=120, linear_window_s=60, horizon_s=120,
+    resolution_s=10,
+    history_window_s=300,
+    min_history_s=120,
+    linear_window_s=60,
+    horizon_s=120,
     poor_forecasts_before_refit=2,
 )
 
@@ -46,7 +50,7 @@ def _smooth(seconds: int, seed: int = 0, level: float = 1000.0) -> np.ndarray:
 def _feed(forecaster: WorkloadForecaster, trace: np.ndarray, *, start_s: int = 0, tick_s: int = 60) -> None:
     """Observe then predict every tick, as the controller does."""
     for end in range(tick_s, len(trace) + 1, tick_s):
-        forecaster.observe(trace[end - tick_s:end], step_s=1, end_s=start_s + end)
+        forecaster.observe(trace[end - tick_s : end], step_s=1, end_s=start_s + end)
         forecaster.predict(start_s + end)
 
 
@@ -150,14 +154,26 @@ def test_arima_once_history_suffices() -> None:
     assert forecaster.last_wape is not None and forecaster.last_wape < CONFIG.wape_threshold_ratio
 
 
-def test_unforeseen_level_shift_switches_to_linear_next_tick() -> None:
+def test_unforeseen_level_shift_counts_as_poor_but_keeps_arima_when_the_line_was_no_better() -> None:
     forecaster = WorkloadForecaster(CONFIG)
     _feed(forecaster, _smooth(240))
     assert forecaster.predict(240).model == "arima"
     forecaster.observe([5000.0] * 60, step_s=1, end_s=300)
     assert forecaster.last_wape is not None and forecaster.last_wape > CONFIG.wape_threshold_ratio
-    assert forecaster.poor_streak == 1 and forecaster.using_fallback
-    assert forecaster.predict(300).model == "linear"
+    assert forecaster.poor_streak == 1 and not forecaster.using_fallback
+    assert forecaster.predict(300).model == "arima"
+
+
+def test_a_ramp_the_line_foresaw_switches_to_linear_next_tick() -> None:
+    config = CONFIG.model_copy(update={"poor_forecasts_before_refit": 100, "wape_threshold_ratio": 0.05})
+    forecaster = WorkloadForecaster(config)
+    _feed(forecaster, _smooth(240))
+    ramp = 1000.0 + 50.0 * np.arange(120)  # +3,000 records/s a minute, steadily
+    forecaster.observe(ramp[:60], step_s=1, end_s=300)
+    forecaster.predict(300)  # the line through the last minute extends the ramp
+    forecaster.observe(ramp[60:], step_s=1, end_s=360)
+    assert forecaster.last_wape is not None and forecaster.last_wape > config.wape_threshold_ratio
+    assert forecaster.using_fallback and forecaster.predict(360).model == "linear"
 
 
 def test_good_forecast_ends_the_fallback() -> None:
@@ -210,7 +226,7 @@ def test_arima_update_keeps_stored_history_bounded() -> None:
     y = _smooth(120, seed=4)
     model.fit(y[:20])
     for i in range(20, 120, 6):
-        model.update(y[i:i + 6])
+        model.update(y[i : i + 6])
         assert model.history_len <= 40
     order = model.order
     assert model.order == order and model.predict(5).shape == (5,)
@@ -236,10 +252,12 @@ def test_round_trip_predicts_exactly_the_same() -> None:
     assert restored.predict(300) == original.predict(300)
     for end in (360, 420, 480):
         for forecaster in (original, restored):
-            forecaster.observe(trace[end - 60:end], step_s=1, end_s=end)
+            forecaster.observe(trace[end - 60 : end], step_s=1, end_s=end)
         assert restored.predict(end) == original.predict(end)
     assert (restored.last_wape, restored.poor_streak, restored.refits) == (
-        original.last_wape, original.poor_streak, original.refits
+        original.last_wape,
+        original.poor_streak,
+        original.refits,
     )
 
 

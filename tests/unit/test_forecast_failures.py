@@ -18,6 +18,9 @@ class Degenerate:
     def predict(self, n_steps):
         raise np.linalg.LinAlgError("Schur decomposition solver error.")
 
+    def predict_interval(self, n_steps, level):
+        raise np.linalg.LinAlgError("Schur decomposition solver error.")
+
 
 def test_failed_update_and_predict_fall_back_without_raising():
     config = ForecastConfig(min_history_s=600, resolution_s=10)

@@ -11,9 +11,9 @@ import pytest
 from daedalus_spark.cli import main
 from daedalus_spark.controller import Controller
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
-from daedalus_spark.knowledge.state import IncompatibleKnowledge, snapshot
+from daedalus_spark.knowledge.state import snapshot
 from daedalus_spark.report.knowledge_report import build, load_knowledge, scored_forecast
-from tests.unit.test_controller import CONFIG, drive
+from tests.unit.test_controller import CONFIG
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def store(tmp_path_factory):
 
     for k in range(40):
         t = 60.0 * (k + 1)
-        scaleout = step(controller, window(t, workload[60 * k: 60 * (k + 1)], scaleout, rng=rng), t).target_scaleout
+        scaleout = step(controller, window(t, workload[60 * k : 60 * (k + 1)], scaleout, rng=rng), t).target_scaleout
     controller.save(SqliteKnowledgeStore(path))
     return path, controller
 
@@ -67,8 +67,13 @@ def test_cli_text_json_and_html(store, tmp_path, capsys):
     assert main(["report", "--knowledge", str(path), "--json"]) == 0
     json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
     assert main(["report", "--knowledge", str(path), "--out", str(tmp_path / "r")]) == 0
-    assert {p.name for p in (tmp_path / "r").iterdir()} >= {"index.html", "report.json", "capacity.png",
-                                                            "forecast.png", "decisions.png"}
+    assert {p.name for p in (tmp_path / "r").iterdir()} >= {
+        "index.html",
+        "report.json",
+        "capacity.png",
+        "forecast.png",
+        "decisions.png",
+    }
 
 
 def test_report_does_not_write_to_the_store(store):
@@ -93,8 +98,9 @@ def empty_store(path):
     "make,message",
     [
         pytest.param(lambda p: None, "no such file", id="missing"),
-        pytest.param(lambda p: p.write_bytes(b"hello, not sqlite" * 100), "not a daedalus-spark knowledge file",
-                     id="not-sqlite"),
+        pytest.param(
+            lambda p: p.write_bytes(b"hello, not sqlite" * 100), "not a daedalus-spark knowledge file", id="not-sqlite"
+        ),
         pytest.param(foreign_db, "an SQLite database with other tables; refusing to write into it", id="foreign-db"),
         pytest.param(empty_store, "empty knowledge file", id="empty-store"),
     ],
@@ -114,7 +120,8 @@ def test_a_store_saved_before_the_history_existed_still_loads(store, tmp_path):
     old = snapshot(controller.knowledge)
     components = {k: v for k, v in old.components.items() if k != "history"}
     path = tmp_path / "old.sqlite"
-    SqliteKnowledgeStore(path).save(type(old)(old.format_version, components, old.forecaster, old.decisions,
-                                              old.recoveries))
+    SqliteKnowledgeStore(path).save(
+        type(old)(old.format_version, components, old.forecaster, old.decisions, old.recoveries)
+    )
     r = build(load_knowledge(path, CONFIG))
     assert r["capacity"] is None and r["forecast"]["latest"] is None and r["decisions"]["count"] == 40

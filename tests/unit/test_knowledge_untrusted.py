@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import pickle
 import re
 import sqlite3
@@ -34,7 +33,7 @@ def _trace(seconds: int, seed: int = 4) -> np.ndarray:
 def _fed(seconds: int = 300) -> tuple[WorkloadForecaster, np.ndarray]:
     forecaster, trace = WorkloadForecaster(FORECAST), _trace(seconds + 180)
     for end in range(60, seconds + 1, 60):
-        forecaster.observe(trace[end - 60:end], step_s=1, end_s=end)
+        forecaster.observe(trace[end - 60 : end], step_s=1, end_s=end)
         forecaster.predict(end)
     return forecaster, trace
 
@@ -48,7 +47,7 @@ def test_the_rebuilt_arima_predicts_what_the_fitted_one_predicts() -> None:
     for end in (300, 360, 420, 480):
         if end > 300:
             for f in (original, restored):
-                f.observe(trace[end - 60:end], step_s=1, end_s=end)
+                f.observe(trace[end - 60 : end], step_s=1, end_s=end)
         a, b = original.predict(end), restored.predict(end)
         assert a.model == b.model == "arima"
         np.testing.assert_allclose(b.values_per_s, a.values_per_s, rtol=1e-9)
@@ -90,20 +89,21 @@ FORECASTER_DAMAGE = [
     ("not-json", None, b"\x80\x04garbage"),
     ("not-an-object", None, b"[1, 2]"),
     ("deep-nesting", None, b"[" * 100_000 + b"]" * 100_000),
-    ("other-version", ("version", 2), None),
+    ("other-version", ("version", 99), None),
     ("nan-history", ("history", [1.0, float("nan")]), None),
     ("string-streak", ("poor_streak", "3"), None),
     ("bool-refits", ("refits", True), None),
     ("negative-wape", ("last_wape", -1.0), None),
-    ("next-index-out-of-range", ("buckets.next_index", -10**18), None),
+    ("next-index-out-of-range", ("buckets.next_index", -(10**18)), None),
     ("next-index-huge", ("buckets.next_index", 10**30), None),
     ("partial-bucket-overfull", ("buckets.covered_s", [[10**12, 1e9]]), None),
     ("scored-nan", ("scored_forecast", {"start": 1, "values": [float("nan")], "is_arima": True}), None),
 ]
 
 
-@pytest.mark.parametrize(("change", "raw"), [(c, r) for _, c, r in FORECASTER_DAMAGE],
-                         ids=[i for i, _, _ in FORECASTER_DAMAGE])
+@pytest.mark.parametrize(
+    ("change", "raw"), [(c, r) for _, c, r in FORECASTER_DAMAGE], ids=[i for i, _, _ in FORECASTER_DAMAGE]
+)
 def test_a_damaged_forecaster_is_relearned_with_a_warning_and_later_ticks_run(
     change, raw, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -165,15 +165,20 @@ def test_a_stored_position_far_in_the_future_does_not_stop_learning() -> None:
     state["buckets"]["next_index"], state["buckets"]["sum"], state["buckets"]["covered_s"] = 10**15, [], []
     restored = WorkloadForecaster.from_bytes(json.dumps(state).encode(), FORECAST)
     for end in (360, 420):
-        restored.observe(trace[end - 60:end], step_s=1, end_s=end)
+        restored.observe(trace[end - 60 : end], step_s=1, end_s=end)
     assert restored.predict(420).start_s == 420.0  # learning again from the present, not waiting for 10**15
 
 
 def _component_damage(config: Config):
     controller = Controller(config)
     for k in range(1, 4):
-        controller.tick(observation(time_s=60.0 * k, workers={
-            "w1": ([900.0 + 10 * i for i in range(60)], [0.3 + 0.005 * i for i in range(60)])}), 60.0 * k)
+        controller.tick(
+            observation(
+                time_s=60.0 * k,
+                workers={"w1": ([900.0 + 10 * i for i in range(60)], [0.3 + 0.005 * i for i in range(60)])},
+            ),
+            60.0 * k,
+        )
     return snapshot(controller.knowledge)
 
 
@@ -192,19 +197,47 @@ COMPONENT_DAMAGE = [
     ("downtime-huge", "recovery", "downtime_scale_in_s", 1e300, "downtime_scale_in_s"),
     ("pending-direction", "recovery", "pending", {"direction": "up"}, "direction"),
     ("last-rescale-nan", "controller", "last_rescale_s", float("nan"), "last_rescale_s"),
+    ("capacity-newer-version", "capacity", "version", 2, "capacity: state version 2 is newer"),
+    ("capacity-version-string", "capacity", "version", "1", "capacity.version"),
+    ("recovery-newer-version", "recovery", "version", 7, "recovery: state version 7 is newer"),
 ]
 
 
-@pytest.mark.parametrize(("component", "path", "value", "named"), [c[1:] for c in COMPONENT_DAMAGE],
-                         ids=[c[0] for c in COMPONENT_DAMAGE])
+@pytest.mark.parametrize("component", ["capacity", "recovery", "history"])
+def test_every_learned_component_writes_its_state_version(component) -> None:
+    assert json.loads(_component_damage(Config()).components[component])["version"] == 1
+
+
+def test_a_history_from_a_newer_version_is_started_afresh_and_the_models_kept(caplog) -> None:
+    saved = _component_damage(Config())
+    components = {**saved.components, "history": json.dumps({**json.loads(saved.components["history"]), "version": 2})}
+    damaged = type(saved)(saved.format_version, components, saved.forecaster, saved.decisions, saved.recoveries)
+    assert restore(saved, Config()).history.workload  # what the newer version costs
+    restored = restore(damaged, Config())
+    assert not restored.history.workload and "history: state version 2" in caplog.text
+    assert restored.capacity.regressions == restore(saved, Config()).capacity.regressions
+
+
+@pytest.mark.parametrize(
+    ("component", "path", "value", "named"), [c[1:] for c in COMPONENT_DAMAGE], ids=[c[0] for c in COMPONENT_DAMAGE]
+)
 def test_damaged_statistics_are_refused_naming_the_field(component, path, value, named) -> None:
     saved = _component_damage(Config())
     components = dict(saved.components)
     state = json.loads(components[component])
     if component == "recovery" and path == "pending":
-        value = {"rescale_time_s": 1.0, "direction": "up", "from_scaleout": 1, "to_scaleout": 2,
-                 "predicted_recovery_s": 10.0, "downtime_used_s": 5.0, "anomaly_seen": False,
-                 "overlapping": False, "normal_streak_start_s": None, "normal_streak": 0}
+        value = {
+            "rescale_time_s": 1.0,
+            "direction": "up",
+            "from_scaleout": 1,
+            "to_scaleout": 2,
+            "predicted_recovery_s": 10.0,
+            "downtime_used_s": 5.0,
+            "anomaly_seen": False,
+            "overlapping": False,
+            "normal_streak_start_s": None,
+            "normal_streak": 0,
+        }
     components[component] = json.dumps(_mutate(state, path, value))
     damaged = type(saved)(saved.format_version, components, saved.forecaster, saved.decisions, saved.recoveries)
     with pytest.raises(IncompatibleKnowledge, match=re.escape(named)):

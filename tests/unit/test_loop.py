@@ -61,8 +61,14 @@ class Recorder:
 def make_loop(monitor=None, actuator=None):
     clock = FakeClock(60.0)
     recorder = Recorder()
-    loop = Loop(Controller(CONFIG), monitor or ScriptedMonitor(), actuator or ScriptedActuator(),
-                InMemoryKnowledgeStore(), clock, publishers=[recorder])
+    loop = Loop(
+        Controller(CONFIG),
+        monitor or ScriptedMonitor(),
+        actuator or ScriptedActuator(),
+        InMemoryKnowledgeStore(),
+        clock,
+        publishers=[recorder],
+    )
     return loop, clock, recorder
 
 

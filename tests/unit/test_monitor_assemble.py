@@ -16,14 +16,17 @@ def series(values: dict[int, float | str], **labels: str) -> dict:
 
 
 def const(value: float, times: list[int] = GRID) -> dict[int, float | str]:
-    return {t: value for t in times}
+    return dict.fromkeys(times, value)
 
 
 def results(**override: list[dict]) -> dict[str, list[dict]]:
     base = {
         "workload": [series({t: 10.0 * t for t in GRID})],
-        "throughput": [series(const(5.0), executor_id="1"), series(const(7.0), executor_id="2"),
-                       series(const(0.0), executor_id="driver")],
+        "throughput": [
+            series(const(5.0), executor_id="1"),
+            series(const(7.0), executor_id="2"),
+            series(const(0.0), executor_id="driver"),
+        ],
         "utilization": [series(const(0.5), executor_id="1"), series(const(0.7), executor_id="2")],
         "lag": [series({109: 3.0, 110: 4.0})],
         "executors": [series(const(2.0))],
@@ -43,44 +46,67 @@ def test_complete_results_make_the_observation() -> None:
 def test_timestamps_missing_in_either_series_are_dropped_for_everyone() -> None:
     # Executor 2's utilization starts 3 steps late (a new executor's first rate()): every series starts there too,
     # so throughput and utilization always describe the same seconds.
-    late = results(utilization=[series(const(0.5), executor_id="1"),
-                                series(const(0.7, GRID[3:]), executor_id="2")])
+    late = results(utilization=[series(const(0.5), executor_id="1"), series(const(0.7, GRID[3:]), executor_id="2")])
     obs = build_observation(late, WINDOW, executor_label="executor_id")
     assert len(obs.workload_per_s) == 7 and obs.workload_per_s[0] == 1040.0
     assert all(len(w.throughput_per_s) == len(w.utilization_ratio) == 7 for w in obs.workers)
 
 
 def test_an_executor_that_left_inside_the_window_is_dropped() -> None:
-    left = results(throughput=results()["throughput"] + [series(const(9.0, GRID[:4]), executor_id="3")],
-                   utilization=results()["utilization"] + [series(const(0.9, GRID[:4]), executor_id="3")])
+    left = results(
+        throughput=results()["throughput"] + [series(const(9.0, GRID[:4]), executor_id="3")],
+        utilization=results()["utilization"] + [series(const(0.9, GRID[:4]), executor_id="3")],
+    )
     obs = build_observation(left, WINDOW, executor_label="executor_id")
     assert obs.worker_ids == ("1", "2") and len(obs.workload_per_s) == 10
 
 
 def test_samples_outside_the_window_are_ignored() -> None:
-    wide = results(workload=[series({t: 1.0 for t in range(95, 115)})])
+    wide = results(workload=[series(dict.fromkeys(range(95, 115), 1.0))])
     assert len(build_observation(wide, WINDOW, executor_label="executor_id").workload_per_s) == 10
 
 
-@pytest.mark.parametrize(("override", "kind"), [
-    ({"lag": []}, "empty"),
-    ({"uptime": [series({90: 1.0})]}, "empty"),
-    ({"workload": [series(const("NaN"))]}, "invalid"),
-    ({"workload": [series(const("+Inf"))]}, "invalid"),
-    ({"lag": [series({110: -1.0})]}, "invalid"),
-    ({"lag": [series({110: "many"})]}, "invalid"),
-    ({"executors": [series(const(2.5))]}, "invalid"),
-    ({"workload": [series(const(1.0)), series(const(2.0))]}, "invalid"),
-    ({"throughput": [series(const(1.0))]}, "invalid"),
-    ({"utilization": [series(const(0.5), executor_id="1")]}, "partial"),
-    ({"executors": [series(const(3.0))]}, "partial"),
-    ({"executors": [series(const(0.0))]}, "partial"),
-    ({"workload": [series({t: 1.0 for t in GRID if t != 105})]}, "partial"),
-    ({"workload": [series(const(1.0, GRID[:3]))], "utilization": [
-        series(const(0.5, GRID[5:]), executor_id="1"), series(const(0.7), executor_id="2")]}, "partial"),
-], ids=["no-lag", "uptime-outside-window", "nan", "inf", "negative", "non-numeric", "fractional-executors",
-        "two-workload-series", "no-executor-label", "fewer-executors", "scaleout-above-series", "no-executors",
-        "hole", "no-common-sample"])
+@pytest.mark.parametrize(
+    ("override", "kind"),
+    [
+        ({"lag": []}, "empty"),
+        ({"uptime": [series({90: 1.0})]}, "empty"),
+        ({"workload": [series(const("NaN"))]}, "invalid"),
+        ({"workload": [series(const("+Inf"))]}, "invalid"),
+        ({"lag": [series({110: -1.0})]}, "invalid"),
+        ({"lag": [series({110: "many"})]}, "invalid"),
+        ({"executors": [series(const(2.5))]}, "invalid"),
+        ({"workload": [series(const(1.0)), series(const(2.0))]}, "invalid"),
+        ({"throughput": [series(const(1.0))]}, "invalid"),
+        ({"utilization": [series(const(0.5), executor_id="1")]}, "partial"),
+        ({"executors": [series(const(3.0))]}, "partial"),
+        ({"executors": [series(const(0.0))]}, "partial"),
+        ({"workload": [series({t: 1.0 for t in GRID if t != 105})]}, "partial"),
+        (
+            {
+                "workload": [series(const(1.0, GRID[:3]))],
+                "utilization": [series(const(0.5, GRID[5:]), executor_id="1"), series(const(0.7), executor_id="2")],
+            },
+            "partial",
+        ),
+    ],
+    ids=[
+        "no-lag",
+        "uptime-outside-window",
+        "nan",
+        "inf",
+        "negative",
+        "non-numeric",
+        "fractional-executors",
+        "two-workload-series",
+        "no-executor-label",
+        "fewer-executors",
+        "scaleout-above-series",
+        "no-executors",
+        "hole",
+        "no-common-sample",
+    ],
+)
 def test_unusable_results_raise_their_kind(override: dict, kind: str) -> None:
     with pytest.raises(MonitorError) as err:
         build_observation(results(**override), WINDOW, executor_label="executor_id")

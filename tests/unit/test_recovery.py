@@ -28,14 +28,17 @@ from daedalus_spark.analyze.recovery import predict_recovery_s, replay_backlog_r
 )
 def test_predicted_recovery(capacity, forecast, downtime, replay, lag, expected):
     got = predict_recovery_s(
-        capacity_per_s=capacity, forecast_per_second=forecast, downtime_s=downtime, replay_records=replay,
+        capacity_per_s=capacity,
+        forecast_per_second=forecast,
+        downtime_s=downtime,
+        replay_records=replay,
         lag_records=lag,
     )
     assert got == expected
 
 
 def test_recovery_grows_with_backlog_and_shrinks_with_capacity():
-    base = dict(forecast_per_second=[100] * 900, downtime_s=30, replay_records=0)
+    base = {"forecast_per_second": [100] * 900, "downtime_s": 30, "replay_records": 0}
     assert predict_recovery_s(capacity_per_s=200, lag_records=0, **base) < predict_recovery_s(
         capacity_per_s=200, lag_records=10000, **base
     )

@@ -6,13 +6,13 @@ import json
 import math
 import socket
 import threading
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from daedalus_spark import waiting
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import parse_config
 from daedalus_spark.domain import Decision, Reason
@@ -20,7 +20,7 @@ from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import StepResult
 from daedalus_spark.runtime.publishers import DecisionLog, result_record
-from daedalus_spark.runtime.sidecar import Sidecar
+from daedalus_spark.runtime.sidecar import Sidecar, build_sidecar
 from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
 
 
@@ -31,18 +31,17 @@ def free_port() -> int:
 
 
 def config_in(tmp_path, **runtime):
-    return parse_config({
-        "controller": {"loop_interval_s": 5, "knowledge_path": str(tmp_path / "k.sqlite")},
-        "forecast": {"background_refit": False},
-        "runtime": {"decision_log": str(tmp_path / "decisions.jsonl"), "metrics_port": 0, **runtime},
-    })
+    return parse_config(
+        {
+            "controller": {"loop_interval_s": 5, "knowledge_path": str(tmp_path / "k.sqlite")},
+            "forecast": {"background_refit": False},
+            "runtime": {"decision_log": str(tmp_path / "decisions.jsonl"), "metrics_port": 0, **runtime},
+        }
+    )
 
 
 def wait_until(condition, timeout_s=30.0):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
+    waiting.wait_until(condition, "the sidecar", timeout_s, interval_s=0.05)
 
 
 def get(url):
@@ -66,8 +65,11 @@ def test_sidecar_ticks_publishes_serves_and_stops_clean(tmp_path):
         status, body = get(f"http://127.0.0.1:{port}/healthz")
         assert status == 200 and json.loads(body)["ticks"] >= 1
         status, text = get(f"http://127.0.0.1:{port}/metrics")
-        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                   for f in text_string_to_metric_families(text) for s in f.samples}
+        samples = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(text)
+            for s in f.samples
+        }
         assert get(f"http://127.0.0.1:{port}/nope")[0] == 404
     finally:
         sidecar.stop()
@@ -79,8 +81,9 @@ def test_sidecar_ticks_publishes_serves_and_stops_clean(tmp_path):
     assert samples[("daedalus_controller_scaleout_target", ())] == first["target"]
     assert samples[("daedalus_controller_decisions_total", (("reason", "scale_out_smallest_valid"),))] >= 1
     assert samples[("daedalus_controller_actuations_total", (("outcome", "applied"),))] >= 1
-    assert samples[("daedalus_controller_capacity_records_per_second", (("observed", "true"), ("scaleout", "4")))] \
-        == pytest.approx(first["evidence"]["capacity_current_per_s"], rel=1e-3)
+    assert samples[
+        ("daedalus_controller_capacity_records_per_second", (("observed", "true"), ("scaleout", "4")))
+    ] == pytest.approx(first["evidence"]["capacity_current_per_s"], rel=1e-3)
     saved = SqliteKnowledgeStore(tmp_path / "k.sqlite").load()
     assert saved is not None and len(saved.decisions) == sidecar._steps
 
@@ -106,10 +109,12 @@ def test_health_turns_stalled_when_ticks_stop(tmp_path):
 
 
 def test_decision_log_lines_are_strict_json(tmp_path):
-    decision = Decision(10.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID,
-                        {"predicted_recovery_s": math.inf, "x": math.nan, "ok": 1.5})
-    result = StepResult(10.0, decision, None, Actuation(3, Outcome.UNCONFIRMED, "2 live", 2, 90.0), None,
-                        {"monitor": 0.1})
+    decision = Decision(
+        10.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, {"predicted_recovery_s": math.inf, "x": math.nan, "ok": 1.5}
+    )
+    result = StepResult(
+        10.0, decision, None, Actuation(3, Outcome.UNCONFIRMED, "2 live", 2, 90.0), None, {"monitor": 0.1}
+    )
     DecisionLog(tmp_path / "d.jsonl").publish(result)
     line = (tmp_path / "d.jsonl").read_text()
     parsed = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
@@ -126,3 +131,20 @@ def test_knowledge_resumes_across_sidecars(tmp_path):
     k1, k2 = first.loop.controller.knowledge, again.loop.controller.knowledge
     assert list(k2.decisions) == list(k1.decisions) and k2.last_rescale_s == 100.0
     assert k2.capacity.regressions == k1.capacity.regressions
+
+
+@pytest.mark.parametrize(
+    ("settings", "environ", "named"),
+    [
+        pytest.param({"actuator": {"kind": "kubernetes"}}, {}, "actuator.kind kubernetes", id="kubernetes-actuator"),
+        pytest.param({}, {"POD_NAME": "driver-0"}, "running in a pod", id="agent-in-a-pod"),
+    ],
+)
+def test_without_the_kubernetes_extra_the_sidecar_names_what_to_install(monkeypatch, settings, environ, named) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "kubernetes" else real(name, *a))
+    config = parse_config({**settings, "kubernetes": {"pod_name_env": "POD_NAME"}})
+    with pytest.raises(ValueError, match=rf"{named}.*pip install 'daedalus-spark\[kubernetes\]'"):
+        build_sidecar(config, dry_run=False, environ=environ)

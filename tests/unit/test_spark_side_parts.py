@@ -1,4 +1,4 @@
-"""Unit tests (no Spark) for the pure parts: local log, pacing, generator, target validation, agent HTTP server."""
+"""The Spark side's pure parts, no Spark needed: local log, pacing, generator, target validation, agent HTTP server."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from daedalus_spark.agent.queries import (
 from daedalus_spark.agent.scaler import choose_victims
 from daedalus_spark.agent.server import Routes, serve
 from daedalus_spark.agent.targets import TargetError, parse_target, validate_target
+from daedalus_spark.workloads.generator import Generator, LocalLogSink
+from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
+from daedalus_spark.workloads.records import wordcount_line
 from tests.spark.helpers import request
-from workloads.generator import Generator, LocalLogSink
-from workloads.locallog import LocalLog
-from workloads.pacing import PaceKeeper, Pacer
-from workloads.records import wordcount_line
 
 
 def test_local_log_appends_reads_and_commits(tmp_path: Path) -> None:
@@ -103,14 +103,32 @@ def test_generator_run_writes_to_local_log(tmp_path: Path) -> None:
     log = LocalLog(tmp_path)
     log.create_topic("t", 2)
     clock = iter(float(t) for t in range(100))
-    gen = Generator(PaceKeeper(Pacer(np.array([5.0, 5.0]))), LocalLogSink(log, "t", 2), wordcount_line, "t",
-                    clock=lambda: next(clock), tick_s=0.0)
+    gen = Generator(
+        PaceKeeper(Pacer(np.array([5.0, 5.0]))),
+        LocalLogSink(log, "t", 2),
+        wordcount_line,
+        "t",
+        clock=lambda: next(clock),
+        tick_s=0.0,
+    )
     assert gen.run(report=lambda _: None) == 10
     assert sum(log.latest_offsets("t").values()) == 10
 
 
-@pytest.mark.parametrize("value,ok", [(0, False), (1, True), (4, True), (5, False), (-1, False), (2.0, False),
-                                      ("2", False), (True, False), (None, False)])
+@pytest.mark.parametrize(
+    "value,ok",
+    [
+        (0, False),
+        (1, True),
+        (4, True),
+        (5, False),
+        (-1, False),
+        (2.0, False),
+        ("2", False),
+        (True, False),
+        (None, False),
+    ],
+)
 def test_validate_target(value: object, ok: bool) -> None:
     if ok:
         assert validate_target(value, min_executors=1, max_executors=4) == value
@@ -126,9 +144,13 @@ def test_parse_target_rejects_malformed_bodies(body: bytes) -> None:
 
 
 def test_choose_victims_prefers_least_running_work() -> None:
-    e = [ExecutorInfo("0", True, 1, 2, 9.0, 5), ExecutorInfo("1", True, 1, 0, 5.0, 5),
-         ExecutorInfo("2", True, 1, 0, 1.0, 5), ExecutorInfo("3", False, 1, 0, 0.0, 5),
-         ExecutorInfo("driver", True, 2, 0, 0.0, 0)]
+    e = [
+        ExecutorInfo("0", True, 1, 2, 9.0),
+        ExecutorInfo("1", True, 1, 0, 5.0),
+        ExecutorInfo("2", True, 1, 0, 1.0),
+        ExecutorInfo("3", False, 1, 0, 0.0),
+        ExecutorInfo("driver", True, 2, 0, 0.0),
+    ]
     assert choose_victims(e, 2) == ["2", "1"]
     assert choose_victims(e, 0) == []
 
@@ -136,18 +158,21 @@ def test_choose_victims_prefers_least_running_work() -> None:
 def test_offsets_and_lag_per_partition() -> None:
     assert flatten_offsets('{"t": {"0": 5, "1": 7}}') == {("t", "0"): 5, ("t", "1"): 7}
     assert flatten_offsets(None) == {} and flatten_offsets("not json") == {}
-    stats = QueryStats("q", 3, 12, 1.0, 1.0, 0.5, {("t", "0"): 5, ("t", "1"): 7, ("k", "0"): 1},
-                       {("k", "0"): 4})
+    stats = QueryStats("q", 3, 12, 1.0, 1.0, 0.5, {("t", "0"): 5, ("t", "1"): 7, ("k", "0"): 1}, {("k", "0"): 4})
     offsets = offsets_by_partition(stats, {"t": lambda: {0: 9, 1: 7}})
     assert offsets == {("t", "0"): (9, 5), ("t", "1"): (7, 7), ("k", "0"): (4, 1)}
 
 
-
-
 def test_server_applies_valid_targets_with_token_and_rejects_others() -> None:
     applied: list[int] = []
-    routes = Routes(CollectorRegistry(), lambda: {"current": 1, "target": None},
-                    lambda t: applied.append(t) or {"current": 1, "target": t}, 1, 3, "s3cret")
+    routes = Routes(
+        CollectorRegistry(),
+        lambda: {"current": 1, "target": None},
+        lambda t: applied.append(t) or {"current": 1, "target": t},
+        1,
+        3,
+        "s3cret",
+    )
     server = serve(routes, "127.0.0.1", 0)
     try:
         url = f"http://127.0.0.1:{server.server_port}"

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
-from workloads.locallog import LocalLog
-from workloads.source import KAFKA_PACKAGE, read_values, write_stream
+from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.source import KAFKA_PACKAGE, read_values, write_stream
 
 if TYPE_CHECKING:
     from daedalus_spark.agent import AgentConfig
@@ -30,8 +30,11 @@ class Pipeline:
 
 
 def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m workloads.{pipeline.name}", description=pipeline.description,
-                                epilog=f"Kafka source/sink: submit with --packages {KAFKA_PACKAGE}")
+    p = argparse.ArgumentParser(
+        prog=f"python -m daedalus_spark.workloads.{pipeline.name}",
+        description=pipeline.description,
+        epilog=f"Kafka source/sink: submit with --packages {KAFKA_PACKAGE}",
+    )
     p.add_argument("--source", choices=("local", "kafka"), default="local")
     p.add_argument("--log-dir", default="/tmp/daedalus-log", help="local log root (source local)")
     p.add_argument("--partitions", type=int, default=4, help="partitions of a new local topic")
@@ -58,10 +61,15 @@ def agent_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AgentC
     from daedalus_spark.config import load_config
 
     settings = load_config(args.config).agent
-    return AgentConfig(port=args.agent_port or settings.port, host=args.agent_host or settings.host,
-                       token=environ.get(settings.token_env) or None, min_executors=settings.min_executors,
-                       max_executors=args.max_executors or settings.max_executors, poll_s=settings.poll_s,
-                       initial_target=args.initial_executors)
+    return AgentConfig(
+        port=args.agent_port or settings.port,
+        host=args.agent_host or settings.host,
+        token=environ.get(settings.token_env) or None,
+        min_executors=settings.min_executors,
+        max_executors=args.max_executors or settings.max_executors,
+        poll_s=settings.poll_s,
+        initial_target=args.initial_executors,
+    )
 
 
 def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSession:
@@ -80,12 +88,25 @@ def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSessi
 def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> StreamingQuery:
     if args.source == "local":
         LocalLog(args.log_dir).create_topic(args.topic, args.partitions)
-    values = read_values(spark, source=args.source, topic=args.topic, path=args.log_dir,
-                         bootstrap=args.bootstrap_servers, max_per_trigger=args.max_per_trigger)
+    values = read_values(
+        spark,
+        source=args.source,
+        topic=args.topic,
+        path=args.log_dir,
+        bootstrap=args.bootstrap_servers,
+        max_per_trigger=args.max_per_trigger,
+    )
     result = pipeline.build(spark, values)
-    writer = write_stream(result, sink=args.sink, name=pipeline.name, output_mode=pipeline.output_mode,
-                          checkpoint=args.checkpoint, trigger_s=args.trigger_s,
-                          bootstrap=args.bootstrap_servers, topic=args.sink_topic)
+    writer = write_stream(
+        result,
+        sink=args.sink,
+        name=pipeline.name,
+        output_mode=pipeline.output_mode,
+        checkpoint=args.checkpoint,
+        trigger_s=args.trigger_s,
+        bootstrap=args.bootstrap_servers,
+        topic=args.sink_topic,
+    )
     return writer.start()
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming import DataStreamWriter
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StructType
 
-from workloads.locallog import LocalLog
+from daedalus_spark.workloads.locallog import LocalLog
 
 SOURCE_NAME = "daedalus_log"
 SCHEMA = "value string, partition int, offset long"
@@ -58,7 +58,8 @@ class LocalLogStreamReader(DataSourceStreamReader):
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[LogPartition]:
         begin, finish = start[self.topic], end[self.topic]
         return [
-            LogPartition(int(p), begin.get(p, 0), o) for p, o in sorted(finish.items(), key=lambda kv: int(kv[0]))
+            LogPartition(int(p), begin.get(p, 0), o)
+            for p, o in sorted(finish.items(), key=lambda kv: int(kv[0]))
             if o > begin.get(p, 0)
         ]
 
@@ -86,8 +87,9 @@ class LocalLogDataSource(DataSource):
         return LocalLogStreamReader(dict(self.options))
 
 
-def read_values(spark: SparkSession, *, source: str, topic: str, path: str = "", bootstrap: str = "",
-                max_per_trigger: int = 0) -> DataFrame:
+def read_values(
+    spark: SparkSession, *, source: str, topic: str, path: str = "", bootstrap: str = "", max_per_trigger: int = 0
+) -> DataFrame:
     """A streaming DataFrame with one string column `value`, from the local log or from Kafka."""
     if source == "local":
         spark.dataSource.register(LocalLogDataSource)
@@ -96,25 +98,42 @@ def read_values(spark: SparkSession, *, source: str, topic: str, path: str = "",
             reader = reader.option("maxRecordsPerTrigger", str(max_per_trigger))
         return reader.load().select("value")
     if source == "kafka":
-        reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                  .option("subscribe", topic).option("startingOffsets", "earliest"))
+        reader = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+        )
         if max_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(max_per_trigger))
         return reader.load().selectExpr("CAST(value AS STRING) AS value")
     raise ValueError(f"unknown source {source!r} (local or kafka)")
 
 
-def write_stream(frame: DataFrame, *, sink: str, name: str, output_mode: str, checkpoint: str,
-                 trigger_s: float, bootstrap: str = "", topic: str = "") -> DataStreamWriter:
+def write_stream(
+    frame: DataFrame,
+    *,
+    sink: str,
+    name: str,
+    output_mode: str,
+    checkpoint: str,
+    trigger_s: float,
+    bootstrap: str = "",
+    topic: str = "",
+) -> DataStreamWriter:
     """A configured (not started) writer to console, memory or Kafka."""
-    writer = (frame.writeStream.queryName(name).outputMode(output_mode)
-              .trigger(processingTime=f"{trigger_s} seconds"))
+    writer = frame.writeStream.queryName(name).outputMode(output_mode).trigger(processingTime=f"{trigger_s} seconds")
     if checkpoint:
         writer = writer.option("checkpointLocation", checkpoint)
     if sink in ("console", "memory", "noop"):
         return writer.format(sink)
     if sink == "kafka":
         out = frame.selectExpr("to_json(struct(*)) AS value").writeStream.queryName(name).outputMode(output_mode)
-        return (out.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
-                .option("checkpointLocation", checkpoint).trigger(processingTime=f"{trigger_s} seconds"))
+        return (
+            out.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", topic)
+            .option("checkpointLocation", checkpoint)
+            .trigger(processingTime=f"{trigger_s} seconds")
+        )
     raise ValueError(f"unknown sink {sink!r} (console, memory, noop or kafka)")

@@ -32,7 +32,7 @@ class Pacer:
 
     @property
     def total(self) -> int:
-        return int(math.floor(self._cumulative[-1]))
+        return math.floor(float(self._cumulative[-1]))
 
     def due(self, elapsed_s: float) -> int:
         """Records that should have been produced `elapsed_s` wall seconds after the start."""
@@ -41,7 +41,8 @@ class Pacer:
         if whole >= len(self.trace):
             return self.total
         frac = trace_s - whole
-        return int(math.floor(self._cumulative[whole] + frac * (self._cumulative[whole + 1] - self._cumulative[whole])))
+        low, high = float(self._cumulative[whole]), float(self._cumulative[whole + 1])
+        return math.floor(low + frac * (high - low))
 
     def rate_at(self, elapsed_s: float) -> float:
         """Target records per wall second at `elapsed_s`."""

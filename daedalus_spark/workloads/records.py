@@ -18,7 +18,9 @@ RecordMaker = Callable[[random.Random, float], str]
 
 def ad_campaign_table() -> list[tuple[str, str]]:
     """(ad_id, campaign_id) lookup table of the Yahoo Streaming Benchmark."""
-    return [(f"ad-{c * ADS_PER_CAMPAIGN + a}", f"campaign-{c}") for c in range(CAMPAIGNS) for a in range(ADS_PER_CAMPAIGN)]
+    return [
+        (f"ad-{c * ADS_PER_CAMPAIGN + a}", f"campaign-{c}") for c in range(CAMPAIGNS) for a in range(ADS_PER_CAMPAIGN)
+    ]
 
 
 def vehicle_table() -> list[tuple[str, str, int]]:
@@ -47,7 +49,9 @@ def traffic_event(rng: random.Random, now_s: float) -> str:
 
 
 def traffic_json(vehicle_id: str, lat: float, lon: float, speed_kmh: float, event_time_ms: int) -> str:
-    return json.dumps({"vehicle_id": vehicle_id, "lat": lat, "lon": lon, "speed": speed_kmh, "event_time": event_time_ms})
+    return json.dumps(
+        {"vehicle_id": vehicle_id, "lat": lat, "lon": lon, "speed": speed_kmh, "event_time": event_time_ms}
+    )
 
 
 MAKERS: dict[str, RecordMaker] = {"wordcount": wordcount_line, "ysb": ysb_event, "traffic": traffic_event}

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from workloads.pipeline import Pipeline
-from workloads.pipeline import main as run
-from workloads.records import ad_campaign_table
+from daedalus_spark.workloads.pipeline import Pipeline
+from daedalus_spark.workloads.pipeline import main as run
+from daedalus_spark.workloads.records import ad_campaign_table
 
 EVENT_SCHEMA = "ad_id string, event_type string, event_time long"
 WINDOW = "10 seconds"
@@ -24,16 +24,19 @@ def campaigns(spark: SparkSession) -> DataFrame:
 
 def build(spark: SparkSession, values: DataFrame) -> DataFrame:
     events = values.select(F.from_json("value", EVENT_SCHEMA).alias("e")).select("e.*")
-    views = (events.where(F.col("event_type") == "view")
-             .withColumn("event_ts", F.timestamp_millis("event_time"))
-             .withWatermark("event_ts", WATERMARK))
+    views = (
+        events.where(F.col("event_type") == "view")
+        .withColumn("event_ts", F.timestamp_millis("event_time"))
+        .withWatermark("event_ts", WATERMARK)
+    )
     joined = views.join(campaigns(spark), "ad_id")
     counts = joined.groupBy(F.window("event_ts", WINDOW).alias("window"), "campaign_id").count()
     return counts.select(F.col("window.start").alias("window_start"), "campaign_id", "count")
 
 
-PIPELINE = Pipeline("ysb", "Yahoo Streaming Benchmark: ad views per campaign in 10-s tumbling windows.", build,
-                    "append")
+PIPELINE = Pipeline(
+    "ysb", "Yahoo Streaming Benchmark: ad views per campaign in 10-s tumbling windows.", build, "append"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -82,7 +82,7 @@ class LocalLog:
     def committed(self, topic: str, group: str) -> dict[int, int]:
         path = self._topic_dir(topic) / "_committed" / f"{group}.json"
         if not path.exists():
-            return {p: 0 for p in range(self.partitions(topic))}
+            return dict.fromkeys(range(self.partitions(topic)), 0)
         return {int(p): int(o) for p, o in json.loads(path.read_text()).items()}
 
     def lag(self, topic: str, group: str) -> dict[int, int]:

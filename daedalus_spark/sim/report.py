@@ -13,8 +13,20 @@ if TYPE_CHECKING:
     from daedalus_spark.sim.evaluate import TraceEvaluation
 
 REPORT_METRICS = (
-    "avg_workers", "worker_hours", "vs_static", "vs_oracle", "rescales", "downtime_s", "lag_growth_s",
-    "lag_record_s", "latency_p50_s", "latency_p95_s", "latency_max_s", "recovery_violations", "max_recovery_s",
+    "avg_workers",
+    "worker_hours",
+    "vs_static",
+    "vs_optimum",
+    "vs_oracle",
+    "rescales",
+    "downtime_s",
+    "lag_growth_s",
+    "lag_record_s",
+    "latency_p50_s",
+    "latency_p95_s",
+    "latency_max_s",
+    "recovery_violations",
+    "max_recovery_s",
 )
 
 
@@ -76,8 +88,11 @@ def plot_trace(ev: TraceEvaluation, path: Path) -> None:
 
 
 def _fmt(value: float | int) -> str:
-    return f"{value:.3g}" if isinstance(value, float) and abs(value) >= 1e4 else (
-        f"{value:.2f}" if isinstance(value, float) else str(value))
+    return (
+        f"{value:.3g}"
+        if isinstance(value, float) and abs(value) >= 1e4
+        else (f"{value:.2f}" if isinstance(value, float) else str(value))
+    )
 
 
 def html_table(ev: TraceEvaluation) -> str:

@@ -9,23 +9,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from daedalus_spark.monitor.files import read_trace
-from workloads.locallog import LocalLog
-from workloads.pacing import PaceKeeper, Pacer
-from workloads.records import MAKERS, RecordMaker
-
-TRACES = Path(__file__).parent / "traces"
-DEFAULT_TRACES = {
-    "wordcount": TRACES / "wordcount_sine_40000_6h.csv",
-    "ysb": TRACES / "ysb_advertising_6h_400K_max.csv",
-    "traffic": TRACES / "traffic_tm_6h_100K_max.csv",
-}
+from daedalus_spark.monitor.files import BUNDLED_TRACES, read_trace
+from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
+from daedalus_spark.workloads.records import MAKERS, RecordMaker
 
 
 class RecordSink(Protocol):
@@ -76,12 +68,18 @@ class GeneratorMetrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
-        self.produced = Counter("daedalus_generator_records_produced", "Records produced to the source topic",
-                                ["topic"], registry=self.registry)
-        self.target = Gauge("daedalus_generator_target_rate_records_per_second", "Trace target rate",
-                            ["topic"], registry=self.registry)
-        self.behind = Gauge("daedalus_generator_behind_records", "Records due but not yet produced",
-                            ["topic"], registry=self.registry)
+        self.produced = Counter(
+            "daedalus_generator_records_produced",
+            "Records produced to the source topic",
+            ["topic"],
+            registry=self.registry,
+        )
+        self.target = Gauge(
+            "daedalus_generator_target_rate_records_per_second", "Trace target rate", ["topic"], registry=self.registry
+        )
+        self.behind = Gauge(
+            "daedalus_generator_behind_records", "Records due but not yet produced", ["topic"], registry=self.registry
+        )
 
 
 @dataclass
@@ -111,7 +109,7 @@ class Generator:
         return count
 
     def _produce(self, count: int, elapsed_s: float) -> None:
-        rng = random.Random(self.seed * 1_000_003 + self.keeper.produced)
+        rng = random.Random(self.seed * 1_000_003 + self.keeper.produced)  # noqa: S311 - workload text, not secrets
         now = time.time()
         batches: list[list[str]] = [[] for _ in range(self.sink.partitions)]
         for i in range(count):
@@ -145,7 +143,7 @@ def slice_trace(trace: np.ndarray, start_s: int, duration_s: int | None) -> np.n
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m workloads.generator", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m daedalus_spark.workloads.generator", description=__doc__)
     p.add_argument("pipeline", choices=sorted(MAKERS))
     p.add_argument("--trace", help="second|count trace (default: the pipeline's bundled paper trace)")
     p.add_argument("--start-s", type=int, default=0, help="trace second to start at")
@@ -165,7 +163,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     topic = args.topic or args.pipeline
-    trace = slice_trace(read_trace(args.trace or DEFAULT_TRACES[args.pipeline]), args.start_s, args.duration_s)
+    trace = slice_trace(read_trace(args.trace or BUNDLED_TRACES[args.pipeline]), args.start_s, args.duration_s)
     if args.sink == "local":
         log = LocalLog(args.log_dir)
         log.create_topic(topic, args.partitions)

@@ -1,4 +1,4 @@
-"""Execute: Kubernetes Events for every rescale and failed rescale, aggregated as `kubectl describe` shows them."""
+"""Runtime (publisher): a Kubernetes Event per rescale and failed rescale, aggregated as `kubectl describe` shows."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import urllib3
 from kubernetes import client as k8s
@@ -18,12 +19,21 @@ from daedalus_spark.config import Config
 from daedalus_spark.execute.port import Outcome
 from daedalus_spark.loop import StepResult
 
+if TYPE_CHECKING:
+    from daedalus_spark.execute.kubernetes import KubernetesScaleActuator
+
 log = logging.getLogger(__name__)
 
 COMPONENT = "daedalus-spark"
 MAX_MESSAGE_CHARS = 1024  # what the events.k8s.io API accepts for a note; kubectl shows it on one line
-EVIDENCE_KEYS = ("workload_avg_per_s", "forecast_max_per_s", "capacity_current_per_s", "capacity_target_per_s",
-                 "predicted_recovery_s", "consumer_lag_records")
+EVIDENCE_KEYS = (
+    "workload_avg_per_s",
+    "forecast_max_per_s",
+    "capacity_current_per_s",
+    "capacity_target_per_s",
+    "predicted_recovery_s",
+    "consumer_lag_records",
+)
 MAX_REMEMBERED = 256  # distinct (reason, message, type) kept for aggregation
 
 
@@ -58,8 +68,11 @@ def event_for(result: StepResult) -> EventSpec | None:
     decision = result.decision
     ok = actuation.outcome in (Outcome.APPLIED, Outcome.DRY_RUN)
     numbers = " ".join(f"{k}={decision.evidence[k]}" for k in EVIDENCE_KEYS if decision.evidence.get(k) is not None)
-    message = (f"scale-out {decision.current_scaleout} -> {decision.target_scaleout} {actuation.outcome.value}"
-               + (f": {actuation.detail}" if actuation.detail else "") + (f"; {numbers}" if numbers else ""))
+    message = (
+        f"scale-out {decision.current_scaleout} -> {decision.target_scaleout} {actuation.outcome.value}"
+        + (f": {actuation.detail}" if actuation.detail else "")
+        + (f"; {numbers}" if numbers else "")
+    )
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[: MAX_MESSAGE_CHARS - 3] + "..."
     return EventSpec("Normal" if ok else "Warning", camel(decision.reason.value), message)
@@ -102,9 +115,15 @@ class EventPublisher:
         except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
             status = getattr(exc, "status", None)
             hint = " (RBAC: the service account needs 'create' and 'patch' on 'events')" if status == 403 else ""
-            log.warning("event %s on %s/%s not written: %s%s", spec.reason, self.ref.kind, self.ref.name,
-                        status or type(exc).__name__, hint)
-        except Exception:  # noqa: BLE001 - a publisher must not stop the loop
+            log.warning(
+                "event %s on %s/%s not written: %s%s",
+                spec.reason,
+                self.ref.kind,
+                self.ref.name,
+                status or type(exc).__name__,
+                hint,
+            )
+        except Exception:  # a publisher must not stop the loop
             log.exception("event publisher failed")
 
     def record(self, spec: EventSpec) -> None:
@@ -114,17 +133,22 @@ class EventPublisher:
         if action == "patch":
             name = self._seen[key].name
             try:
-                self.core.patch_namespaced_event(name, self.ref.namespace, {"count": count, "lastTimestamp":
-                                                 _timestamp(now_s)}, _content_type="application/merge-patch+json",
-                                                 _request_timeout=self.request_timeout_s)
+                self.core.patch_namespaced_event(
+                    name,
+                    self.ref.namespace,
+                    {"count": count, "lastTimestamp": _timestamp(now_s)},
+                    _content_type="application/merge-patch+json",
+                    _request_timeout=self.request_timeout_s,
+                )
             except ApiException as exc:
                 if exc.status != 404:
                     raise
                 action, count = "create", 1  # the event expired (the API server keeps them an hour by default)
         if action == "create":
             name = event_name(self.ref, now_s)
-            self.core.create_namespaced_event(self.ref.namespace, self._body(name, spec, now_s),
-                                              _request_timeout=self.request_timeout_s)
+            self.core.create_namespaced_event(
+                self.ref.namespace, self._body(name, spec, now_s), _request_timeout=self.request_timeout_s
+            )
         self._seen[key] = Seen(name, count)
         self._seen.move_to_end(key)
         while len(self._seen) > MAX_REMEMBERED:
@@ -136,41 +160,57 @@ class EventPublisher:
         if ref.uid:
             involved["uid"] = ref.uid
         stamp = _timestamp(now_s)
-        return k8s.CoreV1Event.model_validate({
-            "metadata": {"name": name, "namespace": ref.namespace},
-            "involvedObject": involved, "type": spec.type, "reason": spec.reason, "message": spec.message,
-            "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
-            "source": {"component": COMPONENT}, "reportingComponent": COMPONENT, "reportingInstance": self.instance,
-        })
+        return k8s.CoreV1Event.model_validate(
+            {
+                "metadata": {"name": name, "namespace": ref.namespace},
+                "involvedObject": involved,
+                "type": spec.type,
+                "reason": spec.reason,
+                "message": spec.message,
+                "count": 1,
+                "firstTimestamp": stamp,
+                "lastTimestamp": stamp,
+                "source": {"component": COMPONENT},
+                "reportingComponent": COMPONENT,
+                "reportingInstance": self.instance,
+            }
+        )
 
 
 def _timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def make_event_publisher(config: Config, environ: Mapping[str, str] | None = None,
-                         clock: Callable[[], float] | None = None) -> EventPublisher | None:
+def make_event_publisher(
+    config: Config,
+    environ: Mapping[str, str] | None = None,
+    clock: Callable[[], float] | None = None,
+    *,
+    scaler: KubernetesScaleActuator | None = None,
+) -> EventPublisher | None:
     """The events publisher for the configured mode (None when kubernetes.events is off).
 
-    actuator.kind kubernetes: events on the scaled StatefulSet/Deployment. Otherwise (driver sidecar): on the driver
-    pod named by kubernetes.pod_name_env (downward API); without it, no events.
+    actuator.kind kubernetes: events on the object `scaler` scales, through its API client. Otherwise (driver
+    sidecar): on the driver pod named by kubernetes.pod_name_env (downward API); without it, no events.
     """
     import time
 
-    from daedalus_spark.execute.kubernetes import load_api_client, make_kubernetes_actuator
+    from daedalus_spark.execute.kubernetes import load_api_client
 
     settings = config.kubernetes
     environ = os.environ if environ is None else environ
     if not settings.events:
         return None
-    api_client, namespace = load_api_client(settings, environ)
+    if scaler is not None:
+        api_client, namespace = scaler.apps.api_client, scaler.namespace
+        ref = ObjectRef("apps/v1", settings.kind, settings.name, namespace, scaler.object_uid())
+        return EventPublisher(k8s.CoreV1Api(api_client), ref, clock or time.time, settings.request_timeout_s)
     if config.actuator.kind == "kubernetes":
-        uid = make_kubernetes_actuator(config, environ).object_uid()
-        ref = ObjectRef("apps/v1", settings.kind, settings.name, namespace, uid)
-    else:
-        pod = environ.get(settings.pod_name_env, "")
-        if not pod:
-            log.warning("no Kubernetes events: %s is not set (downward API metadata.name)", settings.pod_name_env)
-            return None
-        ref = ObjectRef("v1", "Pod", pod, namespace, environ.get(settings.pod_uid_env, ""))
+        raise ValueError("actuator.kind kubernetes: the events go on the scaled object: pass its actuator (scaler=)")
+    pod = environ.get(settings.pod_name_env, "")
+    if not pod:
+        log.warning("no Kubernetes events: %s is not set (downward API metadata.name)", settings.pod_name_env)
+        return None
+    api_client, namespace = load_api_client(settings, environ)
+    ref = ObjectRef("v1", "Pod", pod, namespace, environ.get(settings.pod_uid_env, ""))
     return EventPublisher(k8s.CoreV1Api(api_client), ref, clock or time.time, settings.request_timeout_s)

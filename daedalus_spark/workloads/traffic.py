@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from workloads.pipeline import Pipeline
-from workloads.pipeline import main as run
-from workloads.records import CENTER_LAT, CENTER_LON, vehicle_table
+from daedalus_spark.workloads.pipeline import Pipeline
+from daedalus_spark.workloads.pipeline import main as run
+from daedalus_spark.workloads.records import CENTER_LAT, CENTER_LON, vehicle_table
 
 EVENT_SCHEMA = "vehicle_id string, lat double, lon double, speed double, event_time long"
 RADIUS_KM = 3.0
@@ -33,17 +33,21 @@ def vehicles(spark: SparkSession) -> DataFrame:
 
 def build(spark: SparkSession, values: DataFrame) -> DataFrame:
     events = values.select(F.from_json("value", EVENT_SCHEMA).alias("e")).select("e.*")
-    near = (events.where(distance_km(F.col("lat"), F.col("lon")) <= RADIUS_KM)
-            .withColumn("event_ts", F.timestamp_millis("event_time"))
-            .withWatermark("event_ts", WATERMARK))
+    near = (
+        events.where(distance_km(F.col("lat"), F.col("lon")) <= RADIUS_KM)
+        .withColumn("event_ts", F.timestamp_millis("event_time"))
+        .withWatermark("event_ts", WATERMARK)
+    )
     speeds = near.groupBy(F.window("event_ts", WINDOW).alias("window"), "vehicle_id").agg(
-        F.avg("speed").alias("avg_speed"), F.count("*").alias("events"))
+        F.avg("speed").alias("avg_speed"), F.count("*").alias("events")
+    )
     flat = speeds.select(F.col("window.start").alias("window_start"), "vehicle_id", "avg_speed", "events")
     return flat.join(vehicles(spark), "vehicle_id", "left")
 
 
-PIPELINE = Pipeline("traffic", "Traffic Monitoring: mean speed per vehicle within a radius, 10-s windows.", build,
-                    "append")
+PIPELINE = Pipeline(
+    "traffic", "Traffic Monitoring: mean speed per vehicle within a radius, 10-s windows.", build, "append"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

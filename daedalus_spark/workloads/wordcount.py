@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from workloads.pipeline import Pipeline
-from workloads.pipeline import main as run
+from daedalus_spark.workloads.pipeline import Pipeline
+from daedalus_spark.workloads.pipeline import main as run
 
 
 def build(spark: SparkSession, values: DataFrame) -> DataFrame:

@@ -1,0 +1,230 @@
+"""Benchmark: decision quality of every policy against the offline optimum and the oracle, on the bundled traces and
+the held-out suite (sim/suite.py); prints a table per trace and the issue-9 goals as PASS/FAIL for daedalus.
+
+A measurement, not a test: it never asserts and exits 0 when goals FAIL.
+  python benchmarks/decision_quality.py               # everything at full length (~2 min here)
+  python benchmarks/decision_quality.py --quick       # every trace shortened 4x (~35 s here)
+  python benchmarks/decision_quality.py --trace fast_cycle --trace ysb_advertising_6h_400K_max --json out/dq.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from daedalus_spark.config import Config, load_config
+from daedalus_spark.monitor.files import read_trace
+from daedalus_spark.report.jsonout import strict_json
+from daedalus_spark.sim.cli import TRACES_DIR
+from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, controller_config, evaluate
+from daedalus_spark.sim.jobmodel import JobModel, load_job_model
+from daedalus_spark.sim.metrics import seconds_behind
+from daedalus_spark.sim.policies import StaticPolicy
+from daedalus_spark.sim.runner import make_setup, run_policy
+from daedalus_spark.sim.suite import SHAPES, get_shape, shape_names
+
+BASELINES = ("hpa:0.8", "hpa:0.85", "flink")
+RATIO_GOAL = 1.10  # daedalus worker-hours <= 1.10 x the offline optimum
+RESCALE_GOAL_PER_20MIN = 1.0
+WALL_GOAL_S = 60.0  # one 6-h trace with all policies
+QUICK_SPEEDUP = 4
+
+
+@dataclass(frozen=True)
+class TraceRun:
+    name: str
+    evaluation: TraceEvaluation
+    static_name: str
+    wall_s: float
+    hours: float
+    full_6h: bool  # a trace of 6 h or more at full length (the wall-time goal's case)
+
+
+def trace_names() -> list[str]:
+    return [p.stem for p in sorted(TRACES_DIR.glob("*.csv"))] + shape_names()
+
+
+def load_workload(name: str, seed: int) -> np.ndarray:
+    path = TRACES_DIR / f"{name}.csv"
+    if path.exists():
+        return read_trace(path)  # the same reader as `simulate`
+    return get_shape(name).generate(seed)
+
+
+def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed: int) -> int:
+    """The fewest static workers that keep up (never behind; a static run has no rescale, so no violation)."""
+    setup = make_setup(workload, job_model, config, seed)
+    lo, hi = config.controller.min_scaleout, setup.max_scaleout
+    while lo < hi:  # seconds behind falls as workers are added: bisect
+        mid = (lo + hi) // 2
+        if seconds_behind(run_policy(setup, StaticPolicy(mid)), config.controller.target_recovery_s) == 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def run_trace(name: str, *, speedup: int, job_model: JobModel, config: Config, seed: int) -> TraceRun:
+    raw = load_workload(name, seed)
+    workload = compress_trace(raw, speedup)
+    start = time.perf_counter()
+    static = f"static:{best_static(workload, job_model, config, seed)}"
+    names = ["daedalus", static, *BASELINES, "oracle", "optimum"]
+    ev = evaluate(name, workload, names, job_model=job_model, config=config, seed=seed)
+    wall = time.perf_counter() - start
+    hours = len(workload) / 3600.0
+    return TraceRun(name, ev, static, wall, hours, full_6h=speedup == 1 and hours >= 5.9)
+
+
+def per_20min(rescales: float, hours: float) -> float:
+    return rescales / (hours * 3.0) if hours > 0 else 0.0
+
+
+COLUMNS = (
+    ("worker-h", lambda m, h: f"{m['worker_hours']:.1f}"),
+    ("vs optimum", lambda m, h: _ratio(m["vs_optimum"])),
+    ("vs oracle", lambda m, h: _ratio(m["vs_oracle"])),
+    ("rescales", lambda m, h: f"{m['rescales']}"),
+    ("per 20min", lambda m, h: f"{per_20min(m['rescales'], h):.2f}"),
+    ("down s", lambda m, h: f"{m['downtime_s']}"),
+    ("p95 s", lambda m, h: f"{m['latency_p95_s']:.1f}"),
+    ("viol.", lambda m, h: f"{m['recovery_violations']}"),
+    ("behind s", lambda m, h: f"{m['behind_s']}"),
+)
+
+
+def _ratio(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.3f}"
+
+
+def table(run: TraceRun) -> str:
+    header = ["policy", *(c for c, _ in COLUMNS)]
+    rows = [[p, *(f(m, run.hours) for _, f in COLUMNS)] for p, m in run.evaluation.metrics.items()]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    title = f"== {run.name} ({run.hours:.2f} h, {run.wall_s:.1f} s wall, all policies)"
+    note = [f"   {run.evaluation.optimum_note}"] if run.evaluation.optimum_note else []
+    return "\n".join([title, line(header), *(line(r) for r in rows), *note])
+
+
+def goals(run: TraceRun, target_s: float) -> dict[str, tuple[bool, str]]:
+    """Issue 9's goals for daedalus on one trace: name -> (pass, the figure)."""
+    m = run.evaluation.metrics
+    d = m["daedalus"]
+    ratio = float(d["vs_optimum"])
+    rate = per_20min(d["rescales"], run.hours)
+    # A rival counts when it meets the bar daedalus is held to: zero violations and p95 latency within the target
+    # (hpa runs hours behind without a single rescale to miss, which zero violations alone would reward).
+    rivals = [
+        p
+        for p in (run.static_name, *BASELINES)
+        if m[p]["recovery_violations"] == 0 and m[p]["latency_p95_s"] <= target_s
+    ]
+    beaten = [p for p in rivals if d["worker_hours"] >= m[p]["worker_hours"]]
+    return {
+        "wh<=1.10xopt": (not math.isnan(ratio) and ratio <= RATIO_GOAL, _ratio(ratio)),
+        "0 violations": (d["recovery_violations"] == 0, str(d["recovery_violations"])),
+        "<=1 rescale/20min": (rate <= RESCALE_GOAL_PER_20MIN, f"{rate:.2f}"),
+        "p95<=target": (d["latency_p95_s"] <= target_s, f"{d['latency_p95_s']:.0f}s"),
+        "beats 0-viol baselines": (not beaten, "ok" if not beaten else "not below " + ",".join(beaten)),
+    }
+
+
+def goals_section(runs: list[TraceRun], target_s: float) -> str:
+    lines = ["== GOALS (daedalus)"]
+    per_trace = {r.name: goals(r, target_s) for r in runs}
+    names = list(next(iter(per_trace.values()))) if per_trace else []
+    width = max([len(r.name) for r in runs] + [5])
+    lines.append("  ".join(["trace".ljust(width), *(n.rjust(max(len(n), 14)) for n in names), "optimum/oracle"]))
+    for run in runs:
+        g = per_trace[run.name]
+        cells = [f"{'PASS' if ok else 'FAIL'} {fig}".rjust(max(len(n), 14)) for n, (ok, fig) in g.items()]
+        # what the 1.10 x optimum goal means against the per-second oracle
+        optimum = run.evaluation.metrics.get("optimum")
+        against = _ratio(float(optimum["vs_oracle"])) if optimum else "-"
+        lines.append("  ".join([run.name.ljust(width), *cells, against.rjust(14)]))
+    passed = sum(ok for g in per_trace.values() for ok, _ in g.values())
+    total = sum(len(g) for g in per_trace.values())
+    lines.append(f"passed {passed}/{total}  (baselines beaten: those with 0 violations and p95 within the target)")
+    six = [r for r in runs if r.full_6h]
+    if six:
+        worst = max(six, key=lambda r: r.wall_s)
+        ok = worst.wall_s <= WALL_GOAL_S
+        lines.append(
+            f"6-h trace, all policies: {worst.wall_s:.1f} s wall ({worst.name}, slowest of {len(six)}) "
+            f"{'PASS' if ok else 'FAIL'} (goal <= {WALL_GOAL_S:.0f} s)"
+        )
+    else:
+        lines.append("6-h trace wall time: not measured (no 6-h trace at full length in this run)")
+    return "\n".join(lines)
+
+
+def payload(runs: list[TraceRun], target_s: float, speedup: int) -> dict[str, object]:
+    return {
+        "speedup": speedup,
+        "traces": [
+            {
+                "trace": r.name,
+                "hours": r.hours,
+                "wall_s": r.wall_s,
+                "static": r.static_name,
+                "optimum_rescales": r.evaluation.optimum.rescales if r.evaluation.optimum else None,
+                "optimum_note": r.evaluation.optimum_note,
+                "policies": r.evaluation.metrics,
+                "goals": {k: {"pass": ok, "value": v} for k, (ok, v) in goals(r, target_s).items()},
+            }
+            for r in runs
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help=f"shorten every trace {QUICK_SPEEDUP}x (unless --speedup)")
+    p.add_argument("--speedup", type=int, default=None, help="shorten every trace by this whole factor")
+    p.add_argument("--trace", action="append", metavar="NAME", help=f"one trace (repeatable): {trace_names()}")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--config", metavar="YAML", help="controller settings (default: the defaults)")
+    p.add_argument("--job-model", metavar="YAML", help="simulated job (default: the defaults)")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    args = p.parse_args(argv)
+    known = trace_names()
+    names = args.trace or known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        p.error(f"unknown trace(s) {unknown}; known: {known}")
+    speedup = args.speedup or (QUICK_SPEEDUP if args.quick else 1)
+    job_model = load_job_model(args.job_model)
+    config = controller_config(load_config(args.config), job_model)
+    target = float(config.controller.target_recovery_s)
+    warnings.simplefilter("ignore")  # statsmodels' convergence chatter on short fits
+    print(
+        f"decision quality: seed {args.seed}, speedup {speedup}, recovery target {target:.0f} s, "
+        f"loop interval {config.controller.loop_interval_s:.0f} s, suite: {', '.join(s.name for s in SHAPES)}"
+    )
+    runs = []
+    for name in names:
+        run = run_trace(name, speedup=speedup, job_model=job_model, config=config, seed=args.seed)
+        runs.append(run)
+        print(table(run), flush=True)
+    print(goals_section(runs, target))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(strict_json(payload(runs, target, speedup)) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Edge support: the HTTP plumbing the agent and the sidecar share — a connection-bounded server and one reply."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# Connections handled at once; more are answered 503 at once, so stalled clients cannot pile up threads.
+MAX_CONNECTIONS = 16
+
+
+def send_body(handler: BaseHTTPRequestHandler, code: int, body: bytes, content_type: str) -> None:
+    """A complete response: status, type, length, body."""
+    handler.send_response(code)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most `max_connections` at once; the rest get a 503 and are closed."""
+
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *, max_connections: int = MAX_CONNECTIONS
+    ) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _refuse_busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _refuse_busy(request: socket.socket) -> None:
+    body = b'{"error": "too many connections"}'
+    try:
+        request.settimeout(1.0)
+        request.sendall(
+            b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
+        request.shutdown(socket.SHUT_WR)
+        # Unread request bytes make close() send a reset, which can destroy the 503 before the client reads it:
+        # drain what has already arrived without waiting for more (this runs on the accepting thread).
+        request.setblocking(False)
+        while request.recv(65536):
+            pass
+    except OSError:
+        pass  # nothing more has arrived, or the client is gone: closing is all that is left
+
+
+def start(server: ThreadingHTTPServer, name: str) -> ThreadingHTTPServer:
+    """Serve on a daemon thread named `name`; the caller shuts it down (`shutdown()`, `server_close()`)."""
+    threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
+    return server

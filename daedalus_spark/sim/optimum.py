@@ -1,0 +1,204 @@
+"""Simulation: the offline optimum — the cheapest schedule of scale-outs at the loop's decision points that keeps
+every recovery within the target, found by dynamic programming with perfect knowledge of the trace.
+
+Model (the simulated job's, sim/job.py, taken at its worst case so that the replay can only do better):
+- decisions at the loop's decision points t = k * loop_interval_s (k >= 1), as run_policy calls a policy; the
+  scale-out of the first interval is free to choose (other policies start at max_scaleout);
+- a rescale stops processing for the LONGEST downtime of its direction (DowntimeModel.high_s) and replays the records
+  processed in the last `checkpoint_interval_s` seconds (the longest checkpoint age); the job draws both uniformly,
+  so its downtime and replay are never larger. Backlog follows the same Lindley recursion (job.lindley);
+- constraints: every rescale recovers (lag <= one second of arrivals, metrics.recoveries) within the recovery
+  target (metrics.recovery_violations' definition, but also before the trace ends, which metrics excuses), and no
+  rescale starts before the previous one recovered (so a recovery is judged with its scale-out held); and, because
+  a policy that never rescales has no recovery to miss, the lag must stay bounded: every second's latency (the
+  job's latency_s) within the recovery target. The best static that meets these is what the optimum is compared to;
+- objective: executor-seconds (scale-out summed per second, as metrics.summarize counts worker-hours).
+
+Approximation: the state is (decision index, scale-out). The backlog, the records to replay and the time of the
+last recovery are carried from the cheapest path into each state (ties: the smaller backlog), not enumerated; a
+dearer path that arrives with less backlog is dropped, so the result is an upper bound on the true optimum of this
+model. It is verified by replaying the schedule through the simulated job (run_optimum), which yields the figures.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from daedalus_spark.sim.job import SimulatedJob, lindley
+from daedalus_spark.sim.policies import OPTIMUM
+from daedalus_spark.sim.runner import RunResult, SimSetup, run_policy
+
+
+class OptimumInfeasible(ValueError):
+    """No schedule within min..max scale-out keeps latency and every recovery within the target."""
+
+
+@dataclass(frozen=True)
+class OptimumSchedule:
+    """The scale-out of each loop interval (index k covers [k * interval_s, (k + 1) * interval_s))."""
+
+    interval_s: int
+    scaleouts: tuple[int, ...]
+    executor_seconds: float  # the DP's own estimate (worst-case downtimes); the replay gives the reported figure
+
+    @property
+    def rescales(self) -> int:
+        return sum(1 for a, b in zip(self.scaleouts, self.scaleouts[1:], strict=False) if a != b)
+
+
+@dataclass
+class ReplayPolicy:
+    """Replays a fixed schedule: scale-out `scaleouts[k]` from decision point k * sync_interval_s on."""
+
+    scaleouts: tuple[int, ...]
+    sync_interval_s: int | None
+    name: str = OPTIMUM
+
+    @property
+    def initial_scaleout(self) -> int:
+        return self.scaleouts[0]
+
+    def decide(self, job: SimulatedJob) -> int | None:
+        step = self.sync_interval_s or job.duration_s
+        k = min(job.now_s // step, len(self.scaleouts) - 1)
+        return self.scaleouts[k]
+
+
+def _lindley_rows(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """job.lindley for several capacity rows at once: capacity (rows, seconds), one starting backlog."""
+    s = np.cumsum(arrivals[None, :] - capacity, axis=1)
+    floor = np.minimum(np.minimum.accumulate(s, axis=1), -backlog0)
+    return np.asarray(np.maximum(s - floor, 0.0), dtype=float)
+
+
+def solve_optimum(setup: SimSetup) -> OptimumSchedule:
+    """The DP over (decision point, scale-out); raises OptimumInfeasible when no schedule meets the constraints."""
+    w = setup.workload_per_s
+    total = len(w)
+    ctl = setup.config.controller
+    model = setup.job_model
+    interval = max(1, round(ctl.loop_interval_s))
+    target = float(ctl.target_recovery_s)
+    base = model.base_latency_s
+    lo, hi = max(1, ctl.min_scaleout), setup.max_scaleout
+    sizes = np.arange(lo, hi + 1)
+    caps = np.asarray(setup.capacity.job_capacity_per_s[sizes - 1], dtype=float)
+    nsz = len(sizes)
+    down_out = math.ceil(model.downtime_scale_out.high_s)
+    down_in = math.ceil(model.downtime_scale_in.high_s)
+    ckpt = math.ceil(model.checkpoint_interval_s)
+    horizon = max(math.ceil(target) + 1, interval)
+    caught_floor = np.maximum(w, 1.0)
+    segments = max(1, math.ceil(total / interval))
+
+    inf = math.inf
+    cost = np.full(nsz, inf)
+    backlog = np.zeros(nsz)
+    tail = np.zeros(nsz)  # records processed in the last `ckpt` seconds: the replay of a rescale now
+    recovered = np.zeros(nsz)  # second by which the last rescale has recovered
+    restart = np.zeros(nsz)  # second processing (re)starts after the last rescale
+    parents = np.full((segments, nsz), -1, dtype=np.int64)
+
+    def tail_of(processed: np.ndarray, cap: float, downtime_end: int = 0) -> float:
+        """Upper bound of the replay of a rescale at the end of this interval. Within a downtime the job (whose
+        downtime may be shorter than the worst case) may already process, so there the bound is capacity."""
+        if ckpt <= 0:
+            return 0.0
+        if ckpt <= len(processed) - downtime_end:
+            return float(processed[-ckpt:].sum())
+        return cap * ckpt
+
+    # First interval: any scale-out, processing from t=0 with an empty backlog.
+    end0 = min(interval, total)
+    arr0 = w[:end0]
+    rows0 = _lindley_rows(0.0, arr0, np.repeat(caps[:, None], end0, axis=1))
+    lat0 = base + rows0 / caps[:, None]
+    for j in range(nsz):
+        if float(lat0[j].max(initial=0.0)) <= target and bool((rows0[j] <= caught_floor[:end0]).all()):
+            before = np.concatenate(([0.0], rows0[j, :-1]))
+            processed = np.maximum(before + arr0 - rows0[j], 0.0)
+            cost[j], backlog[j], tail[j] = float(sizes[j]) * end0, float(rows0[j, -1]), tail_of(processed, caps[j])
+    if not np.isfinite(cost).any():
+        raise OptimumInfeasible(_infeasible_message(0, hi))
+
+    for k in range(1, segments):
+        t0, t1 = k * interval, min((k + 1) * interval, total)
+        seg = t1 - t0
+        arr = w[t0:t1]
+        new_cost = np.full(nsz, inf)
+        new_state = np.zeros((4, nsz))  # backlog, tail, recovered, restart
+        h1 = min(total, t0 + horizon)
+        arr_h = w[t0:h1]
+        secs = np.arange(t0, h1)
+        for i in np.flatnonzero(np.isfinite(cost)):
+            c_prev, b_prev = cost[i], backlog[i]
+            # hold scale-out i
+            cap_row = np.where(np.arange(t0, t1) < restart[i], 0.0, caps[i])
+            lag = lindley(b_prev, arr, cap_row)
+            wait = np.maximum(restart[i] - np.arange(t0, t1), 0.0)
+            behind = (lag > caught_floor[t0:t1]) & (np.arange(t0, t1) >= recovered[i])
+            down_left = int(max(0.0, restart[i] - t0))
+            if float((base + wait + lag / caps[i]).max()) <= target and not behind.any():
+                c = c_prev + float(sizes[i]) * seg
+                if c < new_cost[i] or (c == new_cost[i] and lag[-1] < new_state[0, i]):
+                    before = np.concatenate(([b_prev], lag[:-1]))
+                    processed = np.maximum(before + arr - lag, 0.0)
+                    new_cost[i] = c
+                    new_state[:, i] = (lag[-1], tail_of(processed, caps[i], down_left), recovered[i], restart[i])
+                    parents[k, i] = i
+            # rescale i -> j, only once the previous rescale has recovered
+            if recovered[i] > t0 or restart[i] > t0:
+                continue
+            others = np.flatnonzero(np.arange(nsz) != i)
+            downs = np.where(sizes[others] > sizes[i], down_out, down_in)
+            cap_m = np.where((secs[None, :] - t0) < downs[:, None], 0.0, caps[others][:, None])
+            lags = _lindley_rows(b_prev + tail[i], arr_h, cap_m)
+            waits = np.maximum(downs[:, None] - (secs[None, :] - t0), 0)
+            lat = base + waits + lags / caps[others][:, None]
+            caught = (lags <= caught_floor[t0:h1][None, :]) & ((secs[None, :] - t0) >= downs[:, None])
+            any_hit = caught.any(axis=1)
+            first = np.argmax(caught, axis=1)
+            rec_at = np.where(any_hit, t0 + first + 1, total + 1)
+            # once recovered, the lag must stay caught up for the rest of the interval
+            behind = ~caught[:, :seg] & (secs[None, :seg] >= rec_at[:, None])
+            ok_lat = (lat[:, :seg].max(axis=1) <= target) & ~behind.any(axis=1)
+            # Stricter than metrics.recovery_violations at the end of the trace: a recovery still under way when
+            # the trace ends is refused, else the optimum would drop workers in the last `target` seconds for free.
+            ok_rec = any_hit & (first + 1 <= target)
+            for r in np.flatnonzero(ok_lat & ok_rec):
+                j = int(others[r])
+                c = c_prev + float(sizes[j]) * seg
+                if c < new_cost[j] or (c == new_cost[j] and lags[r, seg - 1] < new_state[0, j]):
+                    row = lags[r, :seg]
+                    before = np.concatenate(([b_prev + tail[i]], row[:-1]))
+                    processed = np.maximum(before + arr - row, 0.0)
+                    new_cost[j] = c
+                    new_state[:, j] = (row[-1], tail_of(processed, caps[j], int(downs[r])), rec_at[r], t0 + downs[r])
+                    parents[k, j] = i
+        if not np.isfinite(new_cost).any():
+            raise OptimumInfeasible(_infeasible_message(t0, hi))
+        cost = new_cost
+        backlog, tail, recovered, restart = new_state
+
+    best = int(np.argmin(cost))
+    path = [best]
+    for k in range(segments - 1, 0, -1):
+        path.append(int(parents[k, path[-1]]))
+    path.reverse()
+    return OptimumSchedule(interval, tuple(int(sizes[j]) for j in path), float(cost[best]))
+
+
+def _infeasible_message(t_s: int, max_scaleout: int) -> str:
+    return (
+        f"offline optimum infeasible: from second {t_s} no schedule of up to {max_scaleout} workers keeps every "
+        "second's latency and every recovery within the recovery target (the load needs more than max_scaleout)"
+    )
+
+
+def run_optimum(setup: SimSetup, schedule: OptimumSchedule | None = None) -> RunResult:
+    """The optimum's schedule replayed through the simulated job (the figures every policy is judged by)."""
+    schedule = schedule or solve_optimum(setup)
+    return run_policy(setup, ReplayPolicy(schedule.scaleouts, schedule.interval_s))

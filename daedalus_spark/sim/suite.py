@@ -1,0 +1,159 @@
+"""Simulation: a held-out suite of seeded workload shapes (not in the repo) to judge decisions on unseen load."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+# Peak of every generated shape. With the default job model the per-worker capacity is derived from the trace peak
+# (reference_scaleout workers carry peak x headroom), so what matters is each shape's trough/peak ratio: the shapes
+# below keep it between ~0.25 and ~0.7, i.e. a scale-out range of roughly 3..12 of the default 12.
+DEFAULT_PEAK_PER_S = 40_000.0
+
+Generator = Callable[[np.random.Generator, int], np.ndarray]  # (rng, duration_s) -> unscaled shape, any units
+
+
+class SuiteError(ValueError):
+    """An unknown shape name or a generator that produced an unusable series."""
+
+
+@dataclass(frozen=True)
+class WorkloadShape:
+    """One generated workload: records/s per second for `duration_s` seconds, peak at `peak_per_s`."""
+
+    name: str
+    description: str
+    duration_s: int
+    generator: Generator
+    peak_per_s: float = DEFAULT_PEAK_PER_S
+
+    def generate(self, seed: int = 1) -> np.ndarray:
+        """The series for `seed` (same seed, same series), rescaled so its maximum is `peak_per_s`."""
+        rng = np.random.default_rng([seed, _stable_hash(self.name)])
+        raw = np.asarray(self.generator(rng, self.duration_s), dtype=float)
+        if raw.shape != (self.duration_s,):
+            raise SuiteError(f"shape {self.name!r}: generator gave {raw.shape}, expected ({self.duration_s},)")
+        raw = np.maximum(raw, 0.0)
+        top = float(np.max(raw)) if len(raw) else 0.0
+        if not np.all(np.isfinite(raw)) or top <= 0:
+            raise SuiteError(f"shape {self.name!r}: series is not finite or is all zero")
+        return np.asarray(raw * (self.peak_per_s / top), dtype=float)
+
+
+def _stable_hash(name: str) -> int:
+    """A per-shape seed component that does not depend on Python's randomized str hash."""
+    return sum((i + 1) * ord(c) for i, c in enumerate(name)) % (2**31)
+
+
+def _ar1(rng: np.random.Generator, n: int, *, phi: float, sigma: float) -> np.ndarray:
+    """AR(1) noise x_t = phi x_{t-1} + e_t with stationary stddev `sigma` (via a linear filter, no Python loop)."""
+    from scipy.signal import lfilter
+
+    e = rng.normal(0.0, sigma * np.sqrt(1.0 - phi * phi), size=n)
+    return np.asarray(lfilter([1.0], [1.0, -phi], e), dtype=float)
+
+
+def _daily_curve(phase: np.ndarray) -> np.ndarray:
+    """A two-peak day (morning and evening peak, night trough ~0.3) at phase in [0, 1) of the day."""
+    morning = np.exp(-(((phase - 0.38) / 0.09) ** 2))
+    evening = 1.1 * np.exp(-(((phase - 0.78) / 0.10) ** 2))
+    return np.asarray(0.3 + 0.7 * np.maximum(morning, evening) / 1.1, dtype=float)
+
+
+def fast_cycle(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A daily curve compressed so that one day lasts 5 minutes, with 3 % AR(1) noise."""
+    t = np.arange(n, dtype=float)
+    day_s = 300.0
+    return _daily_curve((t / day_s) % 1.0) * (1.0 + _ar1(rng, n, phi=0.9, sigma=0.03))
+
+
+def flash_crowds(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A plateau with a gentle drift; six flash crowds at random times: 2-min ramp to +40 %, held 10 min, 2-min
+    ramp down."""
+    t = np.arange(n, dtype=float)
+    base = 0.65 + 0.08 * np.sin(2 * np.pi * t / n)
+    bump = np.zeros(n)
+    ramp, hold = 120, 600
+    width = 2 * ramp + hold
+    starts = np.sort(rng.choice(np.arange(600, max(601, n - width), 60), size=6, replace=False))
+    for s in starts:
+        profile = np.concatenate([np.linspace(0, 1, ramp), np.ones(hold), np.linspace(1, 0, ramp)])
+        end = min(n, int(s) + width)
+        bump[int(s) : end] = np.maximum(bump[int(s) : end], profile[: end - int(s)])
+    return base * (1.0 + 0.4 * bump) * (1.0 + _ar1(rng, n, phi=0.95, sigma=0.02))
+
+
+def step_changes(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Abrupt level changes between 25 % and 100 % of the peak, each level held 15-50 minutes."""
+    levels: list[np.ndarray] = []
+    while sum(len(x) for x in levels) < n:
+        hold = int(rng.integers(900, 3001))
+        levels.append(np.full(hold, rng.uniform(0.25, 1.0)))
+    series = np.concatenate(levels)[:n]
+    return series * (1.0 + rng.normal(0.0, 0.02, size=n))
+
+
+def slow_growth(rng: np.random.Generator, n: int) -> np.ndarray:
+    """YSB-like: load rising slowly from 25 % to 100 % over the trace, with 10-min ripples and noise."""
+    t = np.arange(n, dtype=float)
+    trend = 0.25 + 0.75 * (t / max(n - 1, 1)) ** 1.3
+    ripple = 1.0 + 0.05 * np.sin(2 * np.pi * t / 600.0 + rng.uniform(0, 2 * np.pi))
+    return trend * ripple * (1.0 + _ar1(rng, n, phi=0.98, sigma=0.03))
+
+
+def noisy_plateau(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A flat load at 70 % of the peak with heavy noise: 8 % slow AR(1) wander plus 5 % white noise."""
+    slow = _ar1(rng, n, phi=0.995, sigma=0.08)
+    return 0.7 * (1.0 + slow + rng.normal(0.0, 0.05, size=n))
+
+
+def taylor_series(*, seconds_per_sample: float = 30.0, samples: int = 672) -> np.ndarray:
+    """pmdarima's `load_taylor` (half-hourly electricity demand in England and Wales, June-August 2000): the
+    first `samples` half-hours, each stretched to `seconds_per_sample` s and linearly interpolated to 1 s."""
+    from pmdarima.datasets import load_taylor
+
+    y = np.asarray(load_taylor(as_series=False), dtype=float)[:samples]
+    n = round(len(y) * seconds_per_sample)
+    x = np.arange(n, dtype=float) / seconds_per_sample
+    return np.asarray(np.interp(x, np.arange(len(y), dtype=float), y), dtype=float)
+
+
+def taylor_demand(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Real demand: two weeks of pmdarima's Taylor series, a half-hour per 30 s (one day = 24 min); the seed adds
+    1 % noise only. Its trough/peak (~0.48) is widened to ~0.25 so the series needs a range of scale-outs."""
+    y = taylor_series()[:n]
+    if len(y) < n:
+        raise SuiteError(f"taylor_demand: the dataset gives {len(y)} s, shape needs {n}")
+    low, high = float(y.min()), float(y.max())
+    widened = 0.25 + 0.75 * (y - low) / (high - low)
+    return widened * (1.0 + rng.normal(0.0, 0.01, size=n))
+
+
+SHAPES: tuple[WorkloadShape, ...] = (
+    WorkloadShape("fast_cycle", "daily two-peak curve, one day every 5 min, 3 % noise", 3 * 3600, fast_cycle),
+    WorkloadShape("flash_crowds", "plateau with six 2-min ramps to +40 % held 10 min", 4 * 3600, flash_crowds),
+    WorkloadShape("step_changes", "abrupt levels 25-100 % held 15-50 min", 4 * 3600, step_changes),
+    WorkloadShape("slow_growth", "YSB-like rise from 25 % to 100 % over 6 h, ripples", 6 * 3600, slow_growth),
+    WorkloadShape("noisy_plateau", "70 % plateau, 8 % slow wander + 5 % white noise", 3 * 3600, noisy_plateau),
+    WorkloadShape("taylor_demand", "pmdarima load_taylor, 2 weeks, 1 day = 24 min", 672 * 30, taylor_demand),
+)
+
+
+def shape_names() -> list[str]:
+    return [s.name for s in SHAPES]
+
+
+def get_shape(name: str) -> WorkloadShape:
+    for shape in SHAPES:
+        if shape.name == name:
+            return shape
+    raise SuiteError(f"unknown workload shape {name!r} (known: {', '.join(shape_names())})")
+
+
+def write_trace(path: str, workload_per_s: np.ndarray) -> None:
+    """Write a series as a `second|count` trace that monitor.files.read_trace reads back (for `simulate --trace`)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("second|count\n")
+        f.writelines(f"{i}|{v:.3f}\n" for i, v in enumerate(workload_per_s))

@@ -1,0 +1,151 @@
+"""Simulation tests: the offline optimum on hand-checkable traces, its replay, and against every static."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from daedalus_spark.config import Config
+from daedalus_spark.sim.evaluate import evaluate
+from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel
+from daedalus_spark.sim.metrics import recovery_violations, seconds_behind
+from daedalus_spark.sim.optimum import OptimumInfeasible, ReplayPolicy, run_optimum, solve_optimum
+from daedalus_spark.sim.policies import StaticPolicy
+from daedalus_spark.sim.runner import SimSetup, make_setup, run_oracle, run_policy
+
+TARGET_S = 600.0
+
+# Four workers of 100 records/s over four partitions (4000 uniform keys hashed, so not exactly even): capacity
+# ~100, ~191, ~201, ~381 records/s for 1..4 workers.
+JOB = JobModel(
+    worker_capacity_per_s=100.0,
+    partitions=4,
+    keys=4000,
+    zipf_exponent=0.0,
+    utilization_noise_ratio=0.0,
+    checkpoint_interval_s=10,
+    downtime_scale_out=DowntimeModel(low_s=30, high_s=30),
+    downtime_scale_in=DowntimeModel(low_s=15, high_s=15),
+)
+
+
+def _config(max_scaleout: int = 4) -> Config:
+    base = Config()
+    controller = base.controller.model_copy(
+        update={"max_scaleout": max_scaleout, "min_scaleout": 1, "loop_interval_s": 60.0, "target_recovery_s": TARGET_S}
+    )
+    return base.model_copy(update={"controller": controller})
+
+
+def _setup(workload: np.ndarray, max_scaleout: int = 4) -> SimSetup:
+    return make_setup(np.asarray(workload, dtype=float), JOB, _config(max_scaleout), seed=1)
+
+
+def _levels(*parts: tuple[float, int]) -> np.ndarray:
+    return np.concatenate([np.full(seconds, rate) for rate, seconds in parts])
+
+
+def test_capacities_are_as_the_cases_assume() -> None:
+    caps = _setup(np.full(120, 100.0)).capacity.job_capacity_per_s[:4]
+    assert caps.tolist() == pytest.approx([100.0, 191.2, 200.9, 380.6], abs=0.1)
+
+
+@pytest.mark.parametrize(
+    ("workload", "scaleouts", "rescales"),
+    [
+        pytest.param(_levels((150.0, 1800)), {2}, 0, id="constant-load-holds-the-fewest-that-keep-up"),
+        pytest.param(_levels((80.0, 1800)), {1}, 0, id="light-load-one-worker"),
+        pytest.param(_levels((150.0, 1200), (350.0, 1200)), {2, 4}, 1, id="step-up-exactly-one-rescale"),
+        pytest.param(_levels((350.0, 1200), (80.0, 2400)), {4, 1}, 1, id="step-down-exactly-one-rescale"),
+    ],
+)
+def test_optimum_schedule(workload: np.ndarray, scaleouts: set[int], rescales: int) -> None:
+    setup = _setup(workload)
+    schedule = solve_optimum(setup)
+    assert set(schedule.scaleouts) == scaleouts
+    assert schedule.rescales == rescales
+    run = run_optimum(setup, schedule)
+    assert len(run.rescales) == rescales
+    assert recovery_violations(run, TARGET_S) == 0
+    assert seconds_behind(run, TARGET_S) == 0
+
+
+def test_step_up_rescales_no_later_than_the_step() -> None:
+    schedule = solve_optimum(_setup(_levels((150.0, 1200), (350.0, 1200))))
+    # 60-s intervals: the step at 1200 s is decision point 20; holding 2 workers past it falls behind
+    assert schedule.scaleouts[19] == 2 or schedule.scaleouts[19] == 4
+    assert schedule.scaleouts[20] == 4
+
+
+def test_load_above_max_scaleout_is_reported_infeasible() -> None:
+    with pytest.raises(OptimumInfeasible, match=r"infeasible.*more than max_scaleout"):
+        solve_optimum(_setup(_levels((150.0, 600), (500.0, 1800))))
+
+
+def test_infeasible_optimum_is_a_note_not_a_crash_in_evaluate() -> None:
+    ev = evaluate(
+        "too-much",
+        _levels((150.0, 600), (500.0, 1800)),
+        ["static:4", "optimum"],
+        job_model=JOB,
+        config=_config(),
+        seed=1,
+    )
+    assert "optimum" not in ev.runs and "infeasible" in ev.optimum_note
+    assert np.isnan(ev.metrics["static:4"]["vs_optimum"])
+
+
+def _kept_up_statics(setup: SimSetup) -> dict[int, float]:
+    """Executor-seconds of every static that keeps up (a static has no rescale, so no violation)."""
+    out = {}
+    for n in range(1, setup.max_scaleout + 1):
+        run = run_policy(setup, StaticPolicy(n))
+        if seconds_behind(run, TARGET_S) == 0:
+            out[n] = float(run.scaleout.sum())
+    return out
+
+
+def test_optimum_no_dearer_than_any_static_that_keeps_up() -> None:
+    t = np.arange(3 * 3600, dtype=float)
+    setup = _setup(220.0 + 150.0 * np.sin(2 * np.pi * t / 3600.0))
+    run = run_optimum(setup)
+    statics = _kept_up_statics(setup)
+    assert statics  # 4 workers carry the peak of 370
+    assert float(run.scaleout.sum()) <= min(statics.values())
+    assert recovery_violations(run, TARGET_S) == 0
+    assert seconds_behind(run, TARGET_S) == 0
+
+
+def test_replay_policy_follows_the_schedule() -> None:
+    setup = _setup(np.full(300, 50.0))
+    run = run_policy(setup, ReplayPolicy((1, 2, 2, 4, 4), 60))
+    assert run.scaleout[0] == 1 and run.scaleout[60] == 2 and run.scaleout[180] == 4
+    assert [(r.time_s, r.to_scaleout) for r in run.rescales] == [(60, 2), (180, 4)]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    levels=st.lists(st.floats(min_value=20.0, max_value=380.0), min_size=3, max_size=8),
+    minutes=st.integers(min_value=5, max_value=15),
+)
+def test_optimum_property_no_dearer_than_the_best_kept_up_static(levels: list[float], minutes: int) -> None:
+    workload = np.repeat(np.asarray(levels), minutes * 60)
+    setup = _setup(workload)
+    run = run_optimum(setup)
+    assert recovery_violations(run, TARGET_S) == 0
+    assert seconds_behind(run, TARGET_S) == 0
+    assert float(run.scaleout.sum()) <= min(_kept_up_statics(setup).values())
+
+
+def test_optimum_misses_no_more_recoveries_than_the_oracle_schedule_replayed() -> None:
+    # The oracle's per-second choice, taken at each decision point and replayed with rescale costs: it ignores
+    # downtime and replay, so it may miss recoveries; the optimum must not miss more (it misses none).
+    t = np.arange(2 * 3600, dtype=float)
+    setup = _setup(200.0 + 170.0 * np.sin(2 * np.pi * t / 1800.0))
+    oracle_schedule = tuple(int(n) for n in run_oracle(setup).scaleout[::60])
+    oracle_replay = run_policy(setup, ReplayPolicy(oracle_schedule, 60, name="oracle-replay"))
+    optimum = run_optimum(setup)
+    assert recovery_violations(optimum, TARGET_S) <= recovery_violations(oracle_replay, TARGET_S)
+    assert recovery_violations(optimum, TARGET_S) == 0

@@ -1,0 +1,59 @@
+"""Simulation tests: the held-out workload suite is deterministic, finite, non-negative and the right length."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from daedalus_spark.monitor.files import read_trace
+from daedalus_spark.sim.suite import SHAPES, SuiteError, WorkloadShape, get_shape, taylor_series, write_trace
+
+IDS = [s.name for s in SHAPES]
+
+
+def test_at_least_six_distinct_shapes() -> None:
+    assert len(SHAPES) >= 6 and len(set(IDS)) == len(IDS)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=IDS)
+def test_shape_is_deterministic_per_seed(shape: WorkloadShape) -> None:
+    a, b, c = shape.generate(1), shape.generate(1), shape.generate(2)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=IDS)
+def test_shape_is_finite_non_negative_right_length_and_peaks_at_peak(shape: WorkloadShape) -> None:
+    y = shape.generate(3)
+    assert y.shape == (shape.duration_s,)
+    assert np.all(np.isfinite(y)) and float(y.min()) >= 0.0
+    assert float(y.max()) == pytest.approx(shape.peak_per_s)
+    assert shape.duration_s <= 6 * 3600
+    # a meaningful range of scale-outs: the trough well below the peak
+    assert float(np.percentile(y, 5)) < 0.8 * shape.peak_per_s
+
+
+def test_real_series_loads_from_pmdarima() -> None:
+    y = taylor_series(seconds_per_sample=2.0, samples=48)
+    assert len(y) == 96 and np.all(np.isfinite(y))
+    assert 15_000 < float(y.min()) < float(y.max()) < 45_000  # megawatts of a summer day in England and Wales
+
+
+def test_unknown_shape_names_the_known_ones() -> None:
+    with pytest.raises(SuiteError, match="fast_cycle"):
+        get_shape("nope")
+
+
+def test_generator_of_wrong_length_is_refused() -> None:
+    bad = WorkloadShape("bad", "too short", 10, lambda rng, n: np.ones(n - 1))
+    with pytest.raises(SuiteError, match="expected"):
+        bad.generate()
+
+
+def test_written_trace_reads_back_through_read_trace(tmp_path: object) -> None:
+    from pathlib import Path
+
+    y = get_shape("step_changes").generate(1)[:500]
+    path = Path(str(tmp_path)) / "steps.csv"
+    write_trace(str(path), y)
+    np.testing.assert_allclose(read_trace(path), y, atol=1e-3)

@@ -1,0 +1,292 @@
+"""Unit tests of the forecaster's uncertainty, seasonality, periodic refits and stored version (issue 9 part 3)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pydantic
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from statsmodels.tsa.statespace.sarimax import SARIMAX
+
+from daedalus_spark.analyze.forecast import (
+    ArimaModel,
+    WorkloadForecaster,
+    _holdout_wape,
+    _HorizonErrors,
+    detect_period,
+    fit_arima,
+)
+from daedalus_spark.config import ForecastConfig
+from daedalus_spark.untrusted import Damaged
+
+# Small windows keep auto-ARIMA fits well under a second.
+CONFIG = ForecastConfig(
+    resolution_s=10,
+    history_window_s=600,
+    min_history_s=120,
+    linear_window_s=60,
+    horizon_s=120,
+    refit_interval_s=0,
+)
+
+
+def _sine(n: int, period: int, *, noise: float, seed: int = 0, level: float = 1000.0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n, dtype=float)
+    return level + 300 * np.sin(2 * np.pi * t / period) + rng.normal(0, noise, n)
+
+
+def _feed(forecaster: WorkloadForecaster, per_second: np.ndarray, *, tick_s: int = 60) -> None:
+    for end in range(tick_s, len(per_second) + 1, tick_s):
+        forecaster.observe(per_second[end - tick_s : end], step_s=1, end_s=end)
+        forecaster.predict(end)
+
+
+# --- seasonality detection ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("period", "noise"),
+    [(12, 30.0), (24, 100.0), (48, 150.0), (90, 60.0)],
+    ids=["12-low-noise", "24-snr-3", "48-snr-2", "90-three-cycles-fit"],
+)
+def test_detects_the_period_of_a_noisy_sine(period: int, noise: float) -> None:
+    assert abs(detect_period(_sine(360, period, noise=noise)) - period) <= 1
+
+
+@pytest.mark.parametrize(
+    "series",
+    [
+        np.random.default_rng(1).normal(1000, 50, 360),
+        np.random.default_rng(2).normal(1000, 50, 360),
+        np.full(360, 1000.0),
+        np.linspace(100, 5000, 360),
+        _sine(360, 200, noise=10),  # fewer than three cycles in the history
+        _sine(8, 3, noise=1),  # too short for any lag
+    ],
+    ids=["white-noise-1", "white-noise-2", "constant", "ramp", "under-three-cycles", "too-short"],
+)
+def test_finds_no_period_where_there_is_none(series: np.ndarray) -> None:
+    assert detect_period(series) == 0
+
+
+def test_the_detected_period_is_an_acf_peak_the_oracle_agrees_with() -> None:
+    """Oracle: the detected lag is a local maximum of numpy's own autocorrelation of the detrended series."""
+    y = _sine(360, 30, noise=80, seed=5)
+    lag = detect_period(y)
+    t = np.arange(len(y), dtype=float)
+    x = y - np.polyval(np.polyfit(t, y, 1), t)
+    x = x - x.mean()
+    r = np.correlate(x, x, mode="full")[len(x) - 1 :] / np.dot(x, x)
+    assert r[lag] >= r[lag - 1] and r[lag] >= r[lag + 1] and r[lag] > 0.3
+
+
+def test_a_seasonal_model_is_fitted_and_named_with_its_period() -> None:
+    config = CONFIG.model_copy(update={"history_window_s": 1800, "min_history_s": 1800, "horizon_s": 300})
+    forecaster = WorkloadForecaster(config)
+    per_second = np.repeat(_sine(180, 18, noise=20), 10)  # a 180-s cycle in 10-s buckets
+    _feed(forecaster, per_second)
+    forecast = forecaster.predict(1800)
+    assert forecaster.detected_period_s == pytest.approx(180, abs=10)
+    assert forecast.model.startswith("arima+season") and forecast.model.endswith("s")
+    assert forecast.model == f"arima+season{forecaster.detected_period_s:g}s"
+
+
+def test_seasonality_off_fits_the_plain_model() -> None:
+    config = CONFIG.model_copy(
+        update={"history_window_s": 1800, "min_history_s": 1800, "horizon_s": 300, "seasonality": False}
+    )
+    forecaster = WorkloadForecaster(config)
+    _feed(forecaster, np.repeat(_sine(180, 18, noise=20), 10))
+    assert forecaster.detected_period_s == 0 and forecaster.predict(1800).model == "arima"
+
+
+def test_the_profile_is_added_back_to_the_residual_forecast() -> None:
+    """Oracle: a deseasonalized model forecasts its ARIMA's residual forecast plus the profile at the right phase."""
+    y = _sine(200, 20, noise=5, seed=3)
+    model = ArimaModel(window_steps=200)
+    model.deseasonalize(y, 20)
+    model.fit(y)
+    cycles = y.reshape(-1, 20)
+    np.testing.assert_allclose(model._profile, cycles.mean(axis=0) - cycles.mean())
+    residual_forecast = np.asarray(model._model.predict(n_periods=25))
+    phases = (200 + np.arange(25)) % 20
+    np.testing.assert_allclose(model.predict(25), np.clip(residual_forecast + model._profile[phases], 0, None))
+
+
+# --- prediction intervals ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", [0.6, 0.9, 0.99], ids=["60pct", "90pct", "99pct"])
+def test_arima_upper_bound_is_the_statsmodels_one_sided_quantile(level: float) -> None:
+    """Oracle: the upper bound equals statsmodels' interval at alpha = 2 (1 - level) for the same parameters."""
+    y = _sine(120, 40, noise=20, seed=2)
+    model = fit_arima(y, window_steps=120, seasonal_period_steps=0)
+    values, upper = model.predict_interval(12, level)
+    fitted = model._model
+    res = SARIMAX(y, order=fitted.order, trend="c" if fitted.with_intercept else None).filter(fitted.params())
+    expected = res.get_forecast(12).conf_int(alpha=2 * (1 - level))[:, 1]
+    assert upper is not None
+    np.testing.assert_allclose(upper, np.maximum(expected, values), rtol=1e-6)
+
+
+def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors() -> None:
+    """Oracle: the margin at each step is numpy's quantile of (actual - forecast) over the matured forecasts."""
+    errors = _HorizonErrors("t", horizon_steps=3)
+    rng = np.random.default_rng(0)
+    actual = 100 + rng.normal(0, 10, 40)
+    made = []
+    for start in range(30):
+        forecast = np.full(3, 100.0) + start % 3
+        errors.remember(start, forecast)
+        made.append((start, forecast))
+        errors.observe(start, actual[start : start + 1])
+    errors.observe(30, actual[30:33])
+    expected = [
+        max(0.0, float(np.quantile([actual[s + k] - f[k] for s, f in made if s + k <= 32], 0.8))) for k in range(3)
+    ]
+    margin = errors.margin(3, 0.8)
+    assert margin is not None
+    np.testing.assert_allclose(margin, expected)
+
+
+def test_no_margin_until_every_step_has_enough_errors() -> None:
+    errors = _HorizonErrors("t", horizon_steps=10)
+    for start in range(4):
+        errors.remember(start, np.full(10, 1.0))
+        errors.observe(start, np.array([2.0]))
+    assert errors.margin(1, 0.9) is None  # 4 matured errors at step 0: fewer than 5
+    errors.remember(4, np.full(10, 1.0))
+    errors.observe(4, np.array([2.0]))
+    assert errors.margin(1, 0.9) is not None and errors.margin(10, 0.9) is None
+
+
+def test_holdout_wape_of_a_perfect_model_is_zero() -> None:
+    class Perfect:
+        class arima_res_:  # noqa: N801 - mimics the pmdarima attribute
+            @staticmethod
+            def get_prediction(start: int, end: int, dynamic: bool) -> object:
+                return type("P", (), {"predicted_mean": y[start : end + 1]})()
+
+    y = np.linspace(10, 20, 60)
+    assert _holdout_wape(Perfect(), y, y, 10) == 0.0
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    level=st.floats(min_value=100, max_value=1e6),
+    amplitude=st.floats(min_value=0, max_value=0.9),
+    noise=st.floats(min_value=0, max_value=0.3),
+    seed=st.integers(min_value=0, max_value=2**16),
+    interval=st.sampled_from([0.55, 0.9, 0.99]),
+)
+def test_upper_bound_is_finite_non_negative_and_never_below_the_point(
+    level: float, amplitude: float, noise: float, seed: int, interval: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    t = np.arange(900, dtype=float)
+    per_second = level * (1 + amplitude * np.sin(t / 120) + noise * rng.standard_normal(900))
+    per_second = np.clip(per_second, 0, None)
+    forecaster = WorkloadForecaster(CONFIG.model_copy(update={"interval_level": interval}))
+    for end in range(60, 901, 60):
+        forecaster.observe(per_second[end - 60 : end], step_s=1, end_s=end)
+        forecast = forecaster.predict(end)
+        assert all(math.isfinite(v) and v >= 0 for v in forecast.values_per_s)
+        if forecast.upper_per_s:
+            assert len(forecast.upper_per_s) == len(forecast.values_per_s)
+            assert all(math.isfinite(u) for u in forecast.upper_per_s)
+            assert all(u >= v >= 0 for u, v in zip(forecast.upper_per_s, forecast.values_per_s, strict=True))
+    assert forecaster.arima_order is not None and forecast.upper_per_s  # ARIMA gives one from its first forecast
+
+
+def test_linear_fallback_gets_an_interval_once_its_errors_have_matured() -> None:
+    config = CONFIG.model_copy(update={"min_history_s": 3600, "history_window_s": 3600})  # no ARIMA within the test
+    forecaster = WorkloadForecaster(config)
+    per_second = _sine(900, 300, noise=30, seed=4)
+    intervals = []
+    for end in range(60, 901, 60):
+        forecaster.observe(per_second[end - 60 : end], step_s=1, end_s=end)
+        forecast = forecaster.predict(end)
+        assert forecast.model == "linear"
+        intervals.append(bool(forecast.upper_per_s))
+    # 13 buckets ahead need 5 forecasts whose 13th bucket was seen: none before the 7th tick, every one after.
+    assert not any(intervals[:6]) and all(intervals[-5:])
+
+
+@pytest.mark.parametrize(
+    ("level", "ok"),
+    [(0.9, True), (0.51, True), (0.5, False), (1.0, False), (0.0, False)],
+    ids=["default", "just-above-median", "median", "one", "zero"],
+)
+def test_interval_level_bounds(level: float, ok: bool) -> None:
+    if ok:
+        assert ForecastConfig(interval_level=level).interval_level == level
+    else:
+        with pytest.raises(pydantic.ValidationError):
+            ForecastConfig(interval_level=level)
+
+
+# --- periodic refits ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("refit_interval_s", "refits"), [(0, 0), (300, 2), (600, 1)], ids=["off", "every-5-min", "every-10-min"]
+)
+def test_periodic_refits(refit_interval_s: float, refits: int) -> None:
+    forecaster = WorkloadForecaster(CONFIG.model_copy(update={"refit_interval_s": refit_interval_s}))
+    _feed(forecaster, _sine(720, 200, noise=10))  # ARIMA from 120 s; 600 s of buckets after it
+    assert forecaster.refits == refits
+
+
+# --- stored state ------------------------------------------------------------------------------------------------
+
+
+def test_round_trip_keeps_the_season_the_interval_errors_and_the_refit_clock() -> None:
+    config = CONFIG.model_copy(
+        update={"history_window_s": 1800, "min_history_s": 1800, "horizon_s": 300, "refit_interval_s": 3600}
+    )
+    original = WorkloadForecaster(config)
+    per_second = np.repeat(_sine(240, 18, noise=20, seed=6), 10)
+    _feed(original, per_second[:2400])
+    restored = WorkloadForecaster.from_bytes(original.to_bytes(), config)
+    assert restored.detected_period_s == original.detected_period_s > 0
+    np.testing.assert_array_equal(restored._arima_errors.errors, original._arima_errors.errors)
+    np.testing.assert_array_equal(restored._linear_errors.errors, original._linear_errors.errors)
+    assert restored._steps_since_fit == original._steps_since_fit
+    a, b = original.predict(2400), restored.predict(2400)
+    assert a.model == b.model and a.upper_per_s
+    np.testing.assert_allclose(b.values_per_s, a.values_per_s, rtol=1e-9)
+    np.testing.assert_allclose(b.upper_per_s, a.upper_per_s, rtol=1e-9)
+
+
+@pytest.mark.parametrize("version", [1, 3, "2", None], ids=["older", "newer", "string", "null"])
+def test_an_unknown_version_is_refused_naming_the_component_and_the_version(version: object) -> None:
+    forecaster = WorkloadForecaster(CONFIG)
+    _feed(forecaster, _sine(240, 30, noise=5))
+    state = json.loads(forecaster.to_bytes())
+    state["version"] = version
+    with pytest.raises(Damaged, match=r"forecaster: unknown stored version .*" + repr(version)[:3]):
+        WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("arima_errors", {"errors": [], "open": [], "next_row": 0}),
+        ("linear_errors", {"errors": [[None] * 3] * 30, "open": [], "next_row": 0}),
+        ("linear_errors", None),
+        ("steps_since_fit", -1),
+    ],
+    ids=["no-error-rows", "another-horizon", "missing-errors", "negative-refit-clock"],
+)
+def test_damaged_new_fields_are_refused(key: str, value: object) -> None:
+    forecaster = WorkloadForecaster(CONFIG)
+    _feed(forecaster, _sine(240, 30, noise=5))
+    state = json.loads(forecaster.to_bytes())
+    state[key] = value
+    with pytest.raises(ValueError, match="forecaster"):
+        WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)
