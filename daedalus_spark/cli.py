@@ -106,7 +106,7 @@ def _demo(args: argparse.Namespace) -> int:
     if args.simulated:
         from daedalus_spark.sim.cli import demo
 
-        return int(demo(args))
+        return demo(args.out, args.config)
     from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 
     plan = DemoPlan(duration_s=args.duration, use_prometheus=not args.no_prometheus)

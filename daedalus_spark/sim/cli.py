@@ -154,12 +154,12 @@ def _fail(message: str) -> int:
 def _check_job_model(job_model: JobModel, config: Config, source: str | None) -> None:
     """Settings that are valid alone but not with this config: refused rather than silently ignored."""
     where = source or "job model"
-    slots = max(config.controller.max_scaleout, job_model.reference_scaleout)
-    outside = [s for s in job_model.slow_workers if not 0 <= s < slots]
+    max_scaleout = max(config.controller.max_scaleout, job_model.reference_scaleout)
+    outside = [s for s in job_model.slow_workers if not 0 <= s < max_scaleout]
     if outside:
-        raise ValueError(f"{where}: slow_workers {outside} outside the worker slots 0..{slots - 1}")
+        raise ValueError(f"{where}: slow_workers {outside} outside the executors 0..{max_scaleout - 1}")
     if len(set(job_model.slow_workers)) != len(job_model.slow_workers):
-        raise ValueError(f"{where}: slow_workers lists a slot twice")
+        raise ValueError(f"{where}: slow_workers lists an executor twice")
     initial = job_model.initial_scaleout
     if initial is not None and initial > config.controller.max_scaleout:
         raise ValueError(
@@ -222,13 +222,11 @@ def _cell(fmt: str, value: float | int) -> str:
     return "-" if isinstance(value, float) and math.isnan(value) else fmt.format(value)
 
 
-def demo(args: argparse.Namespace) -> int:
-    """`make demo`: the default policies on the bundled WordCount trace, report under args.out."""
-    out = getattr(args, "out", None) or "out/demo"
-    config = getattr(args, "config", None)
-    Path(out).mkdir(parents=True, exist_ok=True)
+def demo(out: Path, config: Path | None = None) -> int:
+    """`daedalus-spark demo --simulated`: the default policies on the bundled WordCount trace, report under `out`."""
+    out.mkdir(parents=True, exist_ok=True)
     return simulate(
-        config_path=str(config) if config else None, json_path=str(Path(out) / "simulation.json"), out_dir=str(out)
+        config_path=str(config) if config else None, json_path=str(out / "simulation.json"), out_dir=str(out)
     )
 
 

@@ -49,7 +49,7 @@ class TraceEvaluation:
 def controller_config(config: Config, job_model: JobModel) -> Config:
     """The controller is told the simulated topic's partition count unless the config already sets one."""
     capacity = config.capacity
-    if getattr(capacity, "partitions", None) != 0:
+    if capacity.partitions != 0:
         return config
     return config.model_copy(update={"capacity": capacity.model_copy(update={"partitions": job_model.partitions})})
 

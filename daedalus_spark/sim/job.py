@@ -8,7 +8,7 @@ import numpy as np
 
 from daedalus_spark.domain import Observation, WorkerSeries
 from daedalus_spark.sim.jobmodel import JobModel
-from daedalus_spark.sim.skew import CapacityModel
+from daedalus_spark.sim.skew import SimulatedCapacity
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class SimulatedJob:
         self,
         workload_per_s: np.ndarray,
         model: JobModel,
-        capacity: CapacityModel,
+        capacity: SimulatedCapacity,
         *,
         initial_scaleout: int,
         cpu_signal: bool,
@@ -46,15 +46,15 @@ class SimulatedJob:
     ) -> None:
         self.workload_per_s = np.asarray(workload_per_s, dtype=float)
         self.model, self.capacity, self.cpu_signal, self._rng = model, capacity, cpu_signal, rng
-        n, slots = len(self.workload_per_s), capacity.slots
+        n, max_scaleout = len(self.workload_per_s), capacity.max_scaleout
         self.scaleout_at = np.zeros(n, dtype=np.int32)
         self.processing_at = np.zeros(n, dtype=bool)
         self.processed_per_s = np.zeros(n)
         self.backlog_records = np.zeros(n)
         self.latency_s = np.zeros(n)
-        self.worker_throughput_per_s = np.zeros((n, slots))
-        self.busy_ratio = np.zeros((n, slots))
-        self.cpu_ratio = np.zeros((n, slots))
+        self.worker_throughput_per_s = np.zeros((n, max_scaleout))
+        self.busy_ratio = np.zeros((n, max_scaleout))
+        self.cpu_ratio = np.zeros((n, max_scaleout))
         self.rescales: list[Rescale] = []
         self.now_s = 0  # seconds simulated so far; the next second to simulate
         self.scaleout = initial_scaleout
@@ -77,7 +77,7 @@ class SimulatedJob:
 
     def request_scaleout(self, target: int) -> bool:
         """Start a rescale to `target` workers now; ignored while one is in progress or when unchanged."""
-        target = max(1, min(int(target), self.capacity.slots))
+        target = max(1, min(int(target), self.capacity.max_scaleout))
         if target == self.scaleout or not self.processing or self.now_s >= self.duration_s:
             return False
         spec = self.model.downtime_scale_out if target > self.scaleout else self.model.downtime_scale_in

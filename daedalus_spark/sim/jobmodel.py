@@ -44,8 +44,8 @@ class JobModel(_Model):
     keys: int = Field(1000, ge=1, le=1_000_000, description="Distinct keys hashed onto partitions.")
     zipf_exponent: float = Field(0.5, ge=0, le=5, description="Key popularity ~ 1/rank^s (0: uniform keys).")
     skew_seed: int = Field(7, ge=0, description="Seed of the key-to-partition hash.")
-    # A YAML list is fine here (strict mode alone would want a tuple); each slot is still a strict integer.
-    slow_workers: tuple[StrictInt, ...] = Field((), strict=False, description="Worker slots (0-based) that are slow.")
+    # A YAML list is fine here (strict mode alone would want a tuple); each index is still a strict integer.
+    slow_workers: tuple[StrictInt, ...] = Field((), strict=False, description="Executors (0-based) that are slow.")
     slow_worker_capacity_ratio: float = Field(0.7, gt=0, le=1, description="Capacity of a slow worker.")
     utilization_signal: Literal["cpu", "busy_time"] | None = Field(
         None, description="Signal emitted as utilization (None: the controller config's utilization_signal)."

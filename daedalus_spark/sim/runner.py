@@ -12,7 +12,7 @@ from daedalus_spark.config import Config
 from daedalus_spark.sim.job import Rescale, SimulatedJob, lindley
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.policies import Policy, StaticPolicy
-from daedalus_spark.sim.skew import CapacityModel, build_capacity_model
+from daedalus_spark.sim.skew import SimulatedCapacity, build_simulated_capacity
 
 Progress = Callable[[int, int], None]  # (seconds done, seconds total)
 
@@ -39,18 +39,18 @@ class SimSetup:
     workload_per_s: np.ndarray
     job_model: JobModel
     config: Config
-    capacity: CapacityModel
+    capacity: SimulatedCapacity
     seed: int
 
     @property
     def max_scaleout(self) -> int:
-        return min(self.config.controller.max_scaleout, self.capacity.slots)
+        return min(self.config.controller.max_scaleout, self.capacity.max_scaleout)
 
 
 def make_setup(workload_per_s: np.ndarray, job_model: JobModel, config: Config, seed: int) -> SimSetup:
-    slots = max(config.controller.max_scaleout, job_model.reference_scaleout, 1)
+    max_scaleout = max(config.controller.max_scaleout, job_model.reference_scaleout, 1)
     peak = float(np.max(workload_per_s)) if len(workload_per_s) else 0.0
-    capacity = build_capacity_model(job_model, slots=slots, peak_per_s=peak)
+    capacity = build_simulated_capacity(job_model, max_scaleout=max_scaleout, peak_per_s=peak)
     return SimSetup(np.asarray(workload_per_s, dtype=float), job_model, config, capacity, seed)
 
 
@@ -72,7 +72,7 @@ def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None
     fixed_start = getattr(policy, "initial_scaleout", None)  # a replayed schedule chooses its first scale-out
     if isinstance(fixed_start, int):
         initial = fixed_start
-    initial = max(1, min(initial, setup.capacity.slots))
+    initial = max(1, min(initial, setup.capacity.max_scaleout))
     job = SimulatedJob(
         setup.workload_per_s,
         setup.job_model,

@@ -25,12 +25,12 @@ def worker_shares(weights: np.ndarray, scaleout: int) -> np.ndarray:
     return np.bincount(owner, weights=weights, minlength=scaleout)
 
 
-def worker_capacity_ratios(model: JobModel, slots: int) -> np.ndarray:
-    """Relative capacity of each worker slot (1 = nominal; slow slots lower)."""
-    ratios = np.ones(slots)
-    for slot in model.slow_workers:
-        if 0 <= slot < slots:
-            ratios[slot] = model.slow_worker_capacity_ratio
+def worker_capacity_ratios(model: JobModel, max_scaleout: int) -> np.ndarray:
+    """Relative capacity of each executor (1 = nominal; slow ones lower)."""
+    ratios = np.ones(max_scaleout)
+    for index in model.slow_workers:
+        if 0 <= index < max_scaleout:
+            ratios[index] = model.slow_worker_capacity_ratio
     return ratios
 
 
@@ -41,15 +41,15 @@ def job_capacity_ratio(shares: np.ndarray, capacity_ratios: np.ndarray) -> float
 
 
 @dataclass(frozen=True)
-class CapacityModel:
-    """Per-worker capacities and, for every scale-out 1..slots, the shares and the job capacity."""
+class SimulatedCapacity:
+    """Per-worker capacities and, for every scale-out 1..max_scaleout, the shares and the job capacity."""
 
-    worker_capacity_per_s: np.ndarray  # per slot, records/s at full utilization
+    worker_capacity_per_s: np.ndarray  # per executor, records/s at full utilization
     shares_by_scaleout: tuple[np.ndarray, ...]  # index n-1: shares of workers 0..n-1
     job_capacity_per_s: np.ndarray  # index n-1: capacity of scale-out n
 
     @property
-    def slots(self) -> int:
+    def max_scaleout(self) -> int:
         return len(self.worker_capacity_per_s)
 
     def shares(self, scaleout: int) -> np.ndarray:
@@ -64,16 +64,16 @@ class CapacityModel:
         return np.minimum(np.searchsorted(caps, workload_per_s, side="left") + 1, max_scaleout)
 
 
-def build_capacity_model(model: JobModel, *, slots: int, peak_per_s: float) -> CapacityModel:
+def build_simulated_capacity(model: JobModel, *, max_scaleout: int, peak_per_s: float) -> SimulatedCapacity:
     weights = partition_weights(
         keys=model.keys, partitions=model.partitions, zipf_exponent=model.zipf_exponent, seed=model.skew_seed
     )
-    ratios = worker_capacity_ratios(model, slots)
-    shares = tuple(worker_shares(weights, n) for n in range(1, slots + 1))
+    ratios = worker_capacity_ratios(model, max_scaleout)
+    shares = tuple(worker_shares(weights, n) for n in range(1, max_scaleout + 1))
     unit = np.array([job_capacity_ratio(s, ratios) for s in shares])
-    reference = min(model.reference_scaleout, slots)
+    reference = min(model.reference_scaleout, max_scaleout)
     per_worker = model.worker_capacity_for(peak_per_s, float(unit[reference - 1]))
-    return CapacityModel(
+    return SimulatedCapacity(
         worker_capacity_per_s=ratios * per_worker,
         shares_by_scaleout=shares,
         job_capacity_per_s=unit * per_worker,

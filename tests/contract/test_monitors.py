@@ -346,7 +346,7 @@ def _simulated_monitor() -> tuple[object, float]:
     from daedalus_spark.sim.daedalus import SimulatedJobMonitor
     from daedalus_spark.sim.job import SimulatedJob
     from daedalus_spark.sim.jobmodel import JobModel
-    from daedalus_spark.sim.skew import build_capacity_model
+    from daedalus_spark.sim.skew import build_simulated_capacity
 
     model = JobModel(
         worker_capacity_per_s=100.0,
@@ -360,7 +360,7 @@ def _simulated_monitor() -> tuple[object, float]:
     job = SimulatedJob(
         workload,
         model,
-        build_capacity_model(model, slots=4, peak_per_s=150.0),
+        build_simulated_capacity(model, max_scaleout=4, peak_per_s=150.0),
         initial_scaleout=2,
         cpu_signal=True,
         rng=np.random.default_rng(0),

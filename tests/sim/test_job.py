@@ -9,7 +9,7 @@ from daedalus_spark.config import Config
 from daedalus_spark.sim.job import SimulatedJob, lindley
 from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel
 from daedalus_spark.sim.runner import make_setup
-from daedalus_spark.sim.skew import build_capacity_model, partition_weights, worker_shares
+from daedalus_spark.sim.skew import build_simulated_capacity, partition_weights, worker_shares
 
 
 def _job(workload: list[float], *, capacity: float = 100.0, scaleout: int = 1, **model: object) -> SimulatedJob:
@@ -22,7 +22,7 @@ def _job(workload: list[float], *, capacity: float = 100.0, scaleout: int = 1, *
         "checkpoint_interval_s": 0,
     }
     jm = JobModel(**{**defaults, **model})
-    cap = build_capacity_model(jm, slots=4, peak_per_s=max(workload))
+    cap = build_simulated_capacity(jm, max_scaleout=4, peak_per_s=max(workload))
     return SimulatedJob(
         np.asarray(workload, float), jm, cap, initial_scaleout=scaleout, cpu_signal=True, rng=np.random.default_rng(0)
     )
@@ -111,7 +111,7 @@ def test_skew_shares_sum_to_one(scaleout: int) -> None:
 
 def test_skew_makes_the_most_loaded_worker_the_bottleneck() -> None:
     jm = JobModel(worker_capacity_per_s=100.0, zipf_exponent=1.0, partitions=12)
-    cap = build_capacity_model(jm, slots=12, peak_per_s=1.0)
+    cap = build_simulated_capacity(jm, max_scaleout=12, peak_per_s=1.0)
     shares = cap.shares(12)
     assert cap.capacity(12) == pytest.approx(100.0 / shares.max())
     assert cap.capacity(12) < 1200.0
@@ -126,7 +126,7 @@ def test_slow_worker_lowers_job_capacity() -> None:
         slow_workers=(1,),
         slow_worker_capacity_ratio=0.5,
     )
-    cap = build_capacity_model(jm, slots=4, peak_per_s=1.0)
+    cap = build_simulated_capacity(jm, max_scaleout=4, peak_per_s=1.0)
     assert cap.capacity(4) == pytest.approx(0.5 * 100 / cap.shares(4)[1])
 
 
