@@ -69,6 +69,7 @@ def live_config(root: Path, agent_url: str, exporter_url: str) -> Config:
             target_recovery_s=40,
             checkpoint_interval_s=1,
             recent_rescale_window_s=20,
+            scale_in_lookback_s=20,  # compressed like the other windows (the default 600 s outlasts the whole test)
             cooldown_s=10,
             warmup_s=5,
             knowledge_path=str(root / "knowledge.sqlite"),
