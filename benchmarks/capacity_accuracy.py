@@ -22,7 +22,7 @@ def train(cpu: np.ndarray, thr: np.ndarray) -> CapacityModel:
     return model
 
 
-def single_worker(smooth: int) -> None:
+def single_executor(smooth: int) -> None:
     cpu = next(iter(read_metric_csv(DATA / "assumptions_cpu_1.csv").columns.values()))
     thr = next(iter(read_metric_csv(DATA / "assumptions_throughput_1.csv").columns.values()))
     # CPU is a 1-minute average (4 samples of 15 s); smoothing throughput the same way aligns the two windows.
@@ -35,7 +35,7 @@ def single_worker(smooth: int) -> None:
         pred = np.array([model.regressions["w"].predict(x) for x in cpu[high]])
         err = np.abs(pred - thr[high]).sum() / thr[high].sum()
         print(
-            f"single worker, trained on {low.sum()} samples at u<=0.7, tested on {high.sum()} at u>={threshold}: "
+            f"single executor, trained on {low.sum()} samples at u<=0.7, tested on {high.sum()} at u>={threshold}: "
             f"WAPE {err:.2%}"
         )
     full = train(cpu, thr)
@@ -51,28 +51,28 @@ def saturated_job() -> None:
     measured = float(np.mean(total[-4:]))
     est = report.table.current_per_s
     print(
-        f"12 workers at saturation: estimated {est:,.0f}/s vs measured {measured:,.0f}/s "
+        f"12 executors at saturation: estimated {est:,.0f}/s vs measured {measured:,.0f}/s "
         f"(last minute): error {abs(est - measured) / measured:.2%}"
     )
 
 
-def two_workers_sine() -> None:
+def two_executors_sine() -> None:
     cpu = read_metric_csv(DATA / "sine_cpu_p2.csv").columns
     thr = read_metric_csv(DATA / "sine_throughput_p2.csv").columns
     for w in cpu:
         c, t = cpu[w], thr[w]
         low = c <= 0.7
         if low.sum() < 5 or (c >= 0.9).sum() == 0:
-            print(f"sine worker {w[-5:]}: no saturated samples (max u={np.nanmax(c):.2f})")
+            print(f"sine executor {w[-5:]}: no saturated samples (max u={np.nanmax(c):.2f})")
             continue
         model = train(c[low], t[low])
         high = c >= 0.9
         pred = np.array([model.regressions["w"].predict(x) for x in c[high]])
-        print(f"sine worker {w[-5:]}: WAPE at u>=0.9 {np.abs(pred - t[high]).sum() / t[high].sum():.2%}")
+        print(f"sine executor {w[-5:]}: WAPE at u>=0.9 {np.abs(pred - t[high]).sum() / t[high].sum():.2%}")
 
 
 if __name__ == "__main__":
-    single_worker(1)
-    single_worker(4)
+    single_executor(1)
+    single_executor(4)
     saturated_job()
-    two_workers_sine()
+    two_executors_sine()

@@ -31,7 +31,7 @@ from daedalus_spark.sim.runner import make_setup, run_policy
 from daedalus_spark.sim.suite import SHAPES, get_shape, shape_names
 
 BASELINES = ("hpa:0.8", "hpa:0.85", "flink")
-RATIO_GOAL = 1.10  # daedalus worker-hours <= 1.10 x the offline optimum
+RATIO_GOAL = 1.10  # daedalus executor-hours <= 1.10 x the offline optimum
 RESCALE_GOAL_PER_20MIN = 1.0
 WALL_GOAL_S = 60.0  # one 6-h trace with all policies
 QUICK_SPEEDUP = 4
@@ -59,10 +59,10 @@ def load_workload(name: str, seed: int) -> np.ndarray:
 
 
 def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed: int) -> int:
-    """The fewest static workers that keep up (never behind; a static run has no rescale, so no violation)."""
+    """The fewest static executors that keep up (never behind; a static run has no rescale, so no violation)."""
     setup = make_setup(workload, job_model, config, seed)
     lo, hi = config.controller.min_scaleout, setup.max_scaleout
-    while lo < hi:  # seconds behind falls as workers are added: bisect
+    while lo < hi:  # seconds behind falls as executors are added: bisect
         mid = (lo + hi) // 2
         if seconds_behind(run_policy(setup, StaticPolicy(mid)), config.controller.target_recovery_s) == 0:
             hi = mid
@@ -88,7 +88,7 @@ def per_20min(rescales: float, hours: float) -> float:
 
 
 COLUMNS = (
-    ("worker-h", lambda m, h: f"{m['worker_hours']:.1f}"),
+    ("executor-h", lambda m, h: f"{m['executor_hours']:.1f}"),
     ("vs optimum", lambda m, h: _ratio(m["vs_optimum"])),
     ("vs oracle", lambda m, h: _ratio(m["vs_oracle"])),
     ("rescales", lambda m, h: f"{m['rescales']}"),
@@ -132,7 +132,7 @@ def goals(run: TraceRun, target_s: float) -> dict[str, tuple[bool, str]]:
         for p in (run.static_name, *BASELINES)
         if m[p]["recovery_violations"] == 0 and m[p]["latency_p95_s"] <= target_s
     ]
-    beaten = [p for p in rivals if d["worker_hours"] >= m[p]["worker_hours"]]
+    beaten = [p for p in rivals if d["executor_hours"] >= m[p]["executor_hours"]]
     return {
         "wh<=1.10xopt": (not math.isnan(ratio) and ratio <= RATIO_GOAL, _ratio(ratio)),
         "0 violations": (d["recovery_violations"] == 0, str(d["recovery_violations"])),

@@ -67,7 +67,7 @@ def measure(executors: int, prometheus: PrometheusServer, job: SyntheticJob, wor
     config = config_for(executors, prometheus.url)
     refits = ThreadPoolExecutor(max_workers=1, thread_name_prefix="refit")
     try:
-        controller = Controller(config, refit_executor=refits)
+        controller = Controller(config, refit_pool=refits)
         warm(controller, job, time.time() - WINDOW_S)
         refits.submit(lambda: None).result()  # the single refit thread is idle: refits are not in the figures
         monitor = PrometheusMonitor(config.monitor, config.controller.utilization_signal)

@@ -1,4 +1,5 @@
-"""Benchmark (Spark): records/s per pipeline at 1..N local standalone workers, and the agent's overhead.
+"""Benchmark (Spark): records/s per pipeline at 1..N executors (one per local standalone worker), and the agent's
+overhead.
 
 Each run preloads a backlog into the local log and lets the query drain it in capped micro-batches, so the
 executors run at full utilization; throughput = rows / batch time over the batches after the first (warm-up).
@@ -78,33 +79,35 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="wordcount only, fewer records")
     parser.add_argument("--records", type=int, default=120_000)
-    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--executors", type=int, default=3, help="most executors; one standalone worker each")
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset")
     parser.add_argument("--no-overhead", action="store_true", help="skip the run without the agent")
-    parser.add_argument("--cpus-per-worker", type=float, default=1.0, help="cgroup CPU quota of each worker")
+    parser.add_argument(
+        "--cpus-per-executor", type=float, default=1.0, help="cgroup CPU quota of each executor's worker"
+    )
     args = parser.parse_args()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
     pipelines = ["wordcount"] if args.quick else args.pipelines.split(",")
     results: dict[str, float] = {}
     print(
-        f"cpu quota per worker: {args.cpus_per_worker if cpu_quota_support() else 'none'}; "
+        f"cpu quota per executor: {args.cpus_per_executor if cpu_quota_support() else 'none'}; "
         f"cores on machine: {os.cpu_count()}"
     )
     with (
         tempfile.TemporaryDirectory() as tmp,
-        LocalCluster(workers=args.workers, cpus_per_worker=args.cpus_per_worker) as cluster,
+        LocalCluster(workers=args.executors, cpus_per_executor=args.cpus_per_executor) as cluster,
     ):
         root = Path(tmp)
         for pipeline in pipelines:
-            for n in range(1, args.workers + 1):
+            for n in range(1, args.executors + 1):
                 rate = measure(cluster, pipeline, n, args.records, agent=True, root=root)
-                results[f"{pipeline} workers={n} agent=on"] = rate
-                print(f"{pipeline:10s} workers={n} agent=on  {rate:10.0f} records/s", flush=True)
+                results[f"{pipeline} executors={n} agent=on"] = rate
+                print(f"{pipeline:10s} executors={n} agent=on  {rate:10.0f} records/s", flush=True)
         if not args.no_overhead:
             rate = measure(cluster, "wordcount", 1, args.records, agent=False, root=root)
-            results["wordcount workers=1 agent=off"] = rate
-            print(f"{'wordcount':10s} workers=1 agent=off {rate:10.0f} records/s", flush=True)
+            results["wordcount executors=1 agent=off"] = rate
+            print(f"{'wordcount':10s} executors=1 agent=off {rate:10.0f} records/s", flush=True)
     print(json.dumps(results))
     return 0
 

@@ -125,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path)
     p.set_defaults(handler=_validate_config)
 
-    p = sub.add_parser("capacity", help="capacity per worker and per scale-out from exported metric CSVs")
-    p.add_argument("--utilization", required=True, type=Path, help="CSV: time column, one column per worker")
+    p = sub.add_parser("capacity", help="capacity per executor and per scale-out from exported metric CSVs")
+    p.add_argument("--utilization", required=True, type=Path, help="CSV: time column, one column per executor")
     p.add_argument("--throughput", required=True, type=Path, help="CSV with the same columns, records/s")
     p.add_argument(
         "--max-scaleout",

@@ -42,9 +42,9 @@ def _nonblank(value: str) -> str:
 
 class ControllerConfig(_Section):
     loop_interval_s: float = _field(60, "s", "How often the MAPE-K loop runs.", ge=5, le=3600)
-    min_scaleout: int = _field(1, "workers", "Fewest workers the controller may set.", ge=1, le=10000)
+    min_scaleout: int = _field(1, "executors", "Fewest executors the controller may set.", ge=1, le=10000)
     max_scaleout: int = _field(
-        12, "workers", "Most workers the controller may set (cap it at the Kafka partition count).", ge=1, le=10000
+        12, "executors", "Most executors the controller may set (cap it at the Kafka partition count).", ge=1, le=10000
     )
     target_recovery_s: float = _field(
         600, "s", "Longest acceptable time from a rescale's stop until the backlog is worked off.", gt=0, le=86400
@@ -83,7 +83,7 @@ class ControllerConfig(_Section):
         60, "s", "Samples from this soon after a (re)start are not learned from (JIT, state reload).", ge=0, le=3600
     )
     utilization_signal: Literal["cpu", "busy_time"] = _field(
-        "cpu", "-", "Worker utilization: CPU ratio (the paper's) or Spark busy time per core-second."
+        "cpu", "-", "Executor utilization: CPU ratio (the paper's) or Spark busy time per core-second."
     )
     knowledge_path: str = _field(
         "daedalus-knowledge.sqlite", "path", "SQLite file holding everything learned; survives restarts."
@@ -96,14 +96,14 @@ class CapacityConfig(_Section):
     expected_max_utilization_ratio: float = _field(
         1.0,
         "ratio",
-        "Utilization a worker reaches when saturated; capacity is read off the regression there.",
+        "Utilization an executor reaches when saturated; capacity is read off the regression there.",
         gt=0.1,
         le=1.0,
     )
     partitions: int = _field(
         0,
         "partitions",
-        "Partitions of the source topic (0 = unknown). A worker with ceil(partitions / n) of them "
+        "Partitions of the source topic (0 = unknown). An executor with ceil(partitions / n) of them "
         "limits scale-out n, so capacities of unseen scale-outs follow that, not n alone.",
         ge=0,
         le=100000,
@@ -119,15 +119,15 @@ class CapacityConfig(_Section):
     min_points: int = _field(
         5,
         "samples",
-        "Fewer samples than this and a worker's capacity is throughput / utilization instead.",
+        "Fewer samples than this and an executor's capacity is throughput / utilization instead.",
         ge=2,
         le=100000,
     )
     min_correlation_ratio: float = _field(
         0.6,
         "ratio",
-        "A worker's own regression is used only when throughput and utilization correlate this well; "
-        "otherwise the regression pooled over all workers (noise flattens a slope fitted on a narrow range).",
+        "An executor's own regression is used only when throughput and utilization correlate this well; "
+        "otherwise the regression pooled over all executors (noise flattens a slope fitted on a narrow range).",
         ge=0,
         le=1,
     )

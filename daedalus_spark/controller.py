@@ -21,17 +21,17 @@ class Controller:
     """`tick` decides, `conclude` records what the actuator did; the loop (sidecar and simulator) calls both."""
 
     def __init__(
-        self, config: Config, *, knowledge: Knowledge | None = None, refit_executor: Executor | None = None
+        self, config: Config, *, knowledge: Knowledge | None = None, refit_pool: Executor | None = None
     ) -> None:
         self.config = config
-        self.knowledge = knowledge or Knowledge.fresh(config, refit_executor=refit_executor)
+        self.knowledge = knowledge or Knowledge.fresh(config, refit_pool=refit_pool)
 
     @classmethod
-    def resume(cls, config: Config, store: KnowledgeStore, *, refit_executor: Executor | None = None) -> Controller:
+    def resume(cls, config: Config, store: KnowledgeStore, *, refit_pool: Executor | None = None) -> Controller:
         """A controller that continues from the store's knowledge (fresh if the store is empty)."""
         saved = store.load()
-        knowledge = restore(saved, config, refit_executor=refit_executor) if saved else None
-        return cls(config, knowledge=knowledge, refit_executor=refit_executor)
+        knowledge = restore(saved, config, refit_pool=refit_pool) if saved else None
+        return cls(config, knowledge=knowledge, refit_pool=refit_pool)
 
     def save(self, store: KnowledgeStore) -> None:
         store.save(snapshot(self.knowledge))
@@ -87,7 +87,7 @@ class Controller:
             return self._hold(obs, now_s, Reason.SKIP_WARMUP, uptime_s=obs.uptime_s)
         table = k.capacity.table(obs, settings.max_scaleout)
         if table is None:
-            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem="no worker capacity known yet")
+            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem="no executor capacity known yet")
         k.capacity.remember(table)
         k.history.latest_table = table
         forecast = k.forecaster.predict(now_s)
@@ -119,7 +119,7 @@ class Controller:
 
     def _measure_recovery(self, obs: Observation) -> None:
         k = self.knowledge
-        totals = [sum(col) for col in zip(*(w.throughput_per_s for w in obs.workers), strict=False)]
+        totals = [sum(col) for col in zip(*(w.throughput_per_s for w in obs.executors), strict=False)]
         n = len(obs.workload_per_s)
         for i, (workload, throughput) in enumerate(zip(obs.workload_per_s, totals, strict=False)):
             time_s = obs.time_s - (n - 1 - i) * obs.step_s
@@ -149,19 +149,19 @@ def _missing(obs: Observation) -> str:
     if math.isnan(obs.uptime_s) or obs.uptime_s < 0:
         return f"uptime {obs.uptime_s} s is not a duration"
     if obs.scaleout < 1:
-        return f"scale-out {obs.scaleout} is not a worker count"
+        return f"scale-out {obs.scaleout} is not an executor count"
     if not obs.workload_per_s:
         return "no workload samples"
     if not all(math.isfinite(x) and x >= 0 for x in obs.workload_per_s):
         return "workload has missing or negative samples"
-    if not obs.workers:
-        return "no worker metrics"
-    if len(obs.workers) != obs.scaleout:
+    if not obs.executors:
+        return "no executor metrics"
+    if len(obs.executors) != obs.scaleout:
         # A partial view would read as missing capacity and trigger a scale-out on missing data.
-        return f"metrics for {len(obs.workers)} workers but the scale-out is {obs.scaleout}"
-    ragged = [w.worker_id for w in obs.workers if len(w.throughput_per_s) != len(obs.workload_per_s)]
+        return f"metrics for {len(obs.executors)} executors but the scale-out is {obs.scaleout}"
+    ragged = [w.executor_id for w in obs.executors if len(w.throughput_per_s) != len(obs.workload_per_s)]
     if ragged:
-        return f"worker series not aligned with the workload's {len(obs.workload_per_s)} samples: {', '.join(ragged)}"
+        return f"executor series not aligned with the workload's {len(obs.workload_per_s)} samples: {', '.join(ragged)}"
     if not (math.isfinite(obs.consumer_lag_records) and obs.consumer_lag_records >= 0):
         return f"consumer lag {obs.consumer_lag_records} is not a record count"
     return ""

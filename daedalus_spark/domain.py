@@ -11,17 +11,17 @@ SPARK_DRIVER_ID = "driver"  # Spark lists the driver among the executors under t
 
 
 @dataclass(frozen=True)
-class WorkerSeries:
-    """One worker's samples since the last tick, oldest first, one per `Observation.step_s`."""
+class ExecutorSeries:
+    """One executor's samples since the last tick, oldest first, one per `Observation.step_s`."""
 
-    worker_id: str
+    executor_id: str
     throughput_per_s: tuple[float, ...]
     utilization_ratio: tuple[float, ...]
 
     def __post_init__(self) -> None:
         if len(self.throughput_per_s) != len(self.utilization_ratio):
             raise ValueError(
-                f"worker {self.worker_id}: {len(self.throughput_per_s)} throughput samples but "
+                f"executor {self.executor_id}: {len(self.throughput_per_s)} throughput samples but "
                 f"{len(self.utilization_ratio)} utilization samples"
             )
 
@@ -31,20 +31,20 @@ class Observation:
     """Everything the monitor saw since the previous tick.
 
     `workload_per_s` holds the source's arrival rate (records/s), oldest first, one sample per `step_s`, ending at
-    `time_s`. Worker series use the same step. `uptime_s` is the time since the job (re)started processing.
+    `time_s`. Executor series use the same step. `uptime_s` is the time since the job (re)started processing.
     """
 
     time_s: float
     step_s: float
     workload_per_s: tuple[float, ...]
-    workers: tuple[WorkerSeries, ...]
+    executors: tuple[ExecutorSeries, ...]
     consumer_lag_records: float
     scaleout: int
     uptime_s: float
 
     @property
-    def worker_ids(self) -> tuple[str, ...]:
-        return tuple(w.worker_id for w in self.workers)
+    def executor_ids(self) -> tuple[str, ...]:
+        return tuple(w.executor_id for w in self.executors)
 
     @classmethod
     def of(
@@ -61,7 +61,7 @@ class Observation:
         """Built from plain numbers (tests, benchmarks): `executors` maps id -> (throughput, utilization) series;
         a single workload value is repeated over the executors' samples; the scale-out defaults to their count."""
         series = tuple(
-            WorkerSeries(e, tuple(float(v) for v in thr), tuple(float(u) for u in util))
+            ExecutorSeries(e, tuple(float(v) for v in thr), tuple(float(u) for u in util))
             for e, (thr, util) in executors.items()
         )
         if isinstance(workload_per_s, (int, float)):
@@ -73,7 +73,7 @@ class Observation:
             time_s=time_s,
             step_s=step_s,
             workload_per_s=workload,
-            workers=series,
+            executors=series,
             consumer_lag_records=consumer_lag_records,
             scaleout=len(series) if scaleout is None else scaleout,
             uptime_s=uptime_s,
@@ -117,17 +117,17 @@ class Forecast:
 
 
 @dataclass(frozen=True)
-class WorkerCapacity:
-    """A worker's learned model: throughput = intercept + slope * utilization, and what it can reach under skew."""
+class ExecutorCapacity:
+    """An executor's learned model: throughput = intercept + slope * utilization, and what it can reach under skew."""
 
-    worker_id: str
+    executor_id: str
     samples: int
     intercept_per_s: float
     slope_per_s: float
     own_capacity_per_s: float  # at the expected maximum utilization, as if it received all the load it wanted
     load_share_ratio: float  # its share of the job's throughput in the latest window
-    capacity_per_s: float  # what it can reach before the most constrained worker saturates
-    method: str  # "regression" (its own), "pooled" (all workers' slope), "ratio", or "peer_mean" (no usable data)
+    capacity_per_s: float  # what it can reach before the most constrained executor saturates
+    method: str  # "regression" (its own), "pooled" (all executors' slope), "ratio", or "peer_mean" (no usable data)
 
     @property
     def skew_factor_ratio(self) -> float:
@@ -142,7 +142,7 @@ class CapacityTable:
     current_per_s: float
     per_scaleout_per_s: tuple[float, ...]  # index n-1 holds scale-out n
     observed_scaleouts: frozenset[int]
-    workers: tuple[WorkerCapacity, ...]
+    executors: tuple[ExecutorCapacity, ...]
 
     def at(self, scaleout: int) -> float:
         if scaleout == self.current_scaleout:

@@ -19,20 +19,20 @@ def observation(
     *,
     time_s: float = 600.0,
     workload: float | list[float] = 1000.0,
-    workers: dict[str, tuple[list[float], list[float]]] | None = None,
+    executors: dict[str, tuple[list[float], list[float]]] | None = None,
     samples: int = 60,
     lag: float = 0.0,
     scaleout: int | None = None,
     uptime_s: float = 1e6,
     step_s: float = 1.0,
 ) -> Observation:
-    """An observation; `workers` maps id -> (throughput series, utilization series)."""
+    """An observation; `executors` maps id -> (throughput series, utilization series)."""
     series = [float(workload)] * samples if isinstance(workload, (int, float)) else [float(x) for x in workload]
-    workers = workers or {"w1": ([1000.0] * len(series), [0.5] * len(series))}
+    executors = executors or {"w1": ([1000.0] * len(series), [0.5] * len(series))}
     return Observation.of(
         time_s=time_s,
         workload_per_s=series,
-        executors=workers,
+        executors=executors,
         step_s=step_s,
         consumer_lag_records=lag,
         scaleout=scaleout,

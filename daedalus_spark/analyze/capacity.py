@@ -1,4 +1,4 @@
-"""Analyze: per-worker throughput/utilization regressions turned into capacity per scale-out, skew included (§3.1)."""
+"""Analyze: per-executor throughput/utilization regressions turned into capacity per scale-out, skew included (§3.1)."""
 
 from __future__ import annotations
 
@@ -8,38 +8,38 @@ from typing import Any
 
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.config import CapacityConfig
-from daedalus_spark.domain import CapacityTable, Observation, WorkerCapacity, WorkerSeries
+from daedalus_spark.domain import CapacityTable, ExecutorCapacity, ExecutorSeries, Observation
 from daedalus_spark.untrusted import Damaged, check_version, integer, mapping, number, text
 
 # Utilization slightly above 1 happens (sampling jitter, cgroup accounting); beyond this it is garbage.
 MAX_PLAUSIBLE_UTILIZATION = 1.2
-# Spark executor ids are never reused, so a worker unseen this long is gone for good.
-FORGET_WORKER_AFTER_S = 3600.0
+# Spark executor ids are never reused, so an executor unseen this long is gone for good.
+FORGET_EXECUTOR_AFTER_S = 3600.0
 STATE_VERSION = 1
 _MAX_SCALEOUT = 100_000  # a stored scale-out beyond this is not one we wrote
 
 
 @dataclass
 class CapacityModel:
-    """What the loop has learned about capacity: one regression per worker and capacities seen per scale-out."""
+    """What the loop has learned about capacity: one regression per executor and capacities seen per scale-out."""
 
     config: CapacityConfig
     regressions: dict[str, OnlineRegression] = field(default_factory=dict)
-    pooled: OnlineRegression = field(default_factory=OnlineRegression)  # every worker's samples together
+    pooled: OnlineRegression = field(default_factory=OnlineRegression)  # every executor's samples together
     last_seen_s: dict[str, float] = field(default_factory=dict)
     observed_per_scaleout: dict[int, float] = field(default_factory=dict)
 
     def learn(self, observation: Observation, *, skip_first: int = 0) -> int:
         """Feed every plausible sample after the first `skip_first` ones; returns how many were learned from."""
         learned = 0
-        for worker in observation.workers:
-            regression = self.regressions.setdefault(worker.worker_id, OnlineRegression())
-            self.last_seen_s[worker.worker_id] = observation.time_s
-            for x, y in _plausible_samples(worker, skip_first):
+        for executor in observation.executors:
+            regression = self.regressions.setdefault(executor.executor_id, OnlineRegression())
+            self.last_seen_s[executor.executor_id] = observation.time_s
+            for x, y in _plausible_samples(executor, skip_first):
                 regression.update(min(x, 1.0), y)
                 self.pooled.update(min(x, 1.0), y)
                 learned += 1
-        self._forget_gone_workers(observation.time_s)
+        self._forget_gone_executors(observation.time_s)
         return learned
 
     def to_state(self) -> dict[str, Any]:
@@ -76,22 +76,22 @@ class CapacityModel:
             observed_per_scaleout=observed,
         )
 
-    def _forget_gone_workers(self, now_s: float) -> None:
-        for worker_id, seen in list(self.last_seen_s.items()):
-            if now_s - seen > FORGET_WORKER_AFTER_S:
-                del self.last_seen_s[worker_id]
-                self.regressions.pop(worker_id, None)
+    def _forget_gone_executors(self, now_s: float) -> None:
+        for executor_id, seen in list(self.last_seen_s.items()):
+            if now_s - seen > FORGET_EXECUTOR_AFTER_S:
+                del self.last_seen_s[executor_id]
+                self.regressions.pop(executor_id, None)
 
-    def own_capacity(self, worker_id: str) -> tuple[float, str]:
-        """A worker's capacity at the expected maximum utilization as if it got all the load it could take."""
-        reg = self.regressions.get(worker_id)
+    def own_capacity(self, executor_id: str) -> tuple[float, str]:
+        """An executor's capacity at the expected maximum utilization as if it got all the load it could take."""
+        reg = self.regressions.get(executor_id)
         u_max = self.config.expected_max_utilization_ratio
         if reg is None or reg.n == 0 or reg.mean_x <= 0:
             return math.nan, "peer_mean"
         if self._trusted(reg):
             return max(reg.predict(u_max), 0.0), "regression"
         if self._trusted(self.pooled):
-            # Workers share hardware: the pooled slope, through this worker's own means, keeps its own speed.
+            # Executors share hardware: the pooled slope, through this executor's own means, keeps its own speed.
             return max(reg.mean_y + self.pooled.slope * (u_max - reg.mean_x), 0.0), "pooled"
         # Throughput / utilization underestimates when the CPU has an idle floor: a safe side to err on.
         return reg.mean_y / reg.mean_x * u_max, "ratio"
@@ -105,22 +105,22 @@ class CapacityModel:
         )
 
     def table(self, observation: Observation, max_scaleout: int) -> CapacityTable | None:
-        """Capacity of the current workers and of every scale-out 1..max; None when nothing is known yet."""
-        workers = _current_workers(observation)
-        if not workers:
+        """Capacity of the current executors and of every scale-out 1..max; None when nothing is known yet."""
+        executors = _current_executors(observation)
+        if not executors:
             return None
-        owns = {w: self.own_capacity(w) for w in workers}
+        owns = {w: self.own_capacity(w) for w in executors}
         known = [c for c, _ in owns.values() if math.isfinite(c) and c > 0]
         if not known:
             return None
         peer_mean = sum(known) / len(known)
         owns = {w: (c, m) if math.isfinite(c) and c > 0 else (peer_mean, "peer_mean") for w, (c, m) in owns.items()}
-        shares = _load_shares(workers)
-        # The job saturates when its most constrained worker does: each worker only reaches its share of that.
+        shares = _load_shares(executors)
+        # The job saturates when its most constrained executor does: each executor only reaches its share of that.
         saturation = min(owns[w][0] / s for w, s in shares.items() if s > 0)
         capacities = tuple(
-            WorkerCapacity(
-                worker_id=w,
+            ExecutorCapacity(
+                executor_id=w,
                 samples=self.regressions[w].n if w in self.regressions else 0,
                 intercept_per_s=self.regressions[w].intercept if w in self.regressions else 0.0,
                 slope_per_s=self.regressions[w].slope if w in self.regressions else 0.0,
@@ -129,17 +129,17 @@ class CapacityModel:
                 capacity_per_s=shares[w] * saturation,
                 method=owns[w][1],
             )
-            for w in workers
+            for w in executors
         )
         return self._table(observation.scaleout, saturation, capacities, max_scaleout)
 
     def remember(self, table: CapacityTable) -> None:
         """Keep the current scale-out's capacity so later decisions prefer it over extrapolation."""
-        if all(w.method == "regression" for w in table.workers):
+        if all(w.method == "regression" for w in table.executors):
             self.observed_per_scaleout[table.current_scaleout] = table.current_per_s
 
     def _table(
-        self, scaleout: int, current: float, workers: tuple[WorkerCapacity, ...], max_scaleout: int
+        self, scaleout: int, current: float, executors: tuple[ExecutorCapacity, ...], max_scaleout: int
     ) -> CapacityTable:
         per_scaleout = tuple(
             current if n == scaleout else self.observed_per_scaleout.get(n, self._extrapolate(current, scaleout, n))
@@ -150,24 +150,24 @@ class CapacityModel:
             current_per_s=current,
             per_scaleout_per_s=per_scaleout,
             observed_scaleouts=frozenset(self.observed_per_scaleout) | {scaleout},
-            workers=workers,
+            executors=executors,
         )
 
     def _extrapolate(self, current: float, scaleout: int, n: int) -> float:
-        """Capacity at an unseen scale-out: the paper's mean worker x n, or by the busiest worker's partitions.
+        """Capacity at an unseen scale-out: the paper's mean executor x n, or by the busiest executor's partitions.
 
-        Either way discounted by the margin: how keys fall onto an unseen number of workers is not known.
+        Either way discounted by the margin: how keys fall onto an unseen number of executors is not known.
         """
         p = self.config.partitions
         keep = 1.0 - self.config.unobserved_margin_ratio
         if p <= 0:
             return current / scaleout * n * keep
-        # Partitions are spread as evenly as possible; the job saturates when the worker holding the most does.
+        # Partitions are spread as evenly as possible; the job saturates when the executor holding the most does.
         return current * math.ceil(p / scaleout) / math.ceil(p / min(n, p)) * keep
 
 
-def _plausible_samples(worker: WorkerSeries, skip_first: int) -> list[tuple[float, float]]:
-    pairs = zip(worker.utilization_ratio[skip_first:], worker.throughput_per_s[skip_first:], strict=False)
+def _plausible_samples(executor: ExecutorSeries, skip_first: int) -> list[tuple[float, float]]:
+    pairs = zip(executor.utilization_ratio[skip_first:], executor.throughput_per_s[skip_first:], strict=False)
     return [
         (x, y)
         for x, y in pairs
@@ -175,14 +175,14 @@ def _plausible_samples(worker: WorkerSeries, skip_first: int) -> list[tuple[floa
     ]
 
 
-def _current_workers(observation: Observation) -> dict[str, list[float]]:
-    """Worker id -> its plausible throughput samples in this window (all of them, warm-up included)."""
-    return {w.worker_id: [y for _, y in _plausible_samples(w, 0)] for w in observation.workers}
+def _current_executors(observation: Observation) -> dict[str, list[float]]:
+    """Executor id -> its plausible throughput samples in this window (all of them, warm-up included)."""
+    return {w.executor_id: [y for _, y in _plausible_samples(w, 0)] for w in observation.executors}
 
 
-def _load_shares(workers: dict[str, list[float]]) -> dict[str, float]:
-    means = {w: (sum(ys) / len(ys) if ys else 0.0) for w, ys in workers.items()}
+def _load_shares(executors: dict[str, list[float]]) -> dict[str, float]:
+    means = {w: (sum(ys) / len(ys) if ys else 0.0) for w, ys in executors.items()}
     total = sum(means.values())
     if total <= 0:
-        return {w: 1.0 / len(workers) for w in workers}
+        return {w: 1.0 / len(executors) for w in executors}
     return {w: m / total for w, m in means.items()}

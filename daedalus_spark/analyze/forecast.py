@@ -401,7 +401,7 @@ def fit_arima(
     detect_season: bool = False,
     select_horizon_steps: int = 0,
 ) -> ArimaModel:
-    """A freshly searched auto-ARIMA on `y`; a free function so it can run on any executor.
+    """A freshly searched auto-ARIMA on `y`; a free function so it can run on any thread pool.
 
     With `select_horizon_steps`, each search keeps the candidate with the lowest hold-out WAPE over that many steps
     (`_holdout_wape`) instead of the lowest AIC. With `detect_season` (and no fixed seasonal period), a period found
@@ -615,9 +615,9 @@ class WorkloadForecaster:
     poor streak counts ARIMA's quality only (the paper's "TSF predictions are consistently poor").
     """
 
-    def __init__(self, config: ForecastConfig, *, refit_executor: Executor | None = None) -> None:
+    def __init__(self, config: ForecastConfig, *, refit_pool: Executor | None = None) -> None:
         self._config = config
-        self._executor = refit_executor
+        self._refit_pool = refit_pool
         res = config.resolution_s
         self._res = res
         self._window_steps = max(2, round(config.history_window_s / res))
@@ -790,7 +790,7 @@ class WorkloadForecaster:
     def _submit(self, *, refit: bool) -> None:
         y = self._history[-self._window_steps :].copy()  # a private copy: the job may run on another thread
         self._steps_since_fit = 0
-        if self._executor is None:
+        if self._refit_pool is None:
             try:
                 model = fit_arima(
                     y,
@@ -804,7 +804,7 @@ class WorkloadForecaster:
                 return
             self._install(model, refit=refit)
             return
-        self._pending = self._executor.submit(
+        self._pending = self._refit_pool.submit(
             fit_arima,
             y,
             window_steps=self._window_steps,
@@ -879,7 +879,7 @@ class WorkloadForecaster:
 
     @classmethod
     def from_bytes(
-        cls, data: bytes, config: ForecastConfig, *, refit_executor: Executor | None = None
+        cls, data: bytes, config: ForecastConfig, *, refit_pool: Executor | None = None
     ) -> WorkloadForecaster:
         """Restore from `to_bytes`; the input is untrusted: anything malformed raises `ValueError` naming it.
 
@@ -898,7 +898,7 @@ class WorkloadForecaster:
         stored_res = number(field(raw, "resolution_s", "forecaster"), "forecaster.resolution_s")
         if stored_res != config.resolution_s:
             raise ValueError(f"stored forecaster uses resolution_s={stored_res}, config has {config.resolution_s}")
-        forecaster = cls(config, refit_executor=refit_executor)
+        forecaster = cls(config, refit_pool=refit_pool)
         forecaster._restore_fields(raw)
         forecaster._restore_arima(field(raw, "arima", "forecaster"))
         return forecaster

@@ -36,16 +36,16 @@ TRACE = BUNDLED_TRACES["wordcount"]
 
 @dataclass(frozen=True)
 class DemoPlan:
-    """Sizes measured on this machine (docs/demo.md): 0.25 CPU per worker, one 1-core executor each."""
+    """Sizes measured on this machine (docs/demo.md): 0.25 CPU per executor, a 1-core executor per standalone worker."""
 
-    workers: int = 4
-    cpus_per_worker: float = 0.25
+    max_scaleout: int = 4  # standalone workers started, one executor each
+    cpus_per_executor: float = 0.25
     partitions: int = 8
     trace: Path = TRACE
     trace_start_s: int = 0
     trace_seconds: int = 10800  # one 3-hour load cycle of the WordCount trace...
     duration_s: float = 480.0  # ...played in 8 minutes
-    scale: float = 0.015  # peak 40,000 x 0.015 x 22.5 (compression) = 13,500 lines/s: ~3 of the 4 workers here
+    scale: float = 0.015  # peak 40,000 x 0.015 x 22.5 (compression) = 13,500 lines/s: ~3 of the 4 executors here
     initial_executors: int = 2
     use_prometheus: bool = True
 
@@ -116,13 +116,15 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
     for name in ("wordcount", "generator", "controller"):
         (out / f"{name}.log").unlink(missing_ok=True)
     base = load_config(config_path)
-    cluster = LocalCluster(workers=plan.workers, cpus_per_worker=plan.cpus_per_worker, memory_per_worker="768m")
+    cluster = LocalCluster(
+        workers=plan.max_scaleout, cpus_per_executor=plan.cpus_per_executor, memory_per_worker="768m"
+    )
     prometheus: PrometheusServer | None = None
     sampler: Sampler | None = None
     started = time.monotonic()
     try:
         log(
-            f"demo: starting {plan.workers} Spark workers ({plan.cpus_per_worker:g} CPU each; cgroup quota: "
+            f"demo: starting {plan.max_scaleout} Spark workers ({plan.cpus_per_executor:g} CPU each; cgroup quota: "
             f"{cpu_quota_support() or 'none'})"
         )
         cluster.start()
@@ -147,7 +149,7 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
             "--config",
             str(config_path),
             "--max-executors",
-            str(plan.workers),
+            str(plan.max_scaleout),
             "--initial-executors",
             str(plan.initial_executors),
             "--conf",
@@ -171,7 +173,7 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
             scrape_urls=[f"{agent}/metrics", exporter_url],
             prometheus_url=prometheus_url,
             metrics_port=controller_port,
-            max_scaleout=plan.workers,
+            max_scaleout=plan.max_scaleout,
         )
         (out / "demo-config.yaml").write_text(render_yaml(config))
         processes.python(
@@ -237,7 +239,7 @@ def _finish(out: Path, plan: DemoPlan, samples: list[Any], wall_s: float, log: A
     )
     if samples:
         write_csv(samples, out / "timeline.csv")
-        plot(samples, out / "timeline.png", f"daedalus-spark demo: WordCount, {plan.workers} workers max")
+        plot(samples, out / "timeline.png", f"daedalus-spark demo: WordCount, {plan.max_scaleout} executors max")
     summary = summarize(plan, samples, decisions, wall_s)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
     report = _report(out)
@@ -267,8 +269,8 @@ def summarize(plan: DemoPlan, samples: list[Any], decisions: list[dict[str, Any]
             1 for d in decisions if d.get("actuation") and d["actuation"]["outcome"] in ("failed", "refused")
         ),
         "executor_seconds": round(executor_s, 1),
-        "static_max_executor_seconds": round(plan.workers * span_s, 1),
-        "executor_seconds_vs_static_max": round(executor_s / (plan.workers * span_s), 3) if span_s else None,
+        "static_max_executor_seconds": round(plan.max_scaleout * span_s, 1),
+        "executor_seconds_vs_static_max": round(executor_s / (plan.max_scaleout * span_s), 3) if span_s else None,
         "lag_p95_records": round(float(np.percentile(finite_lag, 95)), 1) if finite_lag.size else None,
         "lag_max_records": round(float(finite_lag.max()), 1) if finite_lag.size else None,
         "executors_over_time": [

@@ -104,7 +104,7 @@ def plot(samples: list[Sample], path: Path, title: str) -> None:
     import pandas as pd
 
     t = [s.t_s for s in samples]
-    fig, (load, workers, lag) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    fig, (load, executors, lag) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
 
     # Records are counted when a micro-batch's stage completes: smooth over ~10 s so bursts do not hide the level.
     def smooth(values: list[float]) -> list[float]:
@@ -114,10 +114,10 @@ def plot(samples: list[Sample], path: Path, title: str) -> None:
     load.plot(t, smooth([s.throughput_per_s for s in samples]), label="throughput (records/s processed)", alpha=0.8)
     load.set_ylabel("records/s (10-s mean)")
     load.legend(loc="upper left")
-    workers.step(t, [s.executors for s in samples], where="post", label="executors live")
-    workers.step(t, [s.target for s in samples], where="post", linestyle="--", label="target")
-    workers.set_ylabel("executors")
-    workers.legend(loc="upper left")
+    executors.step(t, [s.executors for s in samples], where="post", label="executors live")
+    executors.step(t, [s.target for s in samples], where="post", linestyle="--", label="target")
+    executors.set_ylabel("executors")
+    executors.legend(loc="upper left")
     lag.plot(t, [s.lag_records for s in samples], color="tab:red")
     lag.set_ylabel("consumer lag (records)")
     lag.set_xlabel("seconds since start")

@@ -19,4 +19,4 @@ class DryRunActuator:
 
     def apply(self, target: int) -> Actuation:
         self.requested.append(target)
-        return Actuation(target, Outcome.DRY_RUN, f"dry run: would set {target} workers", live=self.live)
+        return Actuation(target, Outcome.DRY_RUN, f"dry run: would set {target} executors", live=self.live)

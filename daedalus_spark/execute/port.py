@@ -28,7 +28,7 @@ class Actuation:
     target: int
     outcome: Outcome
     detail: str = ""  # for people: what the actuator saw or why it refused
-    live: int | None = None  # live workers when the actuator last looked
+    live: int | None = None  # live executors when the actuator last looked
     duration_s: float = 0.0
 
 
@@ -38,7 +38,7 @@ class ActuatorError(Exception):
 
 class Actuator(Protocol):
     def current(self) -> int:
-        """Live workers now; raises ActuatorError when they cannot be counted."""
+        """Live executors now; raises ActuatorError when they cannot be counted."""
         ...
 
     def apply(self, target: int) -> Actuation:

@@ -7,12 +7,16 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from daedalus_spark.domain import CapacityTable, Forecast, Observation, WorkerCapacity
+from daedalus_spark.domain import CapacityTable, ExecutorCapacity, Forecast, Observation
 from daedalus_spark.untrusted import check_version, mapping
 
 FORECASTS_KEPT = 120  # the forecasts of the last 120 ticks: enough to score one against what came
 WORKLOAD_KEPT = 3000  # observed workload, one value per forecast resolution step
 STATE_VERSION = 1
+# Stores written before "worker" was renamed "executor" say "workers" and "worker_id" in the capacity table:
+# still read.
+_LEGACY_EXECUTORS_KEY = "workers"
+_LEGACY_EXECUTOR_ID_KEY = "worker_id"
 
 
 @dataclass(frozen=True)
@@ -102,15 +106,22 @@ def _table_to_json(t: CapacityTable) -> dict[str, Any]:
         "current_per_s": t.current_per_s,
         "per_scaleout_per_s": list(t.per_scaleout_per_s),
         "observed_scaleouts": sorted(t.observed_scaleouts),
-        "workers": [asdict(w) for w in t.workers],
+        "executors": [asdict(w) for w in t.executors],
     }
 
 
 def _table_from_json(raw: dict[str, Any]) -> CapacityTable:
+    executors = raw["executors"] if "executors" in raw else raw[_LEGACY_EXECUTORS_KEY]
     return CapacityTable(
         current_scaleout=int(raw["current_scaleout"]),
         current_per_s=float(raw["current_per_s"]),
         per_scaleout_per_s=tuple(float(c) for c in raw["per_scaleout_per_s"]),
         observed_scaleouts=frozenset(int(n) for n in raw["observed_scaleouts"]),
-        workers=tuple(WorkerCapacity(**w) for w in raw["workers"]),
+        executors=tuple(_executor_capacity_from_json(w) for w in executors),
     )
+
+
+def _executor_capacity_from_json(raw: dict[str, Any]) -> ExecutorCapacity:
+    if _LEGACY_EXECUTOR_ID_KEY in raw and "executor_id" not in raw:
+        raw = {("executor_id" if k == _LEGACY_EXECUTOR_ID_KEY else k): v for k, v in raw.items()}
+    return ExecutorCapacity(**raw)

@@ -34,10 +34,10 @@ class Knowledge:
     history: History = field(default_factory=History)
 
     @classmethod
-    def fresh(cls, config: Config, *, refit_executor: Executor | None = None) -> Knowledge:
+    def fresh(cls, config: Config, *, refit_pool: Executor | None = None) -> Knowledge:
         return cls(
             capacity=CapacityModel(config.capacity),
-            forecaster=WorkloadForecaster(config.forecast, refit_executor=refit_executor),
+            forecaster=WorkloadForecaster(config.forecast, refit_pool=refit_pool),
             recovery=RecoveryMonitor(config.recovery),
         )
 
@@ -99,19 +99,17 @@ class IncompatibleKnowledge(ValueError):
     """A knowledge file written by a newer daedalus-spark, or damaged."""
 
 
-def restore(s: Snapshot, config: Config, *, refit_executor: Executor | None = None) -> Knowledge:
+def restore(s: Snapshot, config: Config, *, refit_pool: Executor | None = None) -> Knowledge:
     if s.format_version > FORMAT_VERSION:
         raise IncompatibleKnowledge(
             f"knowledge format {s.format_version} is newer than this version understands ({FORMAT_VERSION})"
         )
     try:
-        knowledge = _restore_learned(s, config, refit_executor)
+        knowledge = _restore_learned(s, config, refit_pool)
     except (KeyError, TypeError, ValueError, RecursionError) as exc:  # JSONDecodeError and Damaged are ValueErrors
         raise IncompatibleKnowledge(f"knowledge damaged or from another version: {exc}") from None
     try:
-        knowledge.forecaster = WorkloadForecaster.from_bytes(
-            s.forecaster, config.forecast, refit_executor=refit_executor
-        )
+        knowledge.forecaster = WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refit_pool=refit_pool)
     except ValueError as exc:  # damaged, or another forecast.resolution_s: relearn the forecast, keep the rest
         _log.warning("stored forecaster not used, the forecast is relearned: %s", exc)
     return knowledge
@@ -128,11 +126,11 @@ def _history(raw: str | None) -> History:
         return History()
 
 
-def _restore_learned(s: Snapshot, config: Config, refit_executor: Executor | None) -> Knowledge:
+def _restore_learned(s: Snapshot, config: Config, refit_pool: Executor | None) -> Knowledge:
     controller = mapping(json.loads(s.components["controller"]), "controller")
     return Knowledge(
         capacity=CapacityModel.from_state(config.capacity, json.loads(s.components["capacity"])),
-        forecaster=WorkloadForecaster(config.forecast, refit_executor=refit_executor),
+        forecaster=WorkloadForecaster(config.forecast, refit_pool=refit_pool),
         recovery=RecoveryMonitor.from_state(config.recovery, json.loads(s.components["recovery"])),
         last_rescale_s=optional_number(controller["last_rescale_s"], "controller.last_rescale_s"),
         decisions=deque((decision_from_json(d) for d in s.decisions), maxlen=HISTORY_LIMIT),

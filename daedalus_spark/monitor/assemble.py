@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daedalus_spark.domain import SPARK_DRIVER_ID, Observation, WorkerSeries
+from daedalus_spark.domain import SPARK_DRIVER_ID, ExecutorSeries, Observation
 from daedalus_spark.monitor.port import MonitorError
 
 # The queries every monitor answers, in Prometheus's matrix shape: [{"metric": {labels}, "values": [[t, v], ...]}].
@@ -70,16 +70,16 @@ def build_observation(results: Mapping[str, Matrix], window: Window, *, executor
     throughput = _per_executor("throughput", results["throughput"], window, executor_label)
     utilization = _per_executor("utilization", results["utilization"], window, executor_label)
     scaleout = _whole(scalars["executors"])
-    workers = _aligned_workers(throughput, utilization)
-    workers = _live(workers, scaleout)
-    grid = _common_grid(scalars["workload"], workers, window)
+    executors = _aligned_executors(throughput, utilization)
+    executors = _live(executors, scaleout)
+    grid = _common_grid(scalars["workload"], executors, window)
     return Observation(
         time_s=grid[-1] * window.step_s,
         step_s=window.step_s,
         workload_per_s=tuple(scalars["workload"][k] for k in grid),
-        workers=tuple(
-            WorkerSeries(e, tuple(workers[e][k][0] for k in grid), tuple(workers[e][k][1] for k in grid))
-            for e in sorted(workers, key=_executor_order)
+        executors=tuple(
+            ExecutorSeries(e, tuple(executors[e][k][0] for k in grid), tuple(executors[e][k][1] for k in grid))
+            for e in sorted(executors, key=_executor_order)
         ),
         consumer_lag_records=_latest(scalars["lag"]),
         scaleout=scaleout,
@@ -126,7 +126,7 @@ def _per_executor(name: str, matrix: Matrix, window: Window, label: str) -> dict
             raise MonitorError(
                 "invalid", f"query {name!r}: a series without the executor label {label!r}: {series.get('metric')}"
             )
-        if executor == SPARK_DRIVER_ID:  # the driver runs no source tasks: not a worker
+        if executor == SPARK_DRIVER_ID:  # the driver runs no source tasks: not an executor
             continue
         if executor in out:
             raise MonitorError(
@@ -138,38 +138,41 @@ def _per_executor(name: str, matrix: Matrix, window: Window, label: str) -> dict
     return out
 
 
-def _aligned_workers(
+def _aligned_executors(
     throughput: Mapping[str, dict[int, float]], utilization: Mapping[str, dict[int, float]]
 ) -> dict[str, dict[int, tuple[float, float]]]:
-    workers = {}
+    executors = {}
     for executor in throughput.keys() & utilization.keys():
         both = throughput[executor].keys() & utilization[executor].keys()
         if both:
-            workers[executor] = {k: (throughput[executor][k], utilization[executor][k]) for k in both}
-    return workers
+            executors[executor] = {k: (throughput[executor][k], utilization[executor][k]) for k in both}
+    return executors
 
 
 def _live(
-    workers: dict[str, dict[int, tuple[float, float]]], scaleout: int
+    executors: dict[str, dict[int, tuple[float, float]]], scaleout: int
 ) -> dict[str, dict[int, tuple[float, float]]]:
     """The executors that report until the end; those that left inside the window are dropped."""
     if scaleout < 1:
         raise MonitorError("partial", f"the scale-out is {scaleout}: no live executor to observe")
-    if len(workers) > scaleout:
-        last = max(max(points) for points in workers.values())
-        workers = {e: points for e, points in workers.items() if max(points) == last}
-    if len(workers) != scaleout:
-        ids = ", ".join(sorted(workers, key=_executor_order)) or "none"
+    if len(executors) > scaleout:
+        last = max(max(points) for points in executors.values())
+        executors = {e: points for e, points in executors.items() if max(points) == last}
+    if len(executors) != scaleout:
+        ids = ", ".join(sorted(executors, key=_executor_order)) or "none"
         raise MonitorError(
             "partial",
-            f"{len(workers)} executors with throughput and utilization series ({ids}) but the scale-out is {scaleout}",
+            f"{len(executors)} executors with throughput and utilization series ({ids}) "
+            f"but the scale-out is {scaleout}",
         )
-    return workers
+    return executors
 
 
-def _common_grid(workload: Mapping[int, float], workers: Mapping[str, Mapping[int, Any]], window: Window) -> list[int]:
+def _common_grid(
+    workload: Mapping[int, float], executors: Mapping[str, Mapping[int, Any]], window: Window
+) -> list[int]:
     common = set(workload)
-    for points in workers.values():
+    for points in executors.values():
         common &= points.keys()
     if not common:
         raise MonitorError(

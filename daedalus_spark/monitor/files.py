@@ -1,4 +1,4 @@
-"""Monitor (offline): read workload traces and per-worker metric CSVs exported from Grafana or Prometheus."""
+"""Monitor (offline): read workload traces and per-executor metric CSVs exported from Grafana or Prometheus."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class InputFileError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
-# Largest input file read (a 6-hour trace is 300 kB, a day of 1-s metrics for 100 workers ~100 MB); bounds memory
+# Largest input file read (a 6-hour trace is 300 kB, a day of 1-s metrics for 100 executors ~100 MB); bounds memory
 # and ends reads of endless devices (/dev/zero) or pipes.
 MAX_INPUT_BYTES = 256 * 1024 * 1024
 
@@ -89,7 +89,7 @@ def read_trace(path: str | Path) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MetricTable:
-    """A wide metrics CSV: a time column and one column per series (e.g. per worker)."""
+    """A wide metrics CSV: a time column and one column per series (e.g. per executor)."""
 
     times: tuple[str, ...]
     columns: dict[str, np.ndarray]

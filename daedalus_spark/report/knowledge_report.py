@@ -67,7 +67,7 @@ def build(k: Knowledge) -> dict[str, Any]:
                     {"scaleout": n, "capacity_per_s": c, "observed": n in table.observed_scaleouts}
                     for n, c in enumerate(table.per_scaleout_per_s, start=1)
                 ],
-                "workers": [{**asdict(w), "skew_factor_ratio": w.skew_factor_ratio} for w in table.workers],
+                "executors": [{**asdict(w), "skew_factor_ratio": w.skew_factor_ratio} for w in table.executors],
             },
             "forecast": {
                 "latest": asdict(k.history.forecasts[-1]) if k.history.forecasts else None,
@@ -148,9 +148,9 @@ def format_text(r: dict[str, Any]) -> str:
             )
             + "   (* extrapolated)"
         )
-        for w in cap["workers"]:
+        for w in cap["executors"]:
             lines.append(
-                f"  worker {w['worker_id']}: {w['capacity_per_s']:,.0f}/s ({w['method']}, "
+                f"  executor {w['executor_id']}: {w['capacity_per_s']:,.0f}/s ({w['method']}, "
                 f"{w['samples']} samples, {w['intercept_per_s']:.0f} + {w['slope_per_s']:.0f} x util, "
                 f"skew {w['skew_factor_ratio']:.2f})"
             )
@@ -192,7 +192,7 @@ def plot_capacity(r: dict[str, Any], ax: Any) -> None:
         [p["capacity_per_s"] for p in per],
         color=["tab:blue" if p["observed"] else "tab:gray" for p in per],
     )
-    ax.set(xlabel="scale-out (workers)", ylabel="records/s", title="capacity per scale-out (gray: extrapolated)")
+    ax.set(xlabel="scale-out (executors)", ylabel="records/s", title="capacity per scale-out (gray: extrapolated)")
 
 
 def plot_forecast(r: dict[str, Any], ax: Any) -> None:
@@ -207,7 +207,7 @@ def plot_decisions(r: dict[str, Any], ax: Any) -> None:
     latest = r["decisions"]["latest"]
     ax.step([x["time_s"] for x in latest], [x["target"] for x in latest], where="post", label="target")
     ax.step([x["time_s"] for x in latest], [x["current"] for x in latest], where="post", label="current")
-    ax.set(xlabel="time (s)", ylabel="workers", title="scale-out, latest decisions")
+    ax.set(xlabel="time (s)", ylabel="executors", title="scale-out, latest decisions")
     ax.legend()
 
 

@@ -80,8 +80,8 @@ class ControllerMetrics:
         self.controller = controller
         self.registry = registry or CollectorRegistry()
         r, p = self.registry, "daedalus_controller_"
-        self.current = Gauge(p + "scaleout_current", "Workers the job ran at the last tick", registry=r)
-        self.target = Gauge(p + "scaleout_target", "Workers the last tick decided on", registry=r)
+        self.current = Gauge(p + "scaleout_current", "Executors the job ran at the last tick", registry=r)
+        self.target = Gauge(p + "scaleout_target", "Executors the last tick decided on", registry=r)
         self.capacity = Gauge(
             p + "capacity_records_per_second", "Learned capacity per scale-out", ["scaleout", "observed"], registry=r
         )

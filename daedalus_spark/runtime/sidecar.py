@@ -49,7 +49,7 @@ class Sidecar:
             else None
         )
         self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path)
-        controller = Controller.resume(self.config, self.store, refit_executor=self.refits)
+        controller = Controller.resume(self.config, self.store, refit_pool=self.refits)
         self.metrics = ControllerMetrics(controller)
         publishers: list[Publisher] = [
             DecisionLog(self.config.runtime.decision_log),
@@ -132,7 +132,7 @@ class Sidecar:
     def _probe_actuator(self) -> None:
         """One clear line at start when the job cannot be reached; the ticks keep trying regardless."""
         try:
-            log.info("actuator %s sees %d workers", type(self.actuator).__name__, self.actuator.current())
+            log.info("actuator %s sees %d executors", type(self.actuator).__name__, self.actuator.current())
         except ActuatorError as exc:
             log.warning("%s; the sidecar keeps running and tries again every tick", exc)
 

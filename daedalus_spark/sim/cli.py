@@ -22,8 +22,8 @@ TRACES_DIR = Path(__file__).resolve().parents[2] / "workloads" / "traces"
 DEFAULT_TRACE = TRACES_DIR / "wordcount_sine_40000_6h.csv"
 DEFAULT_POLICIES = "daedalus,static:12,hpa:0.8,hpa:0.85,flink,oracle,optimum"
 TABLE_COLUMNS = (
-    ("avg_workers", "workers", "{:.2f}"),
-    ("worker_hours", "worker-h", "{:.1f}"),
+    ("avg_executors", "executors", "{:.2f}"),
+    ("executor_hours", "executor-h", "{:.1f}"),
     ("vs_static", "vs static", "{:.2f}"),
     ("vs_optimum", "vs optimum", "{:.2f}"),
     ("vs_oracle", "vs oracle", "{:.2f}"),
@@ -155,11 +155,11 @@ def _check_job_model(job_model: JobModel, config: Config, source: str | None) ->
     """Settings that are valid alone but not with this config: refused rather than silently ignored."""
     where = source or "job model"
     max_scaleout = max(config.controller.max_scaleout, job_model.reference_scaleout)
-    outside = [s for s in job_model.slow_workers if not 0 <= s < max_scaleout]
+    outside = [s for s in job_model.slow_executors if not 0 <= s < max_scaleout]
     if outside:
-        raise ValueError(f"{where}: slow_workers {outside} outside the executors 0..{max_scaleout - 1}")
-    if len(set(job_model.slow_workers)) != len(job_model.slow_workers):
-        raise ValueError(f"{where}: slow_workers lists an executor twice")
+        raise ValueError(f"{where}: slow_executors {outside} outside the executors 0..{max_scaleout - 1}")
+    if len(set(job_model.slow_executors)) != len(job_model.slow_executors):
+        raise ValueError(f"{where}: slow_executors lists an executor twice")
     initial = job_model.initial_scaleout
     if initial is not None and initial > config.controller.max_scaleout:
         raise ValueError(

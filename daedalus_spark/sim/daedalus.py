@@ -63,7 +63,7 @@ class DaedalusPolicy:
     def decide(self, job: SimulatedJob) -> int | None:
         if self._loop is None:  # the first step comes one interval in, so its window starts at the job's start
             self._loop = Loop(
-                Controller(self.config, refit_executor=None),
+                Controller(self.config, refit_pool=None),
                 self._monitor,
                 self._actuator,
                 store=None,

@@ -93,10 +93,10 @@ def evaluate(
     metrics = {
         name: summarize(
             run,
-            static_workers=config.controller.max_scaleout,
-            oracle_worker_hours=oracle_wh,
+            static_executors=config.controller.max_scaleout,
+            oracle_executor_hours=oracle_wh,
             target_recovery_s=config.controller.target_recovery_s,
-            optimum_worker_hours=optimum_wh,
+            optimum_executor_hours=optimum_wh,
         )
         for name, run in runs.items()
     }

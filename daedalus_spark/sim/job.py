@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daedalus_spark.domain import Observation, WorkerSeries
+from daedalus_spark.domain import ExecutorSeries, Observation
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.skew import SimulatedCapacity
 
@@ -52,7 +52,7 @@ class SimulatedJob:
         self.processed_per_s = np.zeros(n)
         self.backlog_records = np.zeros(n)
         self.latency_s = np.zeros(n)
-        self.worker_throughput_per_s = np.zeros((n, max_scaleout))
+        self.executor_throughput_per_s = np.zeros((n, max_scaleout))
         self.busy_ratio = np.zeros((n, max_scaleout))
         self.cpu_ratio = np.zeros((n, max_scaleout))
         self.rescales: list[Rescale] = []
@@ -76,7 +76,7 @@ class SimulatedJob:
         return self._backlog
 
     def request_scaleout(self, target: int) -> bool:
-        """Start a rescale to `target` workers now; ignored while one is in progress or when unchanged."""
+        """Start a rescale to `target` executors now; ignored while one is in progress or when unchanged."""
         target = max(1, min(int(target), self.capacity.max_scaleout))
         if target == self.scaleout or not self.processing or self.now_s >= self.duration_s:
             return False
@@ -117,28 +117,28 @@ class SimulatedJob:
         self.processed_per_s[t0:t1], self.backlog_records[t0:t1] = processed, backlog
         wait = np.arange(self.restart_end_s - t0, self.restart_end_s - t1, -1) if not processing else 0.0
         self.latency_s[t0:t1] = self.model.base_latency_s + wait + backlog / max(job_cap, 1e-9)
-        self._workers(t0, t1, processed)
+        self._per_executor(t0, t1, processed)
         self._backlog, self.now_s = float(backlog[-1]), t1
 
-    def _workers(self, t0: int, t1: int, processed: np.ndarray) -> None:
+    def _per_executor(self, t0: int, t1: int, processed: np.ndarray) -> None:
         n = self.scaleout
         shares = self.capacity.shares(n)
         thr = processed[:, None] * shares[None, :]
-        busy = np.clip(thr / self.capacity.worker_capacity_per_s[None, :n], 0.0, 1.0)
+        busy = np.clip(thr / self.capacity.executor_capacity_per_s[None, :n], 0.0, 1.0)
         noise = self._rng.normal(0.0, self.model.utilization_noise_ratio, size=busy.shape)
         idle = self.model.cpu_idle_ratio
-        self.worker_throughput_per_s[t0:t1, :n] = thr
+        self.executor_throughput_per_s[t0:t1, :n] = thr
         self.busy_ratio[t0:t1, :n] = busy
         self.cpu_ratio[t0:t1, :n] = np.clip(idle + (1.0 - idle) * busy + noise, 0.0, 1.0)
 
     def observation(self, since_s: int) -> Observation:
-        """What the monitor reports at now_s about seconds since_s..now_s-1, for the live workers."""
+        """What the monitor reports at now_s about seconds since_s..now_s-1, for the live executors."""
         t0, t1 = max(0, since_s), self.now_s
         signal = self.cpu_ratio if self.cpu_signal else self.busy_ratio
-        workers = tuple(
-            WorkerSeries(
-                worker_id=f"worker-{i}",
-                throughput_per_s=tuple(self.worker_throughput_per_s[t0:t1, i].tolist()),
+        executors = tuple(
+            ExecutorSeries(
+                executor_id=f"executor-{i}",
+                throughput_per_s=tuple(self.executor_throughput_per_s[t0:t1, i].tolist()),
                 utilization_ratio=tuple(signal[t0:t1, i].tolist()),
             )
             for i in range(self.scaleout)
@@ -147,7 +147,7 @@ class SimulatedJob:
             time_s=float(t1),
             step_s=1.0,
             workload_per_s=tuple(self.workload_per_s[t0:t1].tolist()),
-            workers=workers,
+            executors=executors,
             consumer_lag_records=self._backlog,
             scaleout=self.scaleout,
             uptime_s=self.uptime_s(),

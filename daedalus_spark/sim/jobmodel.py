@@ -30,13 +30,13 @@ class DowntimeModel(_Model):
 class JobModel(_Model):
     """The simulated Spark Structured Streaming job on Kubernetes reading from Kafka."""
 
-    worker_capacity_per_s: float | None = Field(
+    executor_capacity_per_s: float | None = Field(
         None,
         gt=0,
         le=1e12,
         allow_inf_nan=False,
-        description="Records/s one worker processes at full utilization (None: derived from the "
-        "trace peak so that `reference_scaleout` workers carry peak x capacity_headroom_ratio).",
+        description="Records/s one executor processes at full utilization (None: derived from the "
+        "trace peak so that `reference_scaleout` executors carry peak x capacity_headroom_ratio).",
     )
     reference_scaleout: int = Field(12, ge=1, le=10000, description="Scale-out that just carries the peak.")
     capacity_headroom_ratio: float = Field(1.1, ge=0.5, le=10, description="Reference capacity / trace peak.")
@@ -45,12 +45,12 @@ class JobModel(_Model):
     zipf_exponent: float = Field(0.5, ge=0, le=5, description="Key popularity ~ 1/rank^s (0: uniform keys).")
     skew_seed: int = Field(7, ge=0, description="Seed of the key-to-partition hash.")
     # A YAML list is fine here (strict mode alone would want a tuple); each index is still a strict integer.
-    slow_workers: tuple[StrictInt, ...] = Field((), strict=False, description="Executors (0-based) that are slow.")
-    slow_worker_capacity_ratio: float = Field(0.7, gt=0, le=1, description="Capacity of a slow worker.")
+    slow_executors: tuple[StrictInt, ...] = Field((), strict=False, description="Executors (0-based) that are slow.")
+    slow_executor_capacity_ratio: float = Field(0.7, gt=0, le=1, description="Capacity of a slow executor.")
     utilization_signal: Literal["cpu", "busy_time"] | None = Field(
         None, description="Signal emitted as utilization (None: the controller config's utilization_signal)."
     )
-    cpu_idle_ratio: float = Field(0.1, ge=0, lt=1, description="CPU of an idle worker (measured: ~0.08-0.12).")
+    cpu_idle_ratio: float = Field(0.1, ge=0, lt=1, description="CPU of an idle executor (measured: ~0.08-0.12).")
     utilization_noise_ratio: float = Field(0.02, ge=0, le=0.5, description="Stddev of utilization noise.")
     downtime_scale_out: DowntimeModel = DowntimeModel(low_s=30, high_s=60)
     downtime_scale_in: DowntimeModel = DowntimeModel(low_s=15, high_s=30)
@@ -61,12 +61,12 @@ class JobModel(_Model):
         description="Replay after a restart: records processed since the last checkpoint (checkpoints at multiples).",
     )
     base_latency_s: float = Field(0.5, ge=0, le=3600, description="Latency of a record that does not wait.")
-    initial_scaleout: int | None = Field(None, ge=1, description="Workers at t=0 (None: max_scaleout).")
+    initial_scaleout: int | None = Field(None, ge=1, description="Executors at t=0 (None: max_scaleout).")
 
-    def worker_capacity_for(self, peak_per_s: float, unit_capacity_at_reference: float) -> float:
-        """Per-worker capacity: explicit, or so that the reference scale-out carries peak x headroom."""
-        if self.worker_capacity_per_s is not None:
-            return self.worker_capacity_per_s
+    def executor_capacity_for(self, peak_per_s: float, unit_capacity_at_reference: float) -> float:
+        """Per-executor capacity: explicit, or so that the reference scale-out carries peak x headroom."""
+        if self.executor_capacity_per_s is not None:
+            return self.executor_capacity_per_s
         return max(peak_per_s, 1.0) * self.capacity_headroom_ratio / unit_capacity_at_reference
 
 

@@ -1,4 +1,4 @@
-"""Simulation: judge a run by its decisions — worker-hours, rescales, lag, latency and recovery violations."""
+"""Simulation: judge a run by its decisions — executor-hours, rescales, lag, latency and recovery violations."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from daedalus_spark.sim.job import Rescale
 from daedalus_spark.sim.runner import RunResult
 
 METRIC_ORDER = (
-    "avg_workers",
-    "worker_hours",
+    "avg_executors",
+    "executor_hours",
     "vs_static",
     "vs_oracle",
     "vs_optimum",
@@ -86,24 +86,24 @@ def seconds_behind(result: RunResult, target_s: float) -> int:
 def summarize(
     result: RunResult,
     *,
-    static_workers: int,
-    oracle_worker_hours: float,
+    static_executors: int,
+    oracle_executor_hours: float,
     target_recovery_s: float,
-    optimum_worker_hours: float | None = None,
+    optimum_executor_hours: float | None = None,
 ) -> dict[str, float | int]:
     """The metrics of one run, in METRIC_ORDER (vs_optimum is NaN when the optimum is not known)."""
     duration_h = len(result.scaleout) / 3600.0
-    worker_hours = float(result.scaleout.sum()) / 3600.0
+    executor_hours = float(result.scaleout.sum()) / 3600.0
     lag = result.lag_records
     growth = np.diff(np.concatenate(([0.0], lag))) > 1e-9
     w = result.workload_per_s
     recs = [o.recovery_s for o in recoveries(result) if o.recovery_s is not None]
     return {
-        "avg_workers": float(result.scaleout.mean()) if len(result.scaleout) else 0.0,
-        "worker_hours": worker_hours,
-        "vs_static": worker_hours / (static_workers * duration_h) if duration_h else 0.0,
-        "vs_oracle": worker_hours / oracle_worker_hours if oracle_worker_hours > 0 else 0.0,
-        "vs_optimum": worker_hours / optimum_worker_hours if optimum_worker_hours else math.nan,
+        "avg_executors": float(result.scaleout.mean()) if len(result.scaleout) else 0.0,
+        "executor_hours": executor_hours,
+        "vs_static": executor_hours / (static_executors * duration_h) if duration_h else 0.0,
+        "vs_oracle": executor_hours / oracle_executor_hours if oracle_executor_hours > 0 else 0.0,
+        "vs_optimum": executor_hours / optimum_executor_hours if optimum_executor_hours else math.nan,
         "rescales": len(result.rescales),
         "downtime_s": int(sum(r.downtime_s for r in result.rescales)),
         "lag_growth_s": int(growth.sum()),

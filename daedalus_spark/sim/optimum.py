@@ -12,7 +12,7 @@ Model (the simulated job's, sim/job.py, taken at its worst case so that the repl
   rescale starts before the previous one recovered (so a recovery is judged with its scale-out held); and, because
   a policy that never rescales has no recovery to miss, the lag must stay bounded: every second's latency (the
   job's latency_s) within the recovery target. The best static that meets these is what the optimum is compared to;
-- objective: executor-seconds (scale-out summed per second, as metrics.summarize counts worker-hours).
+- objective: executor-seconds (scale-out summed per second, as metrics.summarize counts executor-hours).
 
 Approximation: the state is (decision index, scale-out). The backlog, the records to replay and the time of the
 last recovery are carried from the cheapest path into each state (ties: the smaller backlog), not enumerated; a
@@ -166,7 +166,7 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
             behind = ~caught[:, :seg] & (secs[None, :seg] >= rec_at[:, None])
             ok_lat = (lat[:, :seg].max(axis=1) <= target) & ~behind.any(axis=1)
             # Stricter than metrics.recovery_violations at the end of the trace: a recovery still under way when
-            # the trace ends is refused, else the optimum would drop workers in the last `target` seconds for free.
+            # the trace ends is refused, else the optimum would drop executors in the last `target` seconds for free.
             ok_rec = any_hit & (first + 1 <= target)
             for r in np.flatnonzero(ok_lat & ok_rec):
                 j = int(others[r])
@@ -193,7 +193,7 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
 
 def _infeasible_message(t_s: int, max_scaleout: int) -> str:
     return (
-        f"offline optimum infeasible: from second {t_s} no schedule of up to {max_scaleout} workers keeps every "
+        f"offline optimum infeasible: from second {t_s} no schedule of up to {max_scaleout} executors keeps every "
         "second's latency and every recovery within the recovery target (the load needs more than max_scaleout)"
     )
 

@@ -28,15 +28,15 @@ class Policy(Protocol):
 class StaticPolicy:
     """A fixed scale-out, set once at the start."""
 
-    workers: int
+    scaleout: int
     name: str = ""
     sync_interval_s: int | None = None
 
     def __post_init__(self) -> None:
-        self.name = self.name or f"static:{self.workers}"
+        self.name = self.name or f"static:{self.scaleout}"
 
     def decide(self, job: SimulatedJob) -> int | None:
-        return self.workers
+        return self.scaleout
 
 
 class PolicyNameError(ValueError):

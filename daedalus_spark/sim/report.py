@@ -23,13 +23,13 @@ def _slug(name: str) -> str:
 
 
 def write_csv(ev: TraceEvaluation, path: Path) -> None:
-    """One row per second: the workload, then workers, lag, latency and processing flag of every policy."""
+    """One row per second: the workload, then executors, lag, latency and processing flag of every policy."""
     runs = list(ev.runs.items())
     first = runs[0][1]
     columns = [np.arange(len(first.workload_per_s)), first.workload_per_s]
     header = ["second", "workload_per_s"]
     for name, run in runs:
-        header += [f"{name}.workers", f"{name}.lag_records", f"{name}.latency_s", f"{name}.processing"]
+        header += [f"{name}.scaleout", f"{name}.lag_records", f"{name}.latency_s", f"{name}.processing"]
         columns += [run.scaleout, run.lag_records, run.latency_s, run.processing.astype(int)]
     table = np.column_stack([np.asarray(c, dtype=float) for c in columns])
     np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.6g")
@@ -43,7 +43,7 @@ def _ecdf(latency: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def plot_trace(ev: TraceEvaluation, path: Path) -> None:
-    """Workload, workers per policy, latency ECDF weighted by records, and worker-hours relative to static."""
+    """Workload, executors per policy, latency ECDF weighted by records, and executor-hours relative to static."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -59,14 +59,14 @@ def plot_trace(ev: TraceEvaluation, path: Path) -> None:
         ax_n.step(hours, run.scaleout, where="post", lw=1.0, label=name)
         x, y = _ecdf(run.latency_s, run.workload_per_s)
         ax_l.step(x, y, where="post", lw=1.0, label=name)
-    ax_n.set(title="(b) workers", xlabel="time [h]", ylabel="workers")
+    ax_n.set(title="(b) executors", xlabel="time [h]", ylabel="executors")
     ax_n.legend(fontsize=8, ncol=2)
     ax_l.set(title="(c) latency ECDF (per record)", xlabel="latency [s]", ylabel="fraction of records", xscale="log")
     names = list(ev.metrics)
     values = [ev.metrics[n]["vs_static"] for n in names]
     ax_r.bar(range(len(names)), values, color="tab:blue")
     ax_r.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
-    ax_r.set(title="(d) worker-hours relative to static max", ylabel="ratio")
+    ax_r.set(title="(d) executor-hours relative to static max", ylabel="ratio")
     for i, v in enumerate(values):
         ax_r.text(i, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
     fig.suptitle(ev.trace)

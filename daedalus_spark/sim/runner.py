@@ -68,7 +68,7 @@ def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None
     """Step the job to each of the policy's sync points, then apply its absolute target."""
     initial = setup.job_model.initial_scaleout or setup.config.controller.max_scaleout
     if isinstance(policy, StaticPolicy):
-        initial = policy.workers
+        initial = policy.scaleout
     fixed_start = getattr(policy, "initial_scaleout", None)  # a replayed schedule chooses its first scale-out
     if isinstance(fixed_start, int):
         initial = fixed_start
@@ -110,9 +110,9 @@ def _result(name: str, job: SimulatedJob) -> RunResult:
 
 
 def run_oracle(setup: SimSetup) -> RunResult:
-    """At every second the fewest workers whose capacity covers that second's arrivals; rescaling is free."""
+    """At every second the fewest executors whose capacity covers that second's arrivals; rescaling is free."""
     workload = setup.workload_per_s
-    scaleout = setup.capacity.fewest_workers_for(workload, setup.max_scaleout).astype(np.int32)
+    scaleout = setup.capacity.fewest_executors_for(workload, setup.max_scaleout).astype(np.int32)
     caps = setup.capacity.job_capacity_per_s[scaleout - 1]
     backlog = lindley(0.0, workload, caps)
     before = np.concatenate(([0.0], backlog[:-1]))

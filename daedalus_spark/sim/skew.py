@@ -1,4 +1,4 @@
-"""Simulation: key skew and heterogeneity — load shares per worker and the job's capacity at every scale-out."""
+"""Simulation: key skew and heterogeneity — load shares per executor and the job's capacity at every scale-out."""
 
 from __future__ import annotations
 
@@ -19,38 +19,38 @@ def partition_weights(*, keys: int, partitions: int, zipf_exponent: float, seed:
     return np.asarray(weights / weights.sum(), dtype=float)
 
 
-def worker_shares(weights: np.ndarray, scaleout: int) -> np.ndarray:
-    """Load share of each of `scaleout` workers: partition p goes to worker p mod n; sums to 1."""
+def executor_shares(weights: np.ndarray, scaleout: int) -> np.ndarray:
+    """Load share of each of `scaleout` executors: partition p goes to executor p mod n; sums to 1."""
     owner = np.arange(len(weights)) % scaleout
     return np.bincount(owner, weights=weights, minlength=scaleout)
 
 
-def worker_capacity_ratios(model: JobModel, max_scaleout: int) -> np.ndarray:
+def executor_capacity_ratios(model: JobModel, max_scaleout: int) -> np.ndarray:
     """Relative capacity of each executor (1 = nominal; slow ones lower)."""
     ratios = np.ones(max_scaleout)
-    for index in model.slow_workers:
+    for index in model.slow_executors:
         if 0 <= index < max_scaleout:
-            ratios[index] = model.slow_worker_capacity_ratio
+            ratios[index] = model.slow_executor_capacity_ratio
     return ratios
 
 
 def job_capacity_ratio(shares: np.ndarray, capacity_ratios: np.ndarray) -> float:
-    """Job capacity in nominal-worker units: the job saturates when its most constrained worker does."""
+    """Job capacity in nominal-executor units: the job saturates when its most constrained executor does."""
     used = shares > 0
     return float(np.min(capacity_ratios[: len(shares)][used] / shares[used]))
 
 
 @dataclass(frozen=True)
 class SimulatedCapacity:
-    """Per-worker capacities and, for every scale-out 1..max_scaleout, the shares and the job capacity."""
+    """Per-executor capacities and, for every scale-out 1..max_scaleout, the shares and the job capacity."""
 
-    worker_capacity_per_s: np.ndarray  # per executor, records/s at full utilization
-    shares_by_scaleout: tuple[np.ndarray, ...]  # index n-1: shares of workers 0..n-1
+    executor_capacity_per_s: np.ndarray  # per executor, records/s at full utilization
+    shares_by_scaleout: tuple[np.ndarray, ...]  # index n-1: shares of executors 0..n-1
     job_capacity_per_s: np.ndarray  # index n-1: capacity of scale-out n
 
     @property
     def max_scaleout(self) -> int:
-        return len(self.worker_capacity_per_s)
+        return len(self.executor_capacity_per_s)
 
     def shares(self, scaleout: int) -> np.ndarray:
         return self.shares_by_scaleout[scaleout - 1]
@@ -58,7 +58,7 @@ class SimulatedCapacity:
     def capacity(self, scaleout: int) -> float:
         return float(self.job_capacity_per_s[scaleout - 1]) if scaleout > 0 else 0.0
 
-    def fewest_workers_for(self, workload_per_s: np.ndarray, max_scaleout: int) -> np.ndarray:
+    def fewest_executors_for(self, workload_per_s: np.ndarray, max_scaleout: int) -> np.ndarray:
         """Per second, the smallest scale-out (1..max) whose capacity covers the workload (max if none does)."""
         caps = np.maximum.accumulate(self.job_capacity_per_s[:max_scaleout])
         return np.minimum(np.searchsorted(caps, workload_per_s, side="left") + 1, max_scaleout)
@@ -68,13 +68,13 @@ def build_simulated_capacity(model: JobModel, *, max_scaleout: int, peak_per_s: 
     weights = partition_weights(
         keys=model.keys, partitions=model.partitions, zipf_exponent=model.zipf_exponent, seed=model.skew_seed
     )
-    ratios = worker_capacity_ratios(model, max_scaleout)
-    shares = tuple(worker_shares(weights, n) for n in range(1, max_scaleout + 1))
+    ratios = executor_capacity_ratios(model, max_scaleout)
+    shares = tuple(executor_shares(weights, n) for n in range(1, max_scaleout + 1))
     unit = np.array([job_capacity_ratio(s, ratios) for s in shares])
     reference = min(model.reference_scaleout, max_scaleout)
-    per_worker = model.worker_capacity_for(peak_per_s, float(unit[reference - 1]))
+    per_executor = model.executor_capacity_for(peak_per_s, float(unit[reference - 1]))
     return SimulatedCapacity(
-        worker_capacity_per_s=ratios * per_worker,
+        executor_capacity_per_s=ratios * per_executor,
         shares_by_scaleout=shares,
-        job_capacity_per_s=unit * per_worker,
+        job_capacity_per_s=unit * per_executor,
     )

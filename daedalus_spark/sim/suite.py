@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Peak of every generated shape. With the default job model the per-worker capacity is derived from the trace peak
-# (reference_scaleout workers carry peak x headroom), so what matters is each shape's trough/peak ratio: the shapes
+# Peak of every generated shape. With the default job model the per-executor capacity is derived from the trace peak
+# (reference_scaleout executors carry peak x headroom), so what matters is each shape's trough/peak ratio: the shapes
 # below keep it between ~0.25 and ~0.7, i.e. a scale-out range of roughly 3..12 of the default 12.
 DEFAULT_PEAK_PER_S = 40_000.0
 

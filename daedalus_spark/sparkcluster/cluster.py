@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from pyspark.sql import SparkSession
 
 from daedalus_spark.sparkcluster.cgroups import CpuGroup, cpu_quota_support
-from daedalus_spark.sparkcluster.cpu_exporter import WorkerCpu, WorkerCpuCollector
+from daedalus_spark.sparkcluster.cpu_exporter import ExecutorCpu, ExecutorCpuCollector
 from daedalus_spark.waiting import wait_until
 
 __all__ = ["LocalCluster", "cpu_quota_support"]
@@ -47,13 +47,15 @@ class Worker:
 class LocalCluster:
     """`with LocalCluster(workers=2) as c: SparkSession.builder.master(c.master_url)`.
 
-    Each worker offers `cores_per_worker` cores and, where cgroups allow, gets a CPU quota of `cpus_per_worker`.
+    Each (standalone) worker offers `cores_per_worker` cores and `memory_per_worker`; where cgroups allow, it gets a
+    CPU quota of `cpus_per_executor`: the CPU budget of the one executor it hosts (its JVM, the worker daemon and
+    their Python workers share it), exported as that executor's `daedalus_spark_executor_cpu_limit_cores`.
     """
 
     workers: int = 1
     cores_per_worker: int = 1
     memory_per_worker: str = "1g"
-    cpus_per_worker: float = 1.0
+    cpus_per_executor: float = 1.0
     host: str = "127.0.0.1"
     start_timeout_s: float = 60.0
     _master: subprocess.Popen[bytes] | None = None
@@ -122,7 +124,7 @@ class LocalCluster:
         """Start one more worker and wait until the master lists it; returns its index."""
         index = len(self._workers)
         want = self.alive_workers() + 1
-        group = CpuGroup.create(f"daedalus-{os.getpid()}-{id(self)}-{index}", self.cpus_per_worker)
+        group = CpuGroup.create(f"daedalus-{os.getpid()}-{id(self)}-{index}", self.cpus_per_executor)
         work = self._dir / f"work-{index}"
         work.mkdir(exist_ok=True)
         web_port = free_port()
@@ -156,13 +158,13 @@ class LocalCluster:
             return
         self._stop_worker(self._workers[live[-1] if index is None else index])
 
-    def live_worker_cpu(self) -> list[WorkerCpu]:
-        return [WorkerCpu(w.web_url, w.group) for w in self._workers if w.process.poll() is None and w.group]
+    def live_executor_cpu(self) -> list[ExecutorCpu]:
+        return [ExecutorCpu(w.web_url, w.group) for w in self._workers if w.process.poll() is None and w.group]
 
     def start_cpu_exporter(self, port: int = 0, app_id: str | None = None) -> str:
         """Serve the workers' cgroup CPU per executor (`daedalus_spark_executor_cpu_*`); returns the /metrics URL."""
         registry = CollectorRegistry()
-        registry.register(WorkerCpuCollector(self.live_worker_cpu, app_id))
+        registry.register(ExecutorCpuCollector(self.live_executor_cpu, app_id))
         self._exporter, _ = start_http_server(port, addr=self.host, registry=registry)
         return f"http://{self.host}:{self._exporter.server_port}/metrics"
 

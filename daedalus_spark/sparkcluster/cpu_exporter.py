@@ -35,20 +35,23 @@ def fetch_worker_state(web_url: str, timeout_s: float = 1.0) -> Any:
 
 
 @dataclass(frozen=True)
-class WorkerCpu:
+class ExecutorCpu:
+    """Where the CPU of the executor(s) on one standalone Worker is read: the Worker's web UI (which lists its
+    executors) and the Worker's cgroup (which holds them)."""
+
     web_url: str
     group: CpuGroup
 
 
 @dataclass(eq=False)  # hashable: registries keep collectors in sets
-class WorkerCpuCollector(Collector):
+class ExecutorCpuCollector(Collector):
     """At each scrape: the cgroup CPU seconds of every worker, labelled with the executor(s) it runs.
 
     The counter carries the worker's total since it started; a new executor on the same worker starts its series
     there, and rate() over its own samples is still right. The worker daemon's own (idle) JVM is counted too.
     """
 
-    workers: Callable[[], Sequence[WorkerCpu]]
+    workers: Callable[[], Sequence[ExecutorCpu]]  # one per live standalone Worker
     app_id: str | None = None
     fetch_state: Callable[[str], Any] = fetch_worker_state
 

@@ -18,7 +18,7 @@ class ActuatorHarness(Protocol):
     def actuator(self) -> Actuator: ...
 
     def live(self) -> int:
-        """Workers the system runs now (read behind the actuator's back)."""
+        """Executors the system runs now (read behind the actuator's back)."""
         ...
 
     def break_connection(self) -> None:

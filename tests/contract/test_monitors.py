@@ -248,11 +248,11 @@ def test_known_job_gives_the_oracles_numbers(harness: Harness) -> None:
     grid = np.arange(1061, 1121, dtype=float)
     truth = oracle(harness.job.signal, grid)
     assert (obs.time_s, obs.step_s, obs.scaleout) == (1120, 1.0, 2)
-    assert obs.worker_ids == ("1", "2")  # the driver row is no worker
+    assert obs.executor_ids == ("1", "2")  # the driver row is no executor
     np.testing.assert_allclose(obs.workload_per_s, truth["workload"], rtol=1e-9)
-    for w in obs.workers:
-        np.testing.assert_allclose(w.throughput_per_s, truth[f"throughput/{w.worker_id}"], rtol=1e-9)
-        np.testing.assert_allclose(w.utilization_ratio, truth[f"utilization/{w.worker_id}"], rtol=1e-9)
+    for w in obs.executors:
+        np.testing.assert_allclose(w.throughput_per_s, truth[f"throughput/{w.executor_id}"], rtol=1e-9)
+        np.testing.assert_allclose(w.utilization_ratio, truth[f"utilization/{w.executor_id}"], rtol=1e-9)
     assert obs.consumer_lag_records == pytest.approx(1234 + 120)
     assert obs.uptime_s == pytest.approx(120)
 
@@ -349,7 +349,7 @@ def _simulated_monitor() -> tuple[object, float]:
     from daedalus_spark.sim.skew import build_simulated_capacity
 
     model = JobModel(
-        worker_capacity_per_s=100.0,
+        executor_capacity_per_s=100.0,
         partitions=4,
         zipf_exponent=0.0,
         keys=4000,
@@ -379,8 +379,8 @@ def test_every_monitor_keeps_the_observation_invariants(kind: str) -> None:
             monitor, end_s = stack.enter_context(open_harness(kind, "cpu")).monitor, 1120.0
         obs = monitor.observe(start_s=end_s - 60, end_s=end_s)  # type: ignore[attr-defined]
     assert obs.time_s == end_s and obs.step_s == 1.0 and len(obs.workload_per_s) == 60
-    assert obs.scaleout == len(obs.workers) >= 1
-    for w in obs.workers:
+    assert obs.scaleout == len(obs.executors) >= 1
+    for w in obs.executors:
         assert len(w.throughput_per_s) == len(w.utilization_ratio) == 60
         assert all(math.isfinite(x) and x >= 0 for x in (*w.throughput_per_s, *w.utilization_ratio))
     assert math.isfinite(obs.consumer_lag_records) and obs.consumer_lag_records >= 0 and obs.uptime_s >= 0

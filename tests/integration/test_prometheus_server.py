@@ -80,11 +80,11 @@ def test_observation_has_the_served_numbers(stack: Stack) -> None:
         obs = monitor.observe(start_s=now - 6, end_s=now)
     finally:
         monitor.close()
-    assert obs.scaleout == EXECUTORS and obs.worker_ids == ("1", "2", "3")
+    assert obs.scaleout == EXECUTORS and obs.executor_ids == ("1", "2", "3")
     assert len(obs.workload_per_s) == 6
     assert obs.workload_per_s == pytest.approx([stack.job.workload_per_s()] * len(obs.workload_per_s), rel=0.02)
-    for w in obs.workers:
-        i = int(w.worker_id)
+    for w in obs.executors:
+        i = int(w.executor_id)
         assert w.throughput_per_s == pytest.approx([stack.job.throughput_per_s(i)] * len(w.throughput_per_s), rel=0.02)
         assert w.utilization_ratio == pytest.approx(
             [stack.job.utilization_ratio(i)] * len(w.utilization_ratio), rel=0.02
@@ -100,9 +100,9 @@ def test_embedded_monitor_agrees_with_prometheus(stack: Stack) -> None:
         served, scraped = monitor.observe(start_s=now - 6, end_s=now), stack.scraper.observe(start_s=now - 6, end_s=now)
     finally:
         monitor.close()
-    assert scraped.time_s == served.time_s and scraped.worker_ids == served.worker_ids
+    assert scraped.time_s == served.time_s and scraped.executor_ids == served.executor_ids
     assert scraped.workload_per_s == pytest.approx(served.workload_per_s, rel=0.02)
-    for mine, theirs in zip(scraped.workers, served.workers, strict=True):
+    for mine, theirs in zip(scraped.executors, served.executors, strict=True):
         assert mine.throughput_per_s == pytest.approx(theirs.throughput_per_s, rel=0.02)
         assert mine.utilization_ratio == pytest.approx(theirs.utilization_ratio, rel=0.02)
     assert (scraped.scaleout, scraped.consumer_lag_records) == (served.scaleout, served.consumer_lag_records)
@@ -116,7 +116,7 @@ def test_busy_time_signal_reads_busy_per_core(stack: Stack) -> None:
         obs = monitor.observe(start_s=now - 5, end_s=now)
     finally:
         monitor.close()
-    assert obs.workers[0].utilization_ratio[-1] == pytest.approx(stack.job.utilization_ratio(1), rel=0.02)
+    assert obs.executors[0].utilization_ratio[-1] == pytest.approx(stack.job.utilization_ratio(1), rel=0.02)
 
 
 def test_query_matching_nothing_is_empty(stack: Stack) -> None:

@@ -52,8 +52,8 @@ def test_simulate_writes_json_and_report(tmp_path: Path, trace: Path, capsys: py
     assert set(data["policies"]) == {"static:12", "hpa:0.8", "flink", "oracle"}
     for metrics in data["policies"].values():
         for key in (
-            "avg_workers",
-            "worker_hours",
+            "avg_executors",
+            "executor_hours",
             "vs_static",
             "vs_oracle",
             "rescales",
@@ -68,7 +68,7 @@ def test_simulate_writes_json_and_report(tmp_path: Path, trace: Path, capsys: py
     assert (out / "index.html").read_text().count("<img") == 1
     assert (out / "sine.png").stat().st_size > 1000
     header = (out / "sine.csv").read_text().splitlines()[0]
-    assert header.startswith("second,workload_per_s,static:12.workers")
+    assert header.startswith("second,workload_per_s,static:12.scaleout")
     assert "hpa:0.8" in capsys.readouterr().out  # the table
 
 
@@ -152,7 +152,7 @@ def test_wired_into_the_main_cli(tmp_path: Path, trace: Path) -> None:
         ]
     )
     assert rc == 0
-    assert json.loads((tmp_path / "r.json").read_text())["policies"]["static:3"]["avg_workers"] == 3
+    assert json.loads((tmp_path / "r.json").read_text())["policies"]["static:3"]["avg_executors"] == 3
 
 
 def test_progress_bar_goes_to_stderr(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:

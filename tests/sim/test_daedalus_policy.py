@@ -30,7 +30,9 @@ def runs() -> tuple[tuple[RunResult, DaedalusPolicy], tuple[RunResult, DaedalusP
 
 
 def _metrics(run: RunResult, oracle: RunResult) -> dict[str, float | int]:
-    return summarize(run, static_workers=12, oracle_worker_hours=oracle.scaleout.sum() / 3600, target_recovery_s=600)
+    return summarize(
+        run, static_executors=12, oracle_executor_hours=oracle.scaleout.sum() / 3600, target_recovery_s=600
+    )
 
 
 def test_daedalus_ticks_once_per_loop_interval(runs) -> None:
@@ -39,7 +41,7 @@ def test_daedalus_ticks_once_per_loop_interval(runs) -> None:
     assert [d.time_s for d in policy.decisions[:2]] == [60.0, 120.0]
 
 
-def test_daedalus_is_deterministic_and_saves_workers(runs) -> None:
+def test_daedalus_is_deterministic_and_saves_executors(runs) -> None:
     (a, pa), (b, pb), oracle = runs
     np.testing.assert_array_equal(a.scaleout, b.scaleout)
     assert [d.target_scaleout for d in pa.decisions] == [d.target_scaleout for d in pb.decisions]

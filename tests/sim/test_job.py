@@ -9,12 +9,12 @@ from daedalus_spark.config import Config
 from daedalus_spark.sim.job import SimulatedJob, lindley
 from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel
 from daedalus_spark.sim.runner import make_setup
-from daedalus_spark.sim.skew import build_simulated_capacity, partition_weights, worker_shares
+from daedalus_spark.sim.skew import build_simulated_capacity, executor_shares, partition_weights
 
 
 def _job(workload: list[float], *, capacity: float = 100.0, scaleout: int = 1, **model: object) -> SimulatedJob:
     defaults: dict[str, object] = {
-        "worker_capacity_per_s": capacity,
+        "executor_capacity_per_s": capacity,
         "partitions": 4,
         "zipf_exponent": 0.0,
         "keys": 4000,
@@ -102,29 +102,29 @@ def test_utilization_is_throughput_over_capacity_with_idle_floor() -> None:
 def test_skew_shares_sum_to_one(scaleout: int) -> None:
     weights = partition_weights(keys=500, partitions=24, zipf_exponent=1.0, seed=3)
     assert weights.sum() == pytest.approx(1.0)
-    shares = worker_shares(weights, scaleout)
+    shares = executor_shares(weights, scaleout)
     assert shares.sum() == pytest.approx(1.0)
     assert len(shares) == scaleout
     if scaleout > 24:
-        assert (shares[24:] == 0).all()  # more workers than partitions: the extra ones idle
+        assert (shares[24:] == 0).all()  # more executors than partitions: the extra ones idle
 
 
-def test_skew_makes_the_most_loaded_worker_the_bottleneck() -> None:
-    jm = JobModel(worker_capacity_per_s=100.0, zipf_exponent=1.0, partitions=12)
+def test_skew_makes_the_most_loaded_executor_the_bottleneck() -> None:
+    jm = JobModel(executor_capacity_per_s=100.0, zipf_exponent=1.0, partitions=12)
     cap = build_simulated_capacity(jm, max_scaleout=12, peak_per_s=1.0)
     shares = cap.shares(12)
     assert cap.capacity(12) == pytest.approx(100.0 / shares.max())
     assert cap.capacity(12) < 1200.0
 
 
-def test_slow_worker_lowers_job_capacity() -> None:
+def test_slow_executor_lowers_job_capacity() -> None:
     jm = JobModel(
-        worker_capacity_per_s=100.0,
+        executor_capacity_per_s=100.0,
         zipf_exponent=0.0,
         keys=12000,
         partitions=4,
-        slow_workers=(1,),
-        slow_worker_capacity_ratio=0.5,
+        slow_executors=(1,),
+        slow_executor_capacity_ratio=0.5,
     )
     cap = build_simulated_capacity(jm, max_scaleout=4, peak_per_s=1.0)
     assert cap.capacity(4) == pytest.approx(0.5 * 100 / cap.shares(4)[1])
@@ -140,7 +140,7 @@ def test_observation_matches_the_monitor_contract() -> None:
     job = _job([10.0] * 120, scaleout=2)
     job.advance(60)
     obs = job.observation(0)
-    assert obs.step_s == 1.0 and obs.time_s == 60 and obs.scaleout == 2 and len(obs.workers) == 2
-    assert len(obs.workload_per_s) == 60 and all(len(w.throughput_per_s) == 60 for w in obs.workers)
-    assert sum(w.throughput_per_s[-1] for w in obs.workers) == pytest.approx(10.0)
+    assert obs.step_s == 1.0 and obs.time_s == 60 and obs.scaleout == 2 and len(obs.executors) == 2
+    assert len(obs.workload_per_s) == 60 and all(len(w.throughput_per_s) == 60 for w in obs.executors)
+    assert sum(w.throughput_per_s[-1] for w in obs.executors) == pytest.approx(10.0)
     assert obs.uptime_s == 60 and obs.consumer_lag_records == 0

@@ -17,10 +17,10 @@ from daedalus_spark.sim.runner import SimSetup, make_setup, run_oracle, run_poli
 
 TARGET_S = 600.0
 
-# Four workers of 100 records/s over four partitions (4000 uniform keys hashed, so not exactly even): capacity
-# ~100, ~191, ~201, ~381 records/s for 1..4 workers.
+# Four executors of 100 records/s over four partitions (4000 uniform keys hashed, so not exactly even): capacity
+# ~100, ~191, ~201, ~381 records/s for 1..4 executors.
 JOB = JobModel(
-    worker_capacity_per_s=100.0,
+    executor_capacity_per_s=100.0,
     partitions=4,
     keys=4000,
     zipf_exponent=0.0,
@@ -56,7 +56,7 @@ def test_capacities_are_as_the_cases_assume() -> None:
     ("workload", "scaleouts", "rescales"),
     [
         pytest.param(_levels((150.0, 1800)), {2}, 0, id="constant-load-holds-the-fewest-that-keep-up"),
-        pytest.param(_levels((80.0, 1800)), {1}, 0, id="light-load-one-worker"),
+        pytest.param(_levels((80.0, 1800)), {1}, 0, id="light-load-one-executor"),
         pytest.param(_levels((150.0, 1200), (350.0, 1200)), {2, 4}, 1, id="step-up-exactly-one-rescale"),
         pytest.param(_levels((350.0, 1200), (80.0, 2400)), {4, 1}, 1, id="step-down-exactly-one-rescale"),
     ],
@@ -74,7 +74,7 @@ def test_optimum_schedule(workload: np.ndarray, scaleouts: set[int], rescales: i
 
 def test_step_up_rescales_no_later_than_the_step() -> None:
     schedule = solve_optimum(_setup(_levels((150.0, 1200), (350.0, 1200))))
-    # 60-s intervals: the step at 1200 s is decision point 20; holding 2 workers past it falls behind
+    # 60-s intervals: the step at 1200 s is decision point 20; holding 2 executors past it falls behind
     assert schedule.scaleouts[19] == 2 or schedule.scaleouts[19] == 4
     assert schedule.scaleouts[20] == 4
 
@@ -112,7 +112,7 @@ def test_optimum_no_dearer_than_any_static_that_keeps_up() -> None:
     setup = _setup(220.0 + 150.0 * np.sin(2 * np.pi * t / 3600.0))
     run = run_optimum(setup)
     statics = _kept_up_statics(setup)
-    assert statics  # 4 workers carry the peak of 370
+    assert statics  # 4 executors carry the peak of 370
     assert float(run.scaleout.sum()) <= min(statics.values())
     assert recovery_violations(run, TARGET_S) == 0
     assert seconds_behind(run, TARGET_S) == 0

@@ -63,7 +63,7 @@ def test_flink_target_capacity_formula() -> None:
 
 def test_flink_parallelism_worked_example() -> None:
     s = FlinkSettings(catch_up_duration_s=0)  # no backlog term: input / utilization only
-    # true rate 4 workers x 1000 = 4000/s; input 3500/s: utilization 0.875 within [0.4, 1.0]: keep
+    # true rate 4 executors x 1000 = 4000/s; input 3500/s: utilization 0.875 within [0.4, 1.0]: keep
     assert flink_parallelism(current=4, true_rate_per_s=4000, input_per_s=3500, lag_records=0, s=s) == 4
     # input 4200/s exceeds the true rate: needs 4200 / 0.7 = 6000/s -> ceil(4 * 6000 / 4000) = 6
     assert flink_parallelism(current=4, true_rate_per_s=4000, input_per_s=4200, lag_records=0, s=s) == 6

@@ -50,7 +50,7 @@ def test_oracle_is_a_lower_bound(workload: list[float], static: int, target: flo
     for policy in policies:
         run = run_policy(setup, policy)
         covered = run.processing & (run.capacity_per_s >= run.workload_per_s)
-        # wherever a policy kept up with a second's arrivals, it used at least the oracle's workers
+        # wherever a policy kept up with a second's arrivals, it used at least the oracle's executors
         assert (run.scaleout[covered] >= oracle.scaleout[covered]).all(), policy.name
         if covered.all() or policy.name == "static:6":
             assert run.scaleout.sum() >= oracle.scaleout.sum(), policy.name

@@ -164,7 +164,7 @@ def job(tmp_path: Path) -> Iterator[tuple[SparkSession, str, str, LocalLog]]:
     log = LocalLog(tmp_path / "log")
     log.create_topic(TOPIC, PARTITIONS)
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    with LocalCluster(workers=2, cpus_per_worker=CPUS, memory_per_worker="768m") as cluster:
+    with LocalCluster(workers=2, cpus_per_executor=CPUS, memory_per_worker="768m") as cluster:
         exporter_url = cluster.start_cpu_exporter()
         spark = cluster.session("daedalus-test-live-loop", **{"spark.sql.shuffle.partitions": str(PARTITIONS)})
         agent = query = None

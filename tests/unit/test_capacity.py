@@ -6,25 +6,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from daedalus_spark.analyze.capacity import FORGET_WORKER_AFTER_S, CapacityModel
+from daedalus_spark.analyze.capacity import FORGET_EXECUTOR_AFTER_S, CapacityModel
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.monitor.files import read_metric_csv
 from daedalus_spark.report.capacity_report import capacity_from_csv
 from tests.conftest import MEASUREMENTS, observation
 
 
-def single_worker():
+def single_executor():
     cpu = next(iter(read_metric_csv(MEASUREMENTS / "assumptions_cpu_1.csv").columns.values()))
     thr = next(iter(read_metric_csv(MEASUREMENTS / "assumptions_throughput_1.csv").columns.values()))
     return cpu, thr
 
 
-def learn(model, cpu, thr, worker="w"):
-    model.learn(observation(workload=list(thr), workers={worker: (list(thr), list(cpu))}))
+def learn(model, cpu, thr, executor="w"):
+    model.learn(observation(workload=list(thr), executors={executor: (list(thr), list(cpu))}))
 
 
-def test_regression_on_measured_single_worker_matches_numpy_fit():
-    cpu, thr = single_worker()
+def test_regression_on_measured_single_executor_matches_numpy_fit():
+    cpu, thr = single_executor()
     model = CapacityModel(CapacityConfig())
     learn(model, cpu, thr)
     slope, intercept = np.polyfit(cpu, thr, 1)
@@ -35,7 +35,7 @@ def test_regression_on_measured_single_worker_matches_numpy_fit():
 
 
 def test_capacity_trained_below_70_percent_predicts_the_high_utilization_throughput():
-    cpu, thr = single_worker()
+    cpu, thr = single_executor()
     # CPU is exported as a 1-minute average (4 samples): throughput averaged the same way lines the windows up.
     thr = pd.Series(thr).rolling(4, min_periods=1).mean().to_numpy()
     low = cpu <= 0.7
@@ -56,14 +56,14 @@ def test_skew_at_saturation_matches_measured_total_throughput():
     measured = float(np.mean(total[-4:]))
     table = report.table
     assert table.current_per_s == pytest.approx(measured, rel=0.05)
-    assert sum(w.capacity_per_s for w in table.workers) == pytest.approx(table.current_per_s)
-    assert all(w.skew_factor_ratio <= 1.0 + 1e-9 for w in table.workers)
-    assert min(abs(w.skew_factor_ratio - 1.0) for w in table.workers) < 1e-9  # the constraining worker
-    shares = [w.load_share_ratio for w in table.workers]
+    assert sum(w.capacity_per_s for w in table.executors) == pytest.approx(table.current_per_s)
+    assert all(w.skew_factor_ratio <= 1.0 + 1e-9 for w in table.executors)
+    assert min(abs(w.skew_factor_ratio - 1.0) for w in table.executors) < 1e-9  # the constraining executor
+    shares = [w.load_share_ratio for w in table.executors]
     assert sum(shares) == pytest.approx(1.0)
 
 
-def idle_floor_worker(capacity, share_of, total, floor=0.1, samples=30, rng=None):
+def idle_floor_executor(capacity, share_of, total, floor=0.1, samples=30, rng=None):
     """Synthetic CPU with an idle floor: u = floor + (1 - floor) * throughput / capacity."""
     rng = rng or np.random.default_rng(0)
     thr = share_of * total * rng.uniform(0.6, 1.0, samples)
@@ -71,27 +71,27 @@ def idle_floor_worker(capacity, share_of, total, floor=0.1, samples=30, rng=None
 
 
 def test_skew_far_below_saturation_is_proportional_in_throughput_shares():
-    # Two identical workers, 60/40 key skew, observed at 15-30 % load with a 10 % idle CPU floor.
+    # Two identical executors, 60/40 key skew, observed at 15-30 % load with a 10 % idle CPU floor.
     rng = np.random.default_rng(1)
-    t1, u1 = idle_floor_worker(1000, 0.6, 300, rng=rng)
+    t1, u1 = idle_floor_executor(1000, 0.6, 300, rng=rng)
     t2 = [x * 0.4 / 0.6 for x in t1]
     u2 = [0.1 + 0.9 * x / 1000 for x in t2]
     model = CapacityModel(CapacityConfig(unobserved_margin_ratio=0))
-    obs = observation(workload=[a + b for a, b in zip(t1, t2, strict=False)], workers={"a": (t1, u1), "b": (t2, u2)})
+    obs = observation(workload=[a + b for a, b in zip(t1, t2, strict=False)], executors={"a": (t1, u1), "b": (t2, u2)})
     model.learn(obs)
     table = model.table(obs, 4)
-    # The job saturates when worker a (60 % of the keys) reaches 1000/s: total 1000 / 0.6.
+    # The job saturates when executor a (60 % of the keys) reaches 1000/s: total 1000 / 0.6.
     assert table.current_per_s == pytest.approx(1000 / 0.6, rel=1e-6)
-    assert table.at(4) == pytest.approx(2 * 1000 / 0.6, rel=1e-6)  # mean worker capacity x n
+    assert table.at(4) == pytest.approx(2 * 1000 / 0.6, rel=1e-6)  # mean executor capacity x n
 
 
-def test_slow_worker_constrains_the_job_even_with_a_smaller_share():
+def test_slow_executor_constrains_the_job_even_with_a_smaller_share():
     u_fast = [0.1 + 0.02 * i for i in range(10)]
     t_fast = [1000 * (u - 0.1) / 0.9 for u in u_fast]
     t_slow = [x * 0.9 for x in t_fast]  # 47 % of the load ...
     u_slow = [0.1 + 0.9 * x / 400 for x in t_slow]  # ... but only 400/s of capacity
     model = CapacityModel(CapacityConfig())
-    obs = observation(workload=10.0, samples=10, workers={"fast": (t_fast, u_fast), "slow": (t_slow, u_slow)})
+    obs = observation(workload=10.0, samples=10, executors={"fast": (t_fast, u_fast), "slow": (t_slow, u_slow)})
     model.learn(obs)
     table = model.table(obs, 2)
     share_slow = 0.9 / 1.9
@@ -111,7 +111,7 @@ def test_slow_worker_constrains_the_job_even_with_a_smaller_share():
 )
 def test_capacity_method_guards(thr, util, method):
     model = CapacityModel(CapacityConfig())
-    obs = observation(workload=thr, workers={"w": (thr, util)})
+    obs = observation(workload=thr, executors={"w": (thr, util)})
     model.learn(obs)
     capacity, used = model.own_capacity("w")
     assert used == method
@@ -125,24 +125,24 @@ def test_nan_negative_and_absurd_samples_are_not_learned():
     thr = [100.0, math.nan, -5.0, 200.0, 300.0, 100.0]
     util = [0.1, 0.5, 0.5, math.inf, 7.0, 0.1]
     model = CapacityModel(CapacityConfig())
-    learned = model.learn(observation(workload=[1.0] * 6, workers={"w": (thr, util)}))
+    learned = model.learn(observation(workload=[1.0] * 6, executors={"w": (thr, util)}))
     assert learned == 2
     assert model.regressions["w"].mean_y == 100.0
 
 
-def test_new_worker_without_data_gets_the_peer_mean_and_gone_workers_are_forgotten():
+def test_new_executor_without_data_gets_the_peer_mean_and_gone_executors_are_forgotten():
     model = CapacityModel(CapacityConfig())
     thr = [100.0 * (1 + i) for i in range(10)]
     util = [0.1 * (1 + i) for i in range(10)]
-    model.learn(observation(time_s=0.0, workload=thr, workers={"old": (thr, util)}))
+    model.learn(observation(time_s=0.0, workload=thr, executors={"old": (thr, util)}))
     obs = observation(
-        time_s=60.0, workload=[1.0] * 10, workers={"old": (thr, util), "new": ([math.nan] * 10, [math.nan] * 10)}
+        time_s=60.0, workload=[1.0] * 10, executors={"old": (thr, util), "new": ([math.nan] * 10, [math.nan] * 10)}
     )
     model.learn(obs)
     table = model.table(obs, 3)
-    methods = {w.worker_id: w.method for w in table.workers}
+    methods = {w.executor_id: w.method for w in table.executors}
     assert methods == {"old": "regression", "new": "peer_mean"}
-    later = observation(time_s=60.0 + FORGET_WORKER_AFTER_S + 1, workload=thr, workers={"new": (thr, util)})
+    later = observation(time_s=60.0 + FORGET_EXECUTOR_AFTER_S + 1, workload=thr, executors={"new": (thr, util)})
     model.learn(later)
     assert "old" not in model.regressions
 
@@ -151,20 +151,20 @@ def test_capacities_observed_at_a_scaleout_are_preferred_over_extrapolation():
     model = CapacityModel(CapacityConfig())
     thr = [100.0 * (1 + i) for i in range(10)]
     util = [0.1 * (1 + i) for i in range(10)]
-    one = observation(workload=thr, workers={"a": (thr, util)})
+    one = observation(workload=thr, executors={"a": (thr, util)})
     model.learn(one)
-    model.remember(model.table(one, 3))  # 1 worker: 1000/s observed
-    two = observation(workload=thr, workers={"a": (thr, util), "b": ([x / 2 for x in thr], util)})
+    model.remember(model.table(one, 3))  # 1 executor: 1000/s observed
+    two = observation(workload=thr, executors={"a": (thr, util), "b": ([x / 2 for x in thr], util)})
     model.learn(two)
     table = model.table(two, 3)
     assert table.observed_scaleouts == {1, 2}
-    assert table.at(1) == pytest.approx(1000.0)  # observed, not the mean of the two workers now
+    assert table.at(1) == pytest.approx(1000.0)  # observed, not the mean of the two executors now
     assert table.at(3) == pytest.approx(table.current_per_s / 2 * 3 * 0.95)  # unseen: 5 % margin
 
 
-def test_no_table_without_any_usable_worker_data():
+def test_no_table_without_any_usable_executor_data():
     model = CapacityModel(CapacityConfig())
-    obs = observation(workers={"w": ([math.nan] * 3, [math.nan] * 3)}, workload=[1.0] * 3)
+    obs = observation(executors={"w": ([math.nan] * 3, [math.nan] * 3)}, workload=[1.0] * 3)
     model.learn(obs)
     assert model.table(obs, 4) is None
 
@@ -172,17 +172,17 @@ def test_no_table_without_any_usable_worker_data():
 @pytest.mark.parametrize(
     "partitions,current,expected",
     [
-        pytest.param(0, 12, {11: 11 / 12, 6: 0.5, 24: 2.0}, id="unknown-partitions-mean-worker-times-n"),
+        pytest.param(0, 12, {11: 11 / 12, 6: 0.5, 24: 2.0}, id="unknown-partitions-mean-executor-times-n"),
         pytest.param(24, 12, {11: 2 / 3, 8: 2 / 3, 6: 0.5, 24: 2.0, 30: 2.0}, id="24-partitions"),
         pytest.param(120, 12, {11: 10 / 11, 10: 10 / 12}, id="120-partitions"),
         pytest.param(24, 11, {12: 3 / 2, 8: 1.0}, id="from-a-lopsided-scaleout"),
     ],
 )
-def test_unseen_scaleouts_follow_the_busiest_workers_partitions(partitions, current, expected):
+def test_unseen_scaleouts_follow_the_busiest_executors_partitions(partitions, current, expected):
     model = CapacityModel(CapacityConfig(partitions=partitions, unobserved_margin_ratio=0))
     thr = [100.0 * (1 + i) for i in range(10)]
     util = [0.1 * (1 + i) for i in range(10)]
-    obs = observation(workload=thr, workers={f"w{i}": (thr, util) for i in range(current)})
+    obs = observation(workload=thr, executors={f"w{i}": (thr, util) for i in range(current)})
     model.learn(obs)
     table = model.table(obs, 30)
     for n, ratio in expected.items():
@@ -193,7 +193,7 @@ def test_unseen_scaleouts_carry_the_margin_and_observed_ones_do_not():
     model = CapacityModel(CapacityConfig(unobserved_margin_ratio=0.1))
     thr = [100.0 * (1 + i) for i in range(10)]
     util = [0.1 * (1 + i) for i in range(10)]
-    obs = observation(workload=thr, workers={"a": (thr, util), "b": (thr, util)})
+    obs = observation(workload=thr, executors={"a": (thr, util), "b": (thr, util)})
     model.learn(obs)
     table = model.table(obs, 4)
     assert table.at(2) == pytest.approx(2000.0)  # the current scale-out, measured
@@ -201,18 +201,18 @@ def test_unseen_scaleouts_carry_the_margin_and_observed_ones_do_not():
     assert table.at(1) == pytest.approx(1000.0 * 0.9)
 
 
-def test_a_worker_with_a_noisy_narrow_range_borrows_the_pooled_slope():
+def test_an_executor_with_a_noisy_narrow_range_borrows_the_pooled_slope():
     rng = np.random.default_rng(7)
     model = CapacityModel(CapacityConfig())
-    # An old worker seen over a wide load range: throughput = 1000 * (u - 0.1) / 0.9.
+    # An old executor seen over a wide load range: throughput = 1000 * (u - 0.1) / 0.9.
     u_old = np.linspace(0.15, 0.9, 60)
     t_old = 1000 * (u_old - 0.1) / 0.9
-    model.learn(observation(workload=list(t_old), workers={"old": (list(t_old), list(u_old))}))
-    # A new worker seen for a minute at a steady 300/s, its CPU noisy: its own slope is meaningless.
+    model.learn(observation(workload=list(t_old), executors={"old": (list(t_old), list(u_old))}))
+    # A new executor seen for a minute at a steady 300/s, its CPU noisy: its own slope is meaningless.
     t_new = 300 * rng.uniform(0.99, 1.01, 60)
     u_new = 0.1 + 0.9 * t_new / 1000 + rng.normal(0, 0.02, 60)
     obs = observation(
-        workload=list(t_new), workers={"old": (list(t_new), list(u_new)), "new": (list(t_new), list(u_new))}
+        workload=list(t_new), executors={"old": (list(t_new), list(u_new)), "new": (list(t_new), list(u_new))}
     )
     model.learn(obs)
     assert model.regressions["new"].correlation < 0.6

@@ -13,17 +13,17 @@ from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore, restore, snapshot
 from tests.conftest import observation
 
-CAPACITY = 500.0  # records/s per worker at full utilization
+CAPACITY = 500.0  # records/s per executor at full utilization
 CONFIG = parse_config({"controller": {"max_scaleout": 12}, "forecast": {"min_history_s": 600}})
 
 
 def window(t_end, workload, scaleout, *, rng, lag=0.0, uptime_s=1e6, samples=60):
-    """60 one-second samples of a job carrying `workload` evenly on `scaleout` workers with a 10 % idle floor."""
+    """60 one-second samples of a job carrying `workload` evenly on `scaleout` executors with a 10 % idle floor."""
     load = np.asarray(workload, dtype=float) if np.ndim(workload) else np.full(samples, float(workload))
-    per_worker = np.minimum(load / scaleout, CAPACITY)
+    per_executor = np.minimum(load / scaleout, CAPACITY)
     executors = {}
     for i in range(scaleout):
-        thr = per_worker * rng.uniform(0.97, 1.03, samples)
+        thr = per_executor * rng.uniform(0.97, 1.03, samples)
         util = np.clip(0.1 + 0.9 * thr / CAPACITY + rng.normal(0, 0.005, samples), 0, 1)
         executors[f"exec-{i}"] = (thr, util)
     return Observation.of(
@@ -63,7 +63,7 @@ def test_overprovisioned_job_scales_in_to_the_smallest_valid_scaleout():
 def test_steady_load_without_utilization_spread_falls_back_to_the_conservative_ratio():
     controller = Controller(CONFIG)
     first = drive(controller, 1, workload=1000.0, scaleout=8)[0]
-    # 125/s at 32.5 % CPU with a 10 % idle floor: ratio 385/s per worker, below the true 500/s (the safe side).
+    # 125/s at 32.5 % CPU with a 10 % idle floor: ratio 385/s per executor, below the true 500/s (the safe side).
     assert first.evidence["capacity_current_per_s"] == pytest.approx(8 * 125 / 0.325, rel=0.02)
 
 
@@ -79,27 +79,29 @@ def test_overloaded_job_scales_out_with_its_capacity_learned_online():
     "obs,problem",
     [
         pytest.param(observation(workload=[math.nan] * 5, samples=5), "workload has missing", id="nan-workload"),
-        pytest.param(observation(workload=[], workers={}, samples=0), "no workload samples", id="empty"),
+        pytest.param(observation(workload=[], executors={}, samples=0), "no workload samples", id="empty"),
         pytest.param(
             Observation.of(time_s=60, workload_per_s=[1.0], executors={}, scaleout=2),
-            "no worker metrics",
-            id="no-workers",
+            "no executor metrics",
+            id="no-executors",
         ),
         pytest.param(observation(lag=-5), "consumer lag -5", id="negative-lag"),
         pytest.param(observation(scaleout=0), "scale-out 0", id="zero-scaleout"),
-        pytest.param(observation(scaleout=3), "metrics for 1 workers but the scale-out is 3", id="partial-worker-view"),
+        pytest.param(
+            observation(scaleout=3), "metrics for 1 executors but the scale-out is 3", id="partial-executor-view"
+        ),
         pytest.param(observation(uptime_s=math.nan), "uptime nan s", id="nan-uptime"),
         pytest.param(observation(step_s=math.inf), "sample step inf s", id="infinite-step"),
         pytest.param(observation(time_s=math.nan), "time nan s", id="nan-time"),
         pytest.param(
-            observation(workload=[5.0] * 10, workers={"w": ([1.0] * 4, [0.5] * 4)}),
+            observation(workload=[5.0] * 10, executors={"w": ([1.0] * 4, [0.5] * 4)}),
             "not aligned with the workload's 10 samples: w",
-            id="ragged-worker-series",
+            id="ragged-executor-series",
         ),
         pytest.param(
-            observation(workers={"w": ([math.nan] * 60, [math.nan] * 60)}),
-            "no worker capacity known",
-            id="no-usable-worker-samples",
+            observation(executors={"w": ([math.nan] * 60, [math.nan] * 60)}),
+            "no executor capacity known",
+            id="no-usable-executor-samples",
         ),
     ],
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from daedalus_spark.sparkcluster.cgroups import CpuGroup
-from daedalus_spark.sparkcluster.cpu_exporter import WorkerCpu, WorkerCpuCollector, executors_on_worker
+from daedalus_spark.sparkcluster.cpu_exporter import ExecutorCpu, ExecutorCpuCollector, executors_on_worker
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_usage_from_v1_and_v2_files(tmp_path):
 def test_collector_labels_the_worker_cgroup_with_its_executor(tmp_path):
     group = v1_group(tmp_path, "4000000000")
     states = {"http://w0": {"executors": [{"id": 7, "appid": "app"}]}}
-    collector = WorkerCpuCollector(lambda: [WorkerCpu("http://w0", group)], fetch_state=states.get)
+    collector = ExecutorCpuCollector(lambda: [ExecutorCpu("http://w0", group)], fetch_state=states.get)
     samples = {(s.name, s.labels["executor_id"]): s.value for f in collector.collect() for s in f.samples}
     assert samples == {
         ("daedalus_spark_executor_cpu_seconds_total", "7"): 4.0,

@@ -69,9 +69,9 @@ def test_capacity_command_json_on_the_skew_data():
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert len(data["workers"]) == 12 and len(data["per_scaleout"]) == 12
+    assert len(data["executors"]) == 12 and len(data["per_scaleout"]) == 12
     assert data["per_scaleout"]["12"] == pytest.approx(data["total_capacity"])
-    assert sum(w["capacity"] for w in data["workers"].values()) == pytest.approx(data["total_capacity"])
+    assert sum(w["capacity"] for w in data["executors"].values()) == pytest.approx(data["total_capacity"])
 
 
 def test_capacity_command_text_and_errors(tmp_path):

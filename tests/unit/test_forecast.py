@@ -24,7 +24,7 @@ CONFIG = ForecastConfig(
 )
 
 
-class ManualExecutor(Executor):
+class ManualPool(Executor):
     """Runs a submitted job only when the test says so: background refits without threads or sleeps."""
 
     def __init__(self) -> None:
@@ -201,24 +201,24 @@ def test_sync_refit_after_n_poor_forecasts() -> None:
 
 
 def test_background_fits_never_block_and_swap_when_done() -> None:
-    executor = ManualExecutor()
-    forecaster = WorkloadForecaster(CONFIG, refit_executor=executor)
+    pool = ManualPool()
+    forecaster = WorkloadForecaster(CONFIG, refit_pool=pool)
     _feed(forecaster, _smooth(180))
     assert forecaster.refit_pending and forecaster.predict(180).model == "linear"  # initial fit queued
-    executor.run_all()
+    pool.run_all()
     assert forecaster.predict(180).model == "arima"
     end = _jumps(forecaster, start_s=180, ticks=2)
     assert forecaster.refit_pending and forecaster.refits == 0
     end = _jumps(forecaster, start_s=end, ticks=2)  # the tick goes on with the old model meanwhile
     assert forecaster.refit_pending and forecaster.refits == 0 and forecaster.poor_streak == 4
-    executor.run_all()
+    pool.run_all()
     forecaster.predict(end)
     assert forecaster.refits == 1 and not forecaster.refit_pending and forecaster.poor_streak == 0
     new_model = forecaster._arima
     assert isinstance(new_model, ArimaModel)
     # fitted on the 30-bucket window at submission, then given the 12 buckets that arrived meanwhile
     assert new_model.history_len == 30 + 12
-    assert len(executor.jobs) == 0
+    assert len(pool.jobs) == 0
 
 
 def test_arima_update_keeps_stored_history_bounded() -> None:
@@ -262,15 +262,15 @@ def test_round_trip_predicts_exactly_the_same() -> None:
 
 
 def test_round_trip_drops_a_pending_refit_and_resubmits_it() -> None:
-    executor = ManualExecutor()
-    forecaster = WorkloadForecaster(CONFIG, refit_executor=executor)
+    pool = ManualPool()
+    forecaster = WorkloadForecaster(CONFIG, refit_pool=pool)
     _feed(forecaster, _smooth(180))
     assert forecaster.refit_pending
-    restored_executor = ManualExecutor()
-    restored = WorkloadForecaster.from_bytes(forecaster.to_bytes(), CONFIG, refit_executor=restored_executor)
+    restored_pool = ManualPool()
+    restored = WorkloadForecaster.from_bytes(forecaster.to_bytes(), CONFIG, refit_pool=restored_pool)
     assert not restored.refit_pending
     restored.observe([1000.0] * 60, step_s=1, end_s=240)
-    assert restored.refit_pending and len(restored_executor.jobs) == 1
+    assert restored.refit_pending and len(restored_pool.jobs) == 1
 
 
 def test_restore_refuses_another_resolution() -> None:
@@ -280,10 +280,10 @@ def test_restore_refuses_another_resolution() -> None:
 
 
 def test_a_failed_background_fit_keeps_serving_the_fallback() -> None:
-    executor = ManualExecutor()
-    forecaster = WorkloadForecaster(CONFIG, refit_executor=executor)
+    pool = ManualPool()
+    forecaster = WorkloadForecaster(CONFIG, refit_pool=pool)
     _feed(forecaster, _smooth(180))
-    future, *_ = executor.jobs.pop()
+    future, *_ = pool.jobs.pop()
     future.set_exception(RuntimeError("fit diverged"))
     assert forecaster.predict(180).model == "linear"
     assert forecaster.refit_failures == 1 and not forecaster.refit_pending

@@ -175,7 +175,7 @@ def _component_damage(config: Config):
         controller.tick(
             observation(
                 time_s=60.0 * k,
-                workers={"w1": ([900.0 + 10 * i for i in range(60)], [0.3 + 0.005 * i for i in range(60)])},
+                executors={"w1": ([900.0 + 10 * i for i in range(60)], [0.3 + 0.005 * i for i in range(60)])},
             ),
             60.0 * k,
         )
@@ -216,6 +216,22 @@ def test_a_history_from_a_newer_version_is_started_afresh_and_the_models_kept(ca
     restored = restore(damaged, Config())
     assert not restored.history.workload and "history: state version 2" in caplog.text
     assert restored.capacity.regressions == restore(saved, Config()).capacity.regressions
+
+
+def test_a_history_written_before_the_executor_rename_still_loads() -> None:
+    """Stores written while the capacity table said "workers" and "worker_id" are read as "executors"."""
+    saved = _component_damage(Config())
+    history = json.loads(saved.components["history"])
+    table = history["latest_table"]
+    old_table = {k: v for k, v in table.items() if k != "executors"}
+    old_table["workers"] = [
+        {("worker_id" if k == "executor_id" else k): v for k, v in e.items()} for e in table["executors"]
+    ]
+    assert "executors" not in old_table and "executor_id" not in json.dumps(old_table)
+    components = {**saved.components, "history": json.dumps({**history, "latest_table": old_table})}
+    old = type(saved)(saved.format_version, components, saved.forecaster, saved.decisions, saved.recoveries)
+    assert restore(old, Config()).history.latest_table == restore(saved, Config()).history.latest_table
+    assert [e.executor_id for e in restore(old, Config()).history.latest_table.executors] == ["w1"]
 
 
 @pytest.mark.parametrize(

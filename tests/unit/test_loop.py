@@ -19,7 +19,7 @@ from tests.unit.test_controller import CONFIG, window
 
 @dataclass
 class ScriptedMonitor:
-    """Serves an overloaded 4-worker job (3,000/s on 4 x 500/s) unless told to fail; records the windows asked for."""
+    """Serves an overloaded 4-executor job (3,000/s on 4 x 500/s) unless told to fail; records the windows asked for."""
 
     scaleout: int = 4
     workload_per_s: float = 3000.0

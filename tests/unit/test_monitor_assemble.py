@@ -37,9 +37,9 @@ def results(**override: list[dict]) -> dict[str, list[dict]]:
 
 def test_complete_results_make_the_observation() -> None:
     obs = build_observation(results(), WINDOW, executor_label="executor_id")
-    assert obs.time_s == 110 and obs.scaleout == 2 and obs.worker_ids == ("1", "2")
+    assert obs.time_s == 110 and obs.scaleout == 2 and obs.executor_ids == ("1", "2")
     assert obs.workload_per_s == tuple(10.0 * t for t in GRID)
-    assert obs.workers[1].throughput_per_s == (7.0,) * 10 and obs.workers[0].utilization_ratio == (0.5,) * 10
+    assert obs.executors[1].throughput_per_s == (7.0,) * 10 and obs.executors[0].utilization_ratio == (0.5,) * 10
     assert (obs.consumer_lag_records, obs.uptime_s) == (4.0, 55.0)
 
 
@@ -49,7 +49,7 @@ def test_timestamps_missing_in_either_series_are_dropped_for_everyone() -> None:
     late = results(utilization=[series(const(0.5), executor_id="1"), series(const(0.7, GRID[3:]), executor_id="2")])
     obs = build_observation(late, WINDOW, executor_label="executor_id")
     assert len(obs.workload_per_s) == 7 and obs.workload_per_s[0] == 1040.0
-    assert all(len(w.throughput_per_s) == len(w.utilization_ratio) == 7 for w in obs.workers)
+    assert all(len(w.throughput_per_s) == len(w.utilization_ratio) == 7 for w in obs.executors)
 
 
 def test_an_executor_that_left_inside_the_window_is_dropped() -> None:
@@ -58,7 +58,7 @@ def test_an_executor_that_left_inside_the_window_is_dropped() -> None:
         utilization=results()["utilization"] + [series(const(0.9, GRID[:4]), executor_id="3")],
     )
     obs = build_observation(left, WINDOW, executor_label="executor_id")
-    assert obs.worker_ids == ("1", "2") and len(obs.workload_per_s) == 10
+    assert obs.executor_ids == ("1", "2") and len(obs.workload_per_s) == 10
 
 
 def test_samples_outside_the_window_are_ignored() -> None:

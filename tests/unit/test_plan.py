@@ -12,7 +12,7 @@ NOW = 10_000.0
 def inputs(
     *,
     current=4,
-    per_worker=100.0,
+    per_executor=100.0,
     workload=250.0,
     forecast=None,
     lag=0.0,
@@ -21,7 +21,7 @@ def inputs(
     downtime_out=30.0,
     downtime_in=15.0,
 ):
-    caps = tuple(per_worker * n for n in range(1, max_n + 1))
+    caps = tuple(per_executor * n for n in range(1, max_n + 1))
     table = CapacityTable(current, caps[current - 1], caps, frozenset({current}), ())
     values = forecast if forecast is not None else [workload] * 90
     return PlanInputs(
@@ -104,7 +104,8 @@ CASES = [
         Reason.CURRENT_IS_SMALLEST_VALID,
         id="current-kept-until-the-peak-nears",
     ),
-    # 3 workers: 50/s headroom for 2500 replay + 7500 during 30 s down + 30000 lag = 800 s > 600 s; 4 workers: 297 s.
+    # 3 executors: 50/s headroom for 2500 replay + 7500 during 30 s down + 30000 lag = 800 s > 600 s;
+    # 4 executors: 297 s.
     pytest.param(
         inputs(current=2, workload=250, lag=30000),
         SETTINGS,

@@ -15,7 +15,7 @@ NOW = 10_000.0
 def inputs(
     *,
     current=4,
-    per_worker=100.0,
+    per_executor=100.0,
     caps=None,
     workload=250.0,
     forecast=None,
@@ -26,7 +26,7 @@ def inputs(
     downtime_in=15.0,
     steps=90,
 ):
-    caps = tuple(caps) if caps is not None else tuple(per_worker * n for n in range(1, 13))
+    caps = tuple(caps) if caps is not None else tuple(per_executor * n for n in range(1, 13))
     table = CapacityTable(current, caps[current - 1], caps, frozenset({current}), ())
     values = forecast if forecast is not None else [workload] * steps
     return PlanInputs(
@@ -151,11 +151,11 @@ def test_scale_in_that_pays_carries_its_numbers():
     widen=st.lists(st.floats(0, 500), min_size=90, max_size=90),
     lag=st.floats(0, 50_000),
     lookback=st.lists(st.floats(0, 1500), max_size=90),
-    per_worker=st.lists(st.floats(50, 150), min_size=12, max_size=12),
+    per_executor=st.lists(st.floats(50, 150), min_size=12, max_size=12),
 )
-def test_never_less_safe_than_paper(current, workload, level, widen, lag, lookback, per_worker):
+def test_never_less_safe_than_paper(current, workload, level, widen, lag, lookback, per_executor):
     """When Algorithm 1 scales out, cost_aware scales out at least as far (it sees the same or a higher forecast)."""
-    caps = [sum(per_worker[:n]) for n in range(1, 13)]
+    caps = [sum(per_executor[:n]) for n in range(1, 13)]
     upper = [v + w for v, w in zip(level, widen, strict=False)]
     args = {"current": current, "caps": caps, "workload": workload, "forecast": level, "lag": lag, "lookback": lookback}
     paper = plan(inputs(**args), SETTINGS)
