@@ -1,4 +1,4 @@
-"""Knowledge support: the one injected clock (system for real runs, fake for tests and the simulator)."""
+"""Edge support: the one injected clock (system for real runs, fake for tests and the simulator)."""
 
 from __future__ import annotations
 

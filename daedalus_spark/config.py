@@ -1,4 +1,4 @@
-"""Knowledge settings: the one YAML file that tunes the controller, validated at the boundary (pydantic)."""
+"""Configuration: the one YAML file that tunes the controller, validated at the boundary (pydantic)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Knowledge vocabulary: the immutable values that flow through one MAPE-K tick (observation in, decision out)."""
+"""Domain: the immutable values that flow through one MAPE-K tick (observation in, decision out)."""
 
 from __future__ import annotations
 

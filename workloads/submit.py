@@ -1,4 +1,4 @@
-"""Execute (benchmark jobs): spark-submit entry point — `spark-submit workloads/submit.py wordcount|ysb|traffic …`.
+"""Workload: spark-submit entry point — `spark-submit workloads/submit.py wordcount|ysb|traffic …`.
 
 spark-submit needs a file, not a module; the pipelines themselves live in `daedalus_spark.workloads`
 (`python -m daedalus_spark.workloads.wordcount --help` runs the same thing without spark-submit).

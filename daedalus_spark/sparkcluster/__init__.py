@@ -1,4 +1,4 @@
-"""Execute (test harness): a local Spark standalone cluster started from the pip-installed PySpark."""
+"""Spark harness: a local Spark standalone cluster started from the pip-installed PySpark."""
 
 from daedalus_spark.sparkcluster.cluster import LocalCluster, cpu_quota_support
 

@@ -1,4 +1,4 @@
-"""Execute/Monitor (local cluster): per-worker CPU budgets and CPU time with cgroups (v2, or v1 cpu + cpuacct)."""
+"""Spark harness: per-worker CPU budgets and CPU time with cgroups (v2, or v1 cpu + cpuacct)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Execute (test harness): start a standalone master and N workers, add and remove workers, stop all it started."""
+"""Spark harness: start a standalone master and N workers, add and remove workers, stop all it started."""
 
 from __future__ import annotations
 

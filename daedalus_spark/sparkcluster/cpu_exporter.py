@@ -1,4 +1,4 @@
-"""Monitor (local cluster): an executor's CPU = its worker's cgroup CPU time (JVM and Python workers), exported."""
+"""Spark harness: an executor's CPU = its worker's cgroup CPU time (JVM and Python workers), exported."""
 
 from __future__ import annotations
 

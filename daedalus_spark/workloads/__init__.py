@@ -1,1 +1,1 @@
-"""Execute (workloads): the benchmark pipelines, the local partitioned log, and the trace-driven generator."""
+"""Workload: the benchmark jobs being scaled (not the controller) — pipelines, local partitioned log, generator."""

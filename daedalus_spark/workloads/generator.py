@@ -1,4 +1,4 @@
-"""Execute (workloads): trace-driven generator producing pipeline records to Kafka or the local log at a paced rate."""
+"""Workload: trace-driven generator producing pipeline records to Kafka or the local log at a paced rate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Execute (workloads): a partitioned append-only log on local disk with per-partition offsets, Kafka-like."""
+"""Workload: a partitioned append-only log on local disk with per-partition offsets, Kafka-like."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Execute (workloads): trace pacing — how many records are due by a given time (pure; the clock is injected)."""
+"""Workload: trace pacing — how many records are due by a given time (pure; the clock is injected)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Execute (workloads): shared command line, session and query wiring of the three benchmark pipelines."""
+"""Workload: shared command line, session and query wiring of the three benchmark pipelines."""
 
 from __future__ import annotations
 

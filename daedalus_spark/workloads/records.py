@@ -1,4 +1,4 @@
-"""Execute (workloads): deterministic record makers for the three pipelines (pure; no I/O)."""
+"""Workload: deterministic record makers for the three pipelines (pure; no I/O)."""
 
 from __future__ import annotations
 

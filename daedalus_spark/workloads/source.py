@@ -1,4 +1,4 @@
-"""Execute (workloads): the `daedalus_log` Spark streaming data source over the local log, plus source/sink wiring."""
+"""Workload: the `daedalus_log` Spark streaming data source over the local log, plus source/sink wiring."""
 
 from __future__ import annotations
 

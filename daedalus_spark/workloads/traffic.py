@@ -1,4 +1,4 @@
-"""Execute (workloads): Traffic Monitoring — mean speed per vehicle near a point in 10-s windows, enriched."""
+"""Workload: Traffic Monitoring — mean speed per vehicle near a point in 10-s windows, enriched."""
 
 from __future__ import annotations
 

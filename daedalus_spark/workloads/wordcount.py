@@ -1,4 +1,4 @@
-"""Execute (workloads): WordCount — lines of text to words to a running count per word (stateful)."""
+"""Workload: WordCount — lines of text to words to a running count per word (stateful)."""
 
 from __future__ import annotations
 

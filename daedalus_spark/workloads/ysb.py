@@ -1,4 +1,4 @@
-"""Execute (workloads): Yahoo Streaming Benchmark — views per campaign in 10-s event-time windows."""
+"""Workload: Yahoo Streaming Benchmark — views per campaign in 10-s event-time windows."""
 
 from __future__ import annotations
 
