@@ -3,41 +3,9 @@
 import pytest
 
 from daedalus_spark.config import ControllerConfig
-from daedalus_spark.domain import CapacityTable, Forecast, Reason
-from daedalus_spark.plan.algorithm import PlanInputs, plan
-
-NOW = 10_000.0
-
-
-def inputs(
-    *,
-    current=4,
-    per_executor=100.0,
-    workload=250.0,
-    forecast=None,
-    lag=0.0,
-    since_rescale=None,
-    max_n=12,
-    downtime_out=30.0,
-    downtime_in=15.0,
-):
-    caps = tuple(per_executor * n for n in range(1, max_n + 1))
-    table = CapacityTable(current, caps[current - 1], caps, frozenset({current}), ())
-    values = forecast if forecast is not None else [workload] * 90
-    return PlanInputs(
-        now_s=NOW,
-        current_scaleout=current,
-        capacities=table,
-        workload_avg_per_s=workload,
-        recent_workload_per_s=(workload,) * 60,
-        step_s=1.0,
-        forecast=Forecast(NOW, 10.0, tuple(float(v) for v in values), "arima"),
-        consumer_lag_records=lag,
-        last_rescale_s=None if since_rescale is None else NOW - since_rescale,
-        downtime_scale_out_s=downtime_out,
-        downtime_scale_in_s=downtime_in,
-    )
-
+from daedalus_spark.domain import Reason
+from daedalus_spark.plan.algorithm import plan
+from tests.unit.plan_inputs import plan_inputs as inputs
 
 SETTINGS = ControllerConfig(max_scaleout=12, target_recovery_s=600, checkpoint_interval_s=10)
 

@@ -5,45 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daedalus_spark.config import ControllerConfig
-from daedalus_spark.domain import CapacityTable, Forecast, Reason
-from daedalus_spark.plan.algorithm import PlanInputs, plan
+from daedalus_spark.domain import Reason
+from daedalus_spark.plan.algorithm import plan
 from daedalus_spark.plan.cost import plan_cost_aware
-
-NOW = 10_000.0
-
-
-def inputs(
-    *,
-    current=4,
-    per_executor=100.0,
-    caps=None,
-    workload=250.0,
-    forecast=None,
-    upper=None,
-    lag=0.0,
-    since_rescale=None,
-    lookback=(),
-    downtime_in=15.0,
-    steps=90,
-):
-    caps = tuple(caps) if caps is not None else tuple(per_executor * n for n in range(1, 13))
-    table = CapacityTable(current, caps[current - 1], caps, frozenset({current}), ())
-    values = forecast if forecast is not None else [workload] * steps
-    return PlanInputs(
-        now_s=NOW,
-        current_scaleout=current,
-        capacities=table,
-        workload_avg_per_s=workload,
-        recent_workload_per_s=(workload,) * 60,
-        step_s=1.0,
-        forecast=Forecast(NOW, 10.0, tuple(float(v) for v in values), "arima", tuple(float(v) for v in upper or ())),
-        consumer_lag_records=lag,
-        last_rescale_s=None if since_rescale is None else NOW - since_rescale,
-        downtime_scale_out_s=30.0,
-        downtime_scale_in_s=downtime_in,
-        lookback_workload_per_s=tuple(float(v) for v in lookback),
-    )
-
+from tests.unit.plan_inputs import plan_inputs as inputs
 
 SETTINGS = ControllerConfig(max_scaleout=12, target_recovery_s=600, checkpoint_interval_s=10, planner="cost_aware")
 

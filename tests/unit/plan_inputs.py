@@ -1,0 +1,43 @@
+"""Test builder: the analyzed inputs of one planning step, with defaults the planner table tests vary one at a time."""
+
+from daedalus_spark.domain import CapacityTable, Forecast
+from daedalus_spark.plan.algorithm import PlanInputs
+
+NOW = 10_000.0
+
+
+def plan_inputs(
+    *,
+    current=4,
+    per_executor=100.0,
+    max_n=12,
+    caps=None,
+    workload=250.0,
+    forecast=None,
+    upper=None,
+    steps=90,
+    lag=0.0,
+    since_rescale=None,
+    lookback=(),
+    downtime_out=30.0,
+    downtime_in=15.0,
+):
+    """Capacities `per_executor * n` for n = 1..max_n (or `caps`), a flat forecast at `workload` over `steps` 10-s
+    buckets (or `forecast`, with `upper` as its upper bound), observed at the current scale-out only."""
+    caps = tuple(caps) if caps is not None else tuple(per_executor * n for n in range(1, max_n + 1))
+    table = CapacityTable(current, caps[current - 1], caps, frozenset({current}), ())
+    values = forecast if forecast is not None else [workload] * steps
+    return PlanInputs(
+        now_s=NOW,
+        current_scaleout=current,
+        capacities=table,
+        workload_avg_per_s=workload,
+        recent_workload_per_s=(workload,) * 60,
+        step_s=1.0,
+        forecast=Forecast(NOW, 10.0, tuple(float(v) for v in values), "arima", tuple(float(v) for v in upper or ())),
+        consumer_lag_records=lag,
+        last_rescale_s=None if since_rescale is None else NOW - since_rescale,
+        downtime_scale_out_s=downtime_out,
+        downtime_scale_in_s=downtime_in,
+        lookback_workload_per_s=tuple(float(v) for v in lookback),
+    )
