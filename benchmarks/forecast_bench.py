@@ -9,17 +9,16 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pmdarima as pm
 
 from daedalus_spark.analyze.forecast import fit_arima
 from daedalus_spark.config import ForecastConfig
-from daedalus_spark.monitor.files import read_trace
+from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR, read_trace
 from daedalus_spark.report.forecast_backtest import BacktestResult, baseline_wapes, evaluate_trace
 
-TRACES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
+TRACES = BUNDLED_TRACES_DIR
 TABLE_TRACES = ("ysb_advertising_6h_400K_max.csv", "traffic_tm_6h_100K_max.csv")
 TABLE_CONFIGS = (  # (resolution_s, history_window_s)
     (5, 3600),

@@ -12,14 +12,14 @@ import numpy as np
 
 from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import Config, ConfigError, load_config
-from daedalus_spark.monitor.files import InputFileError, read_trace
+from daedalus_spark.monitor.files import BUNDLED_TRACES, BUNDLED_TRACES_DIR, InputFileError, read_trace
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
 from daedalus_spark.sim.policies import OFFLINE, PolicyNameError, parse_policy_list
 
-TRACES_DIR = Path(__file__).resolve().parents[2] / "workloads" / "traces"
-DEFAULT_TRACE = TRACES_DIR / "wordcount_sine_40000_6h.csv"
+TRACES_DIR = BUNDLED_TRACES_DIR
+DEFAULT_TRACE = BUNDLED_TRACES["wordcount"]
 DEFAULT_POLICIES = "daedalus,static:12,hpa:0.8,hpa:0.85,flink,oracle,optimum"
 TABLE_COLUMNS = (
     ("avg_executors", "executors", "{:.2f}"),
