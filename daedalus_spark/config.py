@@ -64,6 +64,15 @@ class ControllerConfig(_Section):
         le=86400,
     )
     cooldown_s: float = _field(180, "s", "No new rescale this soon after the previous one.", ge=0, le=86400)
+    scale_in_lag_s: float = _field(
+        60,
+        "s",
+        "A scale-in waits while the consumer lag exceeds this many seconds of the smaller scale-out's capacity (still "
+        "catching up). 1 = the paper's rule (capacity below the lag), which a micro-batch job never passes: it always "
+        "holds a batch or more of lag (docs/planning.md).",
+        ge=0,
+        le=86400,
+    )
     planner: Literal["paper", "cost_aware"] = _field(
         "cost_aware",
         "-",

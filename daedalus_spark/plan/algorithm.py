@@ -78,9 +78,14 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
         if rejection is None and n == current:
             reason = Reason.SCALE_IN_DEFERRED_LAG if deferred else Reason.CURRENT_IS_SMALLEST_VALID
             return decide(n, reason, tuple(notes), cand)
-        if rejection is None and n < current and cand.capacity_per_s < inputs.consumer_lag_records:
+        if (
+            rejection is None
+            and n < current
+            and cand.capacity_per_s * settings.scale_in_lag_s < inputs.consumer_lag_records
+        ):
             rejection, deferred = (
-                f"scale-in deferred: capacity below the consumer lag {inputs.consumer_lag_records:.0f}",
+                f"scale-in deferred: the consumer lag {inputs.consumer_lag_records:.0f} exceeds "
+                f"{settings.scale_in_lag_s:g} s of its capacity {cand.capacity_per_s:.0f}/s",
                 True,
             )
         if rejection is None and cand.capacity_per_s <= forecast_max:

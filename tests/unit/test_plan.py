@@ -8,6 +8,7 @@ from daedalus_spark.plan.algorithm import plan
 from tests.unit.plan_inputs import plan_inputs as inputs
 
 SETTINGS = ControllerConfig(max_scaleout=12, target_recovery_s=600, checkpoint_interval_s=10)
+PAPER_LAG_RULE = SETTINGS.model_copy(update={"scale_in_lag_s": 1})  # capacity below the lag defers a scale-in
 
 CASES = [
     pytest.param(
@@ -44,10 +45,25 @@ CASES = [
     pytest.param(inputs(workload=450), SETTINGS, 5, Reason.SCALE_OUT_SMALLEST_VALID, id="scale-out"),
     pytest.param(inputs(workload=150), SETTINGS, 2, Reason.SCALE_IN_SMALLEST_VALID, id="scale-in"),
     pytest.param(
-        inputs(workload=150, lag=250), SETTINGS, 3, Reason.SCALE_IN_SMALLEST_VALID, id="lag-skips-the-smallest-scale-in"
+        inputs(workload=150, lag=250),
+        PAPER_LAG_RULE,
+        3,
+        Reason.SCALE_IN_SMALLEST_VALID,
+        id="paper-lag-rule-skips-the-smallest-scale-in",
     ),
     pytest.param(
-        inputs(workload=150, lag=1000), SETTINGS, 4, Reason.SCALE_IN_DEFERRED_LAG, id="scale-in-deferred-because-of-lag"
+        inputs(workload=150, lag=1000),
+        PAPER_LAG_RULE,
+        4,
+        Reason.SCALE_IN_DEFERRED_LAG,
+        id="paper-lag-rule-defers-the-scale-in",
+    ),
+    # The default: lag up to 60 s of the smaller scale-out's capacity is a micro-batch's own, not a backlog.
+    pytest.param(
+        inputs(workload=150, lag=1000), SETTINGS, 2, Reason.SCALE_IN_SMALLEST_VALID, id="batch-sized-lag-does-not-defer"
+    ),
+    pytest.param(
+        inputs(workload=150, lag=20000), SETTINGS, 4, Reason.SCALE_IN_DEFERRED_LAG, id="backlog-defers-the-scale-in"
     ),
     pytest.param(inputs(workload=5000), SETTINGS, 12, Reason.NO_VALID_SCALEOUT_USE_MAX, id="no-valid-use-max"),
     pytest.param(
