@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -176,11 +177,11 @@ class ArimaModel:
         return len(self._y)
 
     def fit(self, y: np.ndarray) -> None:
-        y = np.asarray(y, dtype=float)
-        if self._profile.size:  # phase 0 is y[0] of the full series handed to deseasonalize
-            y = y - self._seasonal(0, len(y))
-            self._phase = len(y) % len(self._profile)
-        level = np.asarray(y, dtype=float)[-self.window_steps :] + self._seasonal(0, len(y))[-self.window_steps :]
+        raw = np.asarray(y, dtype=float)
+        y = raw - self._seasonal(0, len(raw))  # phase 0 is y[0] of the full series handed to deseasonalize
+        if self._profile.size:
+            self._phase = len(raw) % len(self._profile)
+        level = raw[-self.window_steps :]  # the workload's own scale, for the hold-out WAPE
         y = y[-self.window_steps :]
         seasonal = self.seasonal_period_steps > 1
         select = self.select_horizon_steps > 0
@@ -773,7 +774,7 @@ class WorkloadForecaster:
         linear_wape = math.inf
         if linear is not None and lo - start < len(linear):
             end = min(hi - start, len(linear))
-            linear_wape = wape(actual[lo - first : lo - first + end - (lo - start)], linear[lo - start : end])
+            linear_wape = wape(actual[lo - first : start + end - first], linear[lo - start : end])
         self._last_poor = poor and linear_wape < self._last_wape
 
     def _maybe_fit(self) -> None:
@@ -790,21 +791,7 @@ class WorkloadForecaster:
     def _submit(self, *, refit: bool) -> None:
         y = self._history[-self._window_steps :].copy()  # a private copy: the job may run on another thread
         self._steps_since_fit = 0
-        if self._refit_pool is None:
-            try:
-                model = fit_arima(
-                    y,
-                    window_steps=self._window_steps,
-                    seasonal_period_steps=self._season_steps,
-                    detect_season=self._config.seasonality,
-                    select_horizon_steps=self._select_steps,
-                )
-            except _NUMERIC_FAILURES:
-                self._refit_failures += 1
-                return
-            self._install(model, refit=refit)
-            return
-        self._pending = self._refit_pool.submit(
+        fit = functools.partial(
             fit_arima,
             y,
             window_steps=self._window_steps,
@@ -812,6 +799,15 @@ class WorkloadForecaster:
             detect_season=self._config.seasonality,
             select_horizon_steps=self._select_steps,
         )
+        if self._refit_pool is None:
+            try:
+                model = fit()
+            except _NUMERIC_FAILURES:
+                self._refit_failures += 1
+                return
+            self._install(model, refit=refit)
+            return
+        self._pending = self._refit_pool.submit(fit)
         self._pending_updates = []
         self._pending_is_refit = refit
 

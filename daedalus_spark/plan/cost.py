@@ -62,8 +62,14 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     current, proposed = safe.current_scaleout, safe.target_scaleout
     if proposed >= current:
         return replace(safe, evidence=evidence)
-    options = [_scale_in(inputs, upper, n, settings) for n in range(proposed, current)]
-    options = [_with_dwell(o, inputs) for o in options]
+    replay = replay_backlog_records(
+        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
+    )
+    # What every candidate shares: the records replayed and those arriving while the job is down for the scale-in.
+    extra_records = replay + sum(upper.per_second()[: max(0, math.ceil(inputs.downtime_scale_in_s))])
+    options = [_scale_in(inputs, upper, n, extra_records) for n in range(proposed, current)]
+    undo = _undo_executor_s(inputs)
+    options = [_with_dwell(o, inputs, undo) for o in options]
     history = inputs.lookback_workload_per_s
     evidence["lookback_peak_per_s"] = round(max(history, default=0.0), 3)
     carrying = [o for o in options if o.dwell_s is None or o.cycle_net_executor_s > 0]
@@ -122,30 +128,30 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     return replace(safe, evidence=evidence)
 
 
-def _scale_in(inputs: PlanInputs, upper: Forecast, n: int, settings: ControllerConfig) -> ScaleIn:
+def _scale_in(inputs: PlanInputs, upper: Forecast, n: int, extra_records: float) -> ScaleIn:
     current = inputs.current_scaleout
     capacity = inputs.capacities.at(n)
-    downtime = inputs.downtime_scale_in_s
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
-    arrivals = sum(upper.per_second()[: max(0, math.ceil(downtime))])
-    catch_up = (replay + arrivals) * n / capacity if capacity > 0 else math.inf
+    catch_up = extra_records * n / capacity if capacity > 0 else math.inf
     hold = _hold_s(upper, capacity, inputs.now_s)
-    return ScaleIn(n, capacity, hold, (current - n) * hold, downtime * current, catch_up)
+    return ScaleIn(n, capacity, hold, (current - n) * hold, inputs.downtime_scale_in_s * current, catch_up)
 
 
-def _with_dwell(option: ScaleIn, inputs: PlanInputs) -> ScaleIn:
+def _with_dwell(option: ScaleIn, inputs: PlanInputs, undo_executor_s: float) -> ScaleIn:
     """The option with the observed dwell below its capacity before the load last rose back above it, if it did."""
     dwell_steps = _dwell_before_last_rise(inputs.lookback_workload_per_s, option.capacity_per_s)
     if dwell_steps is None:
         return option
+    return replace(option, dwell_s=dwell_steps * inputs.lookback_step_s, undo_executor_s=undo_executor_s)
+
+
+def _undo_executor_s(inputs: PlanInputs) -> float:
+    """What the scale-out back to the current scale-out costs: its downtime, and catching up what arrived meanwhile."""
     current = inputs.current_scaleout
     capacity_current = inputs.capacities.at(current)
     down = inputs.downtime_scale_out_s
     arrivals = inputs.workload_avg_per_s * down
     catch_up = arrivals * current / capacity_current if capacity_current > 0 else math.inf
-    return replace(option, dwell_s=dwell_steps * inputs.lookback_step_s, undo_executor_s=down * current + catch_up)
+    return down * current + catch_up
 
 
 def _dwell_before_last_rise(history: tuple[float, ...], capacity_per_s: float) -> int | None:

@@ -74,6 +74,12 @@ def _lindley_rows(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -
     return np.asarray(np.maximum(s - floor, 0.0), dtype=float)
 
 
+def _processed(backlog0: float, arrivals: np.ndarray, lag: np.ndarray) -> np.ndarray:
+    """Records processed each second, from the backlog before, the arrivals and the backlog after (Lindley)."""
+    before = np.concatenate(([backlog0], lag[:-1]))
+    return np.asarray(np.maximum(before + arrivals - lag, 0.0), dtype=float)
+
+
 def solve_optimum(setup: SimSetup) -> OptimumSchedule:
     """The DP over (decision point, scale-out); raises OptimumInfeasible when no schedule meets the constraints."""
     w = setup.workload_per_s
@@ -118,8 +124,7 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
     lat0 = base + rows0 / caps[:, None]
     for j in range(nsz):
         if float(lat0[j].max(initial=0.0)) <= target and bool((rows0[j] <= caught_floor[:end0]).all()):
-            before = np.concatenate(([0.0], rows0[j, :-1]))
-            processed = np.maximum(before + arr0 - rows0[j], 0.0)
+            processed = _processed(0.0, arr0, rows0[j])
             cost[j], backlog[j], tail[j] = float(sizes[j]) * end0, float(rows0[j, -1]), tail_of(processed, caps[j])
     if not np.isfinite(cost).any():
         raise OptimumInfeasible(_infeasible_message(0, hi))
@@ -144,8 +149,7 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
             if float((base + wait + lag / caps[i]).max()) <= target and not behind.any():
                 c = c_prev + float(sizes[i]) * seg
                 if c < new_cost[i] or (c == new_cost[i] and lag[-1] < new_state[0, i]):
-                    before = np.concatenate(([b_prev], lag[:-1]))
-                    processed = np.maximum(before + arr - lag, 0.0)
+                    processed = _processed(b_prev, arr, lag)
                     new_cost[i] = c
                     new_state[:, i] = (lag[-1], tail_of(processed, caps[i], down_left), recovered[i], restart[i])
                     parents[k, i] = i
@@ -173,8 +177,7 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
                 c = c_prev + float(sizes[j]) * seg
                 if c < new_cost[j] or (c == new_cost[j] and lags[r, seg - 1] < new_state[0, j]):
                     row = lags[r, :seg]
-                    before = np.concatenate(([b_prev + tail[i]], row[:-1]))
-                    processed = np.maximum(before + arr - row, 0.0)
+                    processed = _processed(b_prev + tail[i], arr, row)
                     new_cost[j] = c
                     new_state[:, j] = (row[-1], tail_of(processed, caps[j], int(downs[r])), rec_at[r], t0 + downs[r])
                     parents[k, j] = i
