@@ -35,6 +35,7 @@ RATIO_GOAL = 1.10  # daedalus executor-hours <= 1.10 x the offline optimum
 RESCALE_GOAL_PER_20MIN = 1.0
 WALL_GOAL_S = 60.0  # one 6-h trace with all policies
 QUICK_SPEEDUP = 4
+LIMITED_OPTIMUM = "optimum:1"  # the optimum held to the rescale goal: at most 1 rescale per 20 min on average
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def run_trace(name: str, *, speedup: int, job_model: JobModel, config: Config, s
     workload = compress_trace(raw, speedup)
     start = time.perf_counter()
     static = f"static:{best_static(workload, job_model, config, seed)}"
-    names = ["daedalus", static, *BASELINES, "oracle", "optimum"]
+    names = ["daedalus", static, *BASELINES, "oracle", "optimum", LIMITED_OPTIMUM]
     ev = evaluate(name, workload, names, job_model=job_model, config=config, seed=seed)
     wall = time.perf_counter() - start
     hours = len(workload) / 3600.0
@@ -142,19 +143,30 @@ def goals(run: TraceRun, target_s: float) -> dict[str, tuple[bool, str]]:
     }
 
 
+def _vs_limited(metrics: dict[str, dict[str, float | int]]) -> float:
+    """Daedalus' executor-hours over those of the optimum held to at most one rescale per 20 min (NaN: none)."""
+    limited = metrics.get(LIMITED_OPTIMUM)
+    if not limited or not limited["executor_hours"]:
+        return math.nan
+    return float(metrics["daedalus"]["executor_hours"]) / float(limited["executor_hours"])
+
+
 def goals_section(runs: list[TraceRun], target_s: float) -> str:
     lines = ["== GOALS (daedalus)"]
     per_trace = {r.name: goals(r, target_s) for r in runs}
     names = list(next(iter(per_trace.values()))) if per_trace else []
     width = max([len(r.name) for r in runs] + [5])
-    lines.append("  ".join(["trace".ljust(width), *(n.rjust(max(len(n), 14)) for n in names), "optimum/oracle"]))
+    header = ["trace".ljust(width), *(n.rjust(max(len(n), 14)) for n in names), "optimum/oracle", "vs opt<=1/20min"]
+    lines.append("  ".join(header))
     for run in runs:
         g = per_trace[run.name]
         cells = [f"{'PASS' if ok else 'FAIL'} {fig}".rjust(max(len(n), 14)) for n, (ok, fig) in g.items()]
-        # what the 1.10 x optimum goal means against the per-second oracle
-        optimum = run.evaluation.metrics.get("optimum")
-        against = _ratio(float(optimum["vs_oracle"])) if optimum else "-"
-        lines.append("  ".join([run.name.ljust(width), *cells, against.rjust(14)]))
+        # what the 1.10 x optimum goal means against the per-second oracle, and daedalus against the optimum that
+        # keeps to the rescale goal too
+        m = run.evaluation.metrics
+        against = _ratio(float(m["optimum"]["vs_oracle"])) if "optimum" in m else "-"
+        limited = _vs_limited(m)
+        lines.append("  ".join([run.name.ljust(width), *cells, against.rjust(14), _ratio(limited).rjust(19)]))
     passed = sum(ok for g in per_trace.values() for ok, _ in g.values())
     total = sum(len(g) for g in per_trace.values())
     lines.append(f"passed {passed}/{total}  (baselines beaten: those with 0 violations and p95 within the target)")
@@ -181,6 +193,7 @@ def payload(runs: list[TraceRun], target_s: float, speedup: int) -> dict[str, ob
                 "wall_s": r.wall_s,
                 "static": r.static_name,
                 "optimum_rescales": r.evaluation.optimum.rescales if r.evaluation.optimum else None,
+                "daedalus_vs_limited_optimum": _vs_limited(r.evaluation.metrics),
                 "optimum_note": r.evaluation.optimum_note,
                 "policies": r.evaluation.metrics,
                 "goals": {k: {"pass": ok, "value": v} for k, (ok, v) in goals(r, target_s).items()},

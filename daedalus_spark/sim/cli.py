@@ -16,7 +16,7 @@ from daedalus_spark.monitor.files import BUNDLED_TRACES, BUNDLED_TRACES_DIR, Inp
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
-from daedalus_spark.sim.policies import OFFLINE, PolicyNameError, parse_policy_list
+from daedalus_spark.sim.policies import PolicyNameError, is_offline, parse_policy_list
 
 TRACES_DIR = BUNDLED_TRACES_DIR
 DEFAULT_TRACE = BUNDLED_TRACES["wordcount"]
@@ -126,7 +126,7 @@ def simulate(
     except (PolicyNameError, InputFileError, ValueError) as exc:
         return _fail(str(exc))
     evaluations = []
-    online = len([n for n in names if n not in OFFLINE])
+    online = len([n for n in names if not is_offline(n)])
     for path, workload in zip(paths, workloads, strict=False):
         bar = ProgressBar(sys.stderr, path.name, online) if progress else None
         ev = evaluate(

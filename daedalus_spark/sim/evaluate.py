@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,9 +11,14 @@ import numpy as np
 from daedalus_spark.config import Config
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.metrics import summarize
-from daedalus_spark.sim.optimum import OptimumInfeasible, OptimumSchedule, run_optimum, solve_optimum
-from daedalus_spark.sim.policies import OPTIMUM, ORACLE, make_policy
-from daedalus_spark.sim.runner import RunResult, make_setup, run_oracle, run_policy
+from daedalus_spark.sim.optimum import (
+    OptimumInfeasible,
+    OptimumSchedule,
+    run_optimum,
+    solve_optimum,
+)
+from daedalus_spark.sim.policies import OPTIMUM, ORACLE, make_policy, optimum_rescale_limit
+from daedalus_spark.sim.runner import RunResult, SimSetup, make_setup, run_oracle, run_policy
 
 PolicyProgress = Callable[[str, int, int], None]  # (policy, seconds done, seconds total)
 
@@ -85,6 +91,11 @@ def evaluate(
             if optimum is not None:
                 runs[name] = optimum
             continue
+        if name.partition(":")[0] == OPTIMUM:
+            limited = _rescale_limited(setup, name, schedule) if schedule is not None else None
+            if limited is not None:
+                runs[name] = run_optimum(setup, limited)
+            continue
         policy = make_policy(name, config)
         hook = (lambda done, total, _n=name: progress(_n, done, total)) if progress else None
         runs[name] = run_policy(setup, policy, hook)
@@ -102,3 +113,15 @@ def evaluate(
     }
     caps = tuple(float(c) for c in setup.capacity.job_capacity_per_s[: setup.max_scaleout])
     return TraceEvaluation(trace, runs, metrics, caps, schedule, note)
+
+
+def _rescale_limited(setup: SimSetup, name: str, unlimited: OptimumSchedule) -> OptimumSchedule | None:
+    """`optimum:R`: the optimum held to at most R rescales per 20 minutes on average (None when none is found)."""
+    per_20min = optimum_rescale_limit(name) or 0.0
+    budget = math.floor(per_20min * len(setup.workload_per_s) / 1200.0 + 1e-9)
+    if unlimited.rescales <= budget:
+        return unlimited
+    try:
+        return solve_optimum(setup, max_rescales=budget)
+    except OptimumInfeasible:
+        return None

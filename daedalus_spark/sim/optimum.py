@@ -12,10 +12,12 @@ Model (the simulated job's, sim/job.py, taken at its worst case so that the repl
   rescale starts before the previous one recovered (so a recovery is judged with its scale-out held); and, because
   a policy that never rescales has no recovery to miss, the lag must stay bounded: every second's latency (the
   job's latency_s) within the recovery target. The best static that meets these is what the optimum is compared to;
-- objective: executor-seconds (scale-out summed per second, as metrics.summarize counts executor-hours).
+- objective: executor-seconds (scale-out summed per second, as metrics.summarize counts executor-hours);
+- optionally at most `max_rescales` rescales (policy `optimum:R`: R rescales per 20 minutes on average), the
+  yardstick for a controller held to that rate, which the unlimited optimum exceeds on fast cycles.
 
-Approximation: the state is (decision index, scale-out). The backlog, the records to replay and the time of the
-last recovery are carried from the cheapest path into each state (ties: the smaller backlog), not enumerated; a
+Approximation: the state is (decision index, scale-out[, rescales so far]). The backlog, the records to replay and
+the time of the last recovery are carried from the cheapest path into each state (ties: the smaller backlog), not enumerated; a
 dearer path that arrives with less backlog is dropped, so the result is an upper bound on the true optimum of this
 model. It is verified by replaying the schedule through the simulated job (run_optimum), which yields the figures.
 """
@@ -80,8 +82,9 @@ def _processed(backlog0: float, arrivals: np.ndarray, lag: np.ndarray) -> np.nda
     return np.asarray(np.maximum(before + arrivals - lag, 0.0), dtype=float)
 
 
-def solve_optimum(setup: SimSetup) -> OptimumSchedule:
-    """The DP over (decision point, scale-out); raises OptimumInfeasible when no schedule meets the constraints."""
+def solve_optimum(setup: SimSetup, *, max_rescales: int | None = None) -> OptimumSchedule:
+    """The DP over (decision point, scale-out[, rescales made]); raises OptimumInfeasible when no schedule meets the
+    constraints (with `max_rescales`, none that rescales at most that often)."""
     w = setup.workload_per_s
     total = len(w)
     ctl = setup.config.controller
@@ -99,14 +102,17 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
     horizon = max(math.ceil(target) + 1, interval)
     caught_floor = np.maximum(w, 1.0)
     segments = max(1, math.ceil(total / interval))
+    # Column b of every state array: paths that have rescaled b times (one column when rescales are not limited).
+    levels = 1 if max_rescales is None else max_rescales + 1
+    spent = 0 if max_rescales is None else 1  # columns a rescale moves to the right
 
     inf = math.inf
-    cost = np.full(nsz, inf)
-    backlog = np.zeros(nsz)
-    tail = np.zeros(nsz)  # records processed in the last `ckpt` seconds: the replay of a rescale now
-    recovered = np.zeros(nsz)  # second by which the last rescale has recovered
-    restart = np.zeros(nsz)  # second processing (re)starts after the last rescale
-    parents = np.full((segments, nsz), -1, dtype=np.int64)
+    cost = np.full((nsz, levels), inf)
+    backlog = np.zeros((nsz, levels))
+    tail = np.zeros((nsz, levels))  # records processed in the last `ckpt` seconds: the replay of a rescale now
+    recovered = np.zeros((nsz, levels))  # second by which the last rescale has recovered
+    restart = np.zeros((nsz, levels))  # second processing (re)starts after the last rescale
+    parents = np.full((segments, nsz, levels), -1, dtype=np.int64)  # the previous interval's scale-out index
 
     def tail_of(processed: np.ndarray, cap: float, downtime_end: int = 0) -> float:
         """Upper bound of the replay of a rescale at the end of this interval. Within a downtime the job (whose
@@ -125,7 +131,8 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
     for j in range(nsz):
         if float(lat0[j].max(initial=0.0)) <= target and bool((rows0[j] <= caught_floor[:end0]).all()):
             processed = _processed(0.0, arr0, rows0[j])
-            cost[j], backlog[j], tail[j] = float(sizes[j]) * end0, float(rows0[j, -1]), tail_of(processed, caps[j])
+            cost[j, 0], backlog[j, 0] = float(sizes[j]) * end0, float(rows0[j, -1])
+            tail[j, 0] = tail_of(processed, caps[j])
     if not np.isfinite(cost).any():
         raise OptimumInfeasible(_infeasible_message(0, hi))
 
@@ -133,33 +140,35 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
         t0, t1 = k * interval, min((k + 1) * interval, total)
         seg = t1 - t0
         arr = w[t0:t1]
-        new_cost = np.full(nsz, inf)
-        new_state = np.zeros((4, nsz))  # backlog, tail, recovered, restart
+        new_cost = np.full((nsz, levels), inf)
+        new_state = np.zeros((4, nsz, levels))  # backlog, tail, recovered, restart
         h1 = min(total, t0 + horizon)
         arr_h = w[t0:h1]
         secs = np.arange(t0, h1)
-        for i in np.flatnonzero(np.isfinite(cost)):
-            c_prev, b_prev = cost[i], backlog[i]
+        for i, b in zip(*np.nonzero(np.isfinite(cost)), strict=True):
+            c_prev, b_prev = cost[i, b], backlog[i, b]
             # hold scale-out i
-            cap_row = np.where(np.arange(t0, t1) < restart[i], 0.0, caps[i])
+            cap_row = np.where(np.arange(t0, t1) < restart[i, b], 0.0, caps[i])
             lag = lindley(b_prev, arr, cap_row)
-            wait = np.maximum(restart[i] - np.arange(t0, t1), 0.0)
-            behind = (lag > caught_floor[t0:t1]) & (np.arange(t0, t1) >= recovered[i])
-            down_left = int(max(0.0, restart[i] - t0))
+            wait = np.maximum(restart[i, b] - np.arange(t0, t1), 0.0)
+            behind = (lag > caught_floor[t0:t1]) & (np.arange(t0, t1) >= recovered[i, b])
+            down_left = int(max(0.0, restart[i, b] - t0))
             if float((base + wait + lag / caps[i]).max()) <= target and not behind.any():
                 c = c_prev + float(sizes[i]) * seg
-                if c < new_cost[i] or (c == new_cost[i] and lag[-1] < new_state[0, i]):
+                if c < new_cost[i, b] or (c == new_cost[i, b] and lag[-1] < new_state[0, i, b]):
                     processed = _processed(b_prev, arr, lag)
-                    new_cost[i] = c
-                    new_state[:, i] = (lag[-1], tail_of(processed, caps[i], down_left), recovered[i], restart[i])
-                    parents[k, i] = i
-            # rescale i -> j, only once the previous rescale has recovered
-            if recovered[i] > t0 or restart[i] > t0:
+                    new_cost[i, b] = c
+                    tail_i = tail_of(processed, caps[i], down_left)
+                    new_state[:, i, b] = (lag[-1], tail_i, recovered[i, b], restart[i, b])
+                    parents[k, i, b] = i
+            # rescale i -> j, only once the previous rescale has recovered and while the budget allows
+            nb = b + spent
+            if recovered[i, b] > t0 or restart[i, b] > t0 or nb >= levels:
                 continue
             others = np.flatnonzero(np.arange(nsz) != i)
             downs = np.where(sizes[others] > sizes[i], down_out, down_in)
             cap_m = np.where((secs[None, :] - t0) < downs[:, None], 0.0, caps[others][:, None])
-            lags = _lindley_rows(b_prev + tail[i], arr_h, cap_m)
+            lags = _lindley_rows(b_prev + tail[i, b], arr_h, cap_m)
             waits = np.maximum(downs[:, None] - (secs[None, :] - t0), 0)
             lat = base + waits + lags / caps[others][:, None]
             caught = (lags <= caught_floor[t0:h1][None, :]) & ((secs[None, :] - t0) >= downs[:, None])
@@ -175,23 +184,28 @@ def solve_optimum(setup: SimSetup) -> OptimumSchedule:
             for r in np.flatnonzero(ok_lat & ok_rec):
                 j = int(others[r])
                 c = c_prev + float(sizes[j]) * seg
-                if c < new_cost[j] or (c == new_cost[j] and lags[r, seg - 1] < new_state[0, j]):
+                if c < new_cost[j, nb] or (c == new_cost[j, nb] and lags[r, seg - 1] < new_state[0, j, nb]):
                     row = lags[r, :seg]
-                    processed = _processed(b_prev + tail[i], arr, row)
-                    new_cost[j] = c
-                    new_state[:, j] = (row[-1], tail_of(processed, caps[j], int(downs[r])), rec_at[r], t0 + downs[r])
-                    parents[k, j] = i
+                    processed = _processed(b_prev + tail[i, b], arr, row)
+                    new_cost[j, nb] = c
+                    tail_j = tail_of(processed, caps[j], int(downs[r]))
+                    new_state[:, j, nb] = (row[-1], tail_j, rec_at[r], t0 + downs[r])
+                    parents[k, j, nb] = i
         if not np.isfinite(new_cost).any():
             raise OptimumInfeasible(_infeasible_message(t0, hi))
         cost = new_cost
         backlog, tail, recovered, restart = new_state
 
-    best = int(np.argmin(cost))
-    path = [best]
+    last, b = (int(x) for x in np.unravel_index(int(np.argmin(cost)), cost.shape))
+    best = float(cost[last, b])
+    path = [last]
     for k in range(segments - 1, 0, -1):
-        path.append(int(parents[k, path[-1]]))
+        i = int(parents[k, path[-1], b])
+        if i != path[-1]:
+            b -= spent
+        path.append(i)
     path.reverse()
-    return OptimumSchedule(interval, tuple(int(sizes[j]) for j in path), float(cost[best]))
+    return OptimumSchedule(interval, tuple(int(sizes[j]) for j in path), best)
 
 
 def _infeasible_message(t_s: int, max_scaleout: int) -> str:

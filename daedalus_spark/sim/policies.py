@@ -43,10 +43,23 @@ class PolicyNameError(ValueError):
     """An unknown or malformed policy name on the command line."""
 
 
-KNOWN = "daedalus, static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle, optimum"
+KNOWN = "daedalus, static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle, optimum[:RESCALES_PER_20MIN]"
 ORACLE = "oracle"
 OPTIMUM = "optimum"
 OFFLINE = frozenset({ORACLE, OPTIMUM})  # computed from the whole trace, not built by make_policy
+
+
+def is_offline(name: str) -> bool:
+    """The oracle and the optima (`optimum`, `optimum:R`) are computed from the whole trace, not by make_policy."""
+    return name.strip().partition(":")[0] in OFFLINE
+
+
+def optimum_rescale_limit(name: str) -> float | None:
+    """`optimum:R` -> R, the most rescales per 20 minutes it may make on average; `optimum` -> None (no limit)."""
+    kind, _, arg = name.strip().partition(":")
+    if kind != OPTIMUM:
+        raise PolicyNameError(f"policy {name!r} is not an optimum")
+    return float(_number(name, arg, float, 0.0, 1000.0)) if arg else None
 
 
 def _number(
@@ -139,6 +152,8 @@ def parse_policy_list(text: str, config: Config) -> list[str]:
     if len(set(names)) != len(names):
         raise PolicyNameError(f"policy listed twice in {text!r}")
     for name in names:
-        if name not in OFFLINE:
+        if name.strip().partition(":")[0] == OPTIMUM:
+            optimum_rescale_limit(name)
+        elif name.strip() != ORACLE:
             make_policy(name, config)  # cheap for every policy (daedalus builds its loop on the first decision)
     return names

@@ -149,3 +149,43 @@ def test_optimum_misses_no_more_recoveries_than_the_oracle_schedule_replayed() -
     optimum = run_optimum(setup)
     assert recovery_violations(optimum, TARGET_S) <= recovery_violations(oracle_replay, TARGET_S)
     assert recovery_violations(optimum, TARGET_S) == 0
+
+
+# Two bursts that 2 executors cannot carry: following them takes 4 rescales; holding 4 throughout takes none.
+BURSTS = _levels((150.0, 1200), (350.0, 1200), (150.0, 1200), (350.0, 1200), (150.0, 1200))
+
+
+@pytest.mark.parametrize(
+    ("max_rescales", "expected"),
+    [
+        pytest.param(None, 4, id="unlimited-follows-both-bursts"),
+        pytest.param(4, 4, id="budget-of-four-is-enough"),
+        pytest.param(2, 2, id="budget-of-two-follows-one-burst"),
+        pytest.param(1, 1, id="budget-of-one-drops-after-the-last-burst-or-rises-before-the-first"),
+        pytest.param(0, 0, id="budget-of-none-is-the-best-static"),
+    ],
+)
+def test_rescale_limited_optimum_keeps_to_its_budget(max_rescales: int | None, expected: int) -> None:
+    setup = _setup(BURSTS)
+    schedule = solve_optimum(setup, max_rescales=max_rescales)
+    assert schedule.rescales == expected
+    run = run_optimum(setup, schedule)
+    assert len(run.rescales) == expected
+    assert recovery_violations(run, TARGET_S) == 0
+    assert seconds_behind(run, TARGET_S) == 0
+    assert schedule.executor_seconds == pytest.approx(sum(n * 60 for n in schedule.scaleouts))
+
+
+def test_rescale_limited_optimum_costs_more_as_the_budget_shrinks() -> None:
+    setup = _setup(BURSTS)
+    costs = [solve_optimum(setup, max_rescales=b).executor_seconds for b in (4, 3, 2, 1, 0)]
+    assert costs == sorted(costs)
+    assert costs[0] == pytest.approx(solve_optimum(setup).executor_seconds)
+    assert costs[-1] == pytest.approx(min(_kept_up_statics(setup).values()))  # no rescale: the best static
+
+
+def test_evaluate_runs_the_rescale_limited_optimum_beside_the_optimum() -> None:
+    ev = evaluate("bursts", BURSTS, ["optimum", "optimum:0.25"], job_model=JOB, config=_config(), seed=1)
+    # 6000 s = 5 x 20 min; 0.25 per 20 min -> a budget of 1 rescale
+    assert len(ev.runs["optimum"].rescales) == 4 and len(ev.runs["optimum:0.25"].rescales) == 1
+    assert ev.metrics["optimum:0.25"]["vs_optimum"] > 1.0

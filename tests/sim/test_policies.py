@@ -94,6 +94,7 @@ def test_policy_names() -> None:
     assert make_policy("hpa:0.8", config).sync_interval_s == 15
     assert make_policy("flink", config).sync_interval_s == 60
     assert parse_policy_list("daedalus,static:12,oracle", config) == ["daedalus", "static:12", "oracle"]
+    assert parse_policy_list("optimum,optimum:1", config) == ["optimum", "optimum:1"]
 
 
 def test_flink_settings_are_overridable_by_name() -> None:
@@ -115,6 +116,9 @@ def test_flink_settings_are_overridable_by_name() -> None:
         "static:1,static:1",
         "",
         "oracle:3",
+        "optimum:x",
+        "optimum:-1",
+        "optimum:nan",
         "flink:warp=3",
         "flink:1.5",
         "flink:metrics_window_s=x",
