@@ -17,9 +17,10 @@ Model (the simulated job's, sim/job.py, taken at its worst case so that the repl
   yardstick for a controller held to that rate, which the unlimited optimum exceeds on fast cycles.
 
 Approximation: the state is (decision index, scale-out[, rescales so far]). The backlog, the records to replay and
-the time of the last recovery are carried from the cheapest path into each state (ties: the smaller backlog), not enumerated; a
-dearer path that arrives with less backlog is dropped, so the result is an upper bound on the true optimum of this
-model. It is verified by replaying the schedule through the simulated job (run_optimum), which yields the figures.
+the time of the last recovery are carried from the cheapest path into each state (ties: the smaller backlog), not
+enumerated; a dearer path that arrives with less backlog is dropped, so the result is an upper bound on the true
+optimum of this model. It is verified by replaying the schedule through the simulated job (run_optimum), which
+yields the figures.
 """
 
 from __future__ import annotations
