@@ -112,10 +112,18 @@ class CapacityConfig(_Section):
     partitions: int = _field(
         0,
         "partitions",
-        "Partitions of the source topic (0 = unknown). An executor with ceil(partitions / n) of them "
-        "limits scale-out n, so capacities of unseen scale-outs follow that, not n alone.",
+        "Partitions of the source topic (0 = unknown), used until the monitor reports each partition's rate. "
+        "An executor with ceil(partitions / n) of them limits scale-out n, so capacities of unseen scale-outs "
+        "follow that, not n alone.",
         ge=0,
         le=100000,
+    )
+    partition_assignment: Literal["kafka", "any_core"] = _field(
+        "kafka",
+        "-",
+        "How Spark places the source's tasks, which decides the busiest executor of an unseen scale-out: kafka "
+        "(Spark's Kafka source pins each partition to the executor at floorMod(hash, n)) or any_core (a source "
+        "without preferred locations, like the local log: tasks go to any free core).",
     )
     unobserved_margin_ratio: float = _field(
         0.05,
@@ -292,6 +300,12 @@ class MonitorConfig(_Section):
         "PromQL",
         "Busy fraction per executor (task time per core) — utilization_signal busy_time.",
     )
+    query_partition_workload: str = _field(
+        f"sum by (topic, partition) (rate({names.SOURCE_LATEST_OFFSET}[$rate_window]))",
+        "PromQL",
+        "Records/s arriving at each source partition (labels topic and partition): their skew decides the "
+        "capacity of scale-outs never observed. Optional: without it, partitions are taken as equal.",
+    )
     query_lag: str = _field(f"sum({names.LAG_RECORDS})", "PromQL", "Consumer lag in records.")
     query_executors: str = _field(f"sum({names.EXECUTORS})", "PromQL", "Live executors (the scale-out).")
     query_uptime: str = _field(
@@ -318,6 +332,7 @@ class MonitorConfig(_Section):
         "query_throughput",
         "query_cpu",
         "query_busy",
+        "query_partition_workload",
         "query_lag",
         "query_executors",
         "query_uptime",

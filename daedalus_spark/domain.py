@@ -27,6 +27,15 @@ class ExecutorSeries:
 
 
 @dataclass(frozen=True)
+class PartitionLoad:
+    """Mean records/s arriving at one source partition over the observation's window."""
+
+    topic: str
+    partition: int
+    records_per_s: float
+
+
+@dataclass(frozen=True)
 class Observation:
     """Everything the monitor saw since the previous tick.
 
@@ -41,6 +50,7 @@ class Observation:
     consumer_lag_records: float
     scaleout: int
     uptime_s: float
+    partitions: tuple[PartitionLoad, ...] = ()  # empty when the monitor does not report them
 
     @property
     def executor_ids(self) -> tuple[str, ...]:
@@ -57,6 +67,7 @@ class Observation:
         consumer_lag_records: float = 0.0,
         scaleout: int | None = None,
         uptime_s: float = 1e9,
+        partitions: Mapping[tuple[str, int], float] | None = None,
     ) -> Observation:
         """Built from plain numbers (tests, benchmarks): `executors` maps id -> (throughput, utilization) series;
         a single workload value is repeated over the executors' samples; the scale-out defaults to their count."""
@@ -77,6 +88,7 @@ class Observation:
             consumer_lag_records=consumer_lag_records,
             scaleout=len(series) if scaleout is None else scaleout,
             uptime_s=uptime_s,
+            partitions=tuple(PartitionLoad(t, p, float(r)) for (t, p), r in (partitions or {}).items()),
         )
 
 

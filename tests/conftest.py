@@ -25,8 +25,10 @@ def observation(
     scaleout: int | None = None,
     uptime_s: float = 1e6,
     step_s: float = 1.0,
+    partitions: dict[tuple[str, int], float] | None = None,
 ) -> Observation:
-    """An observation; `executors` maps id -> (throughput series, utilization series)."""
+    """An observation; `executors` maps id -> (throughput series, utilization series), `partitions` (topic,
+    partition) -> records/s."""
     series = [float(workload)] * samples if isinstance(workload, (int, float)) else [float(x) for x in workload]
     executors = executors or {"w1": ([1000.0] * len(series), [0.5] * len(series))}
     return Observation.of(
@@ -37,6 +39,7 @@ def observation(
         consumer_lag_records=lag,
         scaleout=scaleout,
         uptime_s=uptime_s,
+        partitions=partitions,
     )
 
 

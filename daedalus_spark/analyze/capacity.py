@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from daedalus_spark.analyze.partitions import PartitionKey, busiest_share, even_weights
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import CapacityTable, ExecutorCapacity, ExecutorSeries, Observation
@@ -15,7 +16,9 @@ from daedalus_spark.untrusted import Damaged, check_version, integer, mapping, n
 MAX_PLAUSIBLE_UTILIZATION = 1.2
 # Spark executor ids are never reused, so an executor unseen this long is gone for good.
 FORGET_EXECUTOR_AFTER_S = 3600.0
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: partition shares
+# Each tick moves the learned partition shares this far toward the window's (about 10 ticks of memory).
+PARTITION_SHARE_LEARNING_RATIO = 0.1
 _MAX_SCALEOUT = 100_000  # a stored scale-out beyond this is not one we wrote
 
 
@@ -28,9 +31,11 @@ class CapacityModel:
     pooled: OnlineRegression = field(default_factory=OnlineRegression)  # every executor's samples together
     last_seen_s: dict[str, float] = field(default_factory=dict)
     observed_per_scaleout: dict[int, float] = field(default_factory=dict)
+    partition_shares: dict[PartitionKey, float] = field(default_factory=dict)  # of the source's records
 
     def learn(self, observation: Observation, *, skip_first: int = 0) -> int:
         """Feed every plausible sample after the first `skip_first` ones; returns how many were learned from."""
+        self._learn_partition_shares(observation)
         learned = 0
         for executor in observation.executors:
             regression = self.regressions.setdefault(executor.executor_id, OnlineRegression())
@@ -42,6 +47,21 @@ class CapacityModel:
         self._forget_gone_executors(observation.time_s)
         return learned
 
+    def _learn_partition_shares(self, observation: Observation) -> None:
+        """Move the shares toward this window's; a window without a usable total leaves them as they are."""
+        rates = {(p.topic, p.partition): p.records_per_s for p in observation.partitions}
+        total = sum(rates.values())
+        if not rates or not math.isfinite(total) or total <= 0:
+            return
+        if not self.partition_shares:
+            self.partition_shares = {key: rate / total for key, rate in rates.items()}
+            return
+        a = PARTITION_SHARE_LEARNING_RATIO
+        keys = self.partition_shares.keys() | rates.keys()
+        self.partition_shares = {
+            key: (1 - a) * self.partition_shares.get(key, 0.0) + a * rates.get(key, 0.0) / total for key in keys
+        }
+
     def to_state(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
@@ -49,6 +69,7 @@ class CapacityModel:
             "pooled": self.pooled.to_state(),
             "last_seen_s": self.last_seen_s,
             "observed_per_scaleout": {str(n): c for n, c in self.observed_per_scaleout.items()},
+            "partition_shares": [[t, p, share] for (t, p), share in sorted(self.partition_shares.items())],
         }
 
     @classmethod
@@ -74,6 +95,7 @@ class CapacityModel:
                 for w, t in mapping(state["last_seen_s"], f"{where}.last_seen_s").items()
             },
             observed_per_scaleout=observed,
+            partition_shares=_partition_shares(state.get("partition_shares", []), f"{where}.partition_shares"),
         )
 
     def _forget_gone_executors(self, now_s: float) -> None:
@@ -141,8 +163,9 @@ class CapacityModel:
     def _table(
         self, scaleout: int, current: float, executors: tuple[ExecutorCapacity, ...], max_scaleout: int
     ) -> CapacityTable:
+        extrapolated = self._extrapolate(current, scaleout, max(max_scaleout, scaleout))
         per_scaleout = tuple(
-            current if n == scaleout else self.observed_per_scaleout.get(n, self._extrapolate(current, scaleout, n))
+            current if n == scaleout else self.observed_per_scaleout.get(n, extrapolated[n - 1])
             for n in range(1, max(max_scaleout, scaleout) + 1)
         )
         return CapacityTable(
@@ -153,17 +176,21 @@ class CapacityModel:
             executors=executors,
         )
 
-    def _extrapolate(self, current: float, scaleout: int, n: int) -> float:
-        """Capacity at an unseen scale-out: the paper's mean executor x n, or by the busiest executor's partitions.
+    def _extrapolate(self, current: float, scaleout: int, max_scaleout: int) -> list[float]:
+        """Capacity at every scale-out 1..max as if unseen: by the busiest executor's share of the partitions' load
+        (their measured shares, else equal shares of `partitions`), or without either the paper's mean executor x n.
 
-        Either way discounted by the margin: how keys fall onto an unseen number of executors is not known.
+        Either way discounted by the margin: an unseen scale-out's executors may differ from the observed ones.
         """
-        p = self.config.partitions
         keep = 1.0 - self.config.unobserved_margin_ratio
-        if p <= 0:
-            return current / scaleout * n * keep
-        # Partitions are spread as evenly as possible; the job saturates when the executor holding the most does.
-        return current * math.ceil(p / scaleout) / math.ceil(p / min(n, p)) * keep
+        sizes = range(1, max_scaleout + 1)
+        weights = self.partition_shares or even_weights(self.config.partitions)
+        if not weights:
+            return [current / scaleout * n * keep for n in sizes]
+        # The job saturates when its busiest executor does: capacity scales with 1 / the busiest executor's share.
+        rule = self.config.partition_assignment
+        now = busiest_share(weights, scaleout, rule)
+        return [current * now / busiest_share(weights, n, rule) * keep for n in sizes]
 
 
 def _plausible_samples(executor: ExecutorSeries, skip_first: int) -> list[tuple[float, float]]:
@@ -186,3 +213,16 @@ def _load_shares(executors: dict[str, list[float]]) -> dict[str, float]:
     if total <= 0:
         return {w: 1.0 / len(executors) for w in executors}
     return {w: m / total for w, m in means.items()}
+
+
+def _partition_shares(raw: Any, where: str) -> dict[PartitionKey, float]:
+    """[[topic, partition, share], ...] as to_state writes it (absent in version 1: none learned)."""
+    if not isinstance(raw, list) or len(raw) > _MAX_SCALEOUT:
+        raise Damaged(f"{where}: expected a list of [topic, partition, share]")
+    shares: dict[PartitionKey, float] = {}
+    for i, item in enumerate(raw):
+        if not isinstance(item, list) or len(item) != 3:
+            raise Damaged(f"{where}[{i}]: expected [topic, partition, share]")
+        key = (text(item[0], f"{where}[{i}][0]"), integer(item[1], f"{where}[{i}][1]", lo=0, hi=_MAX_SCALEOUT))
+        shares[key] = number(item[2], f"{where}[{i}][2]", lo=0.0, hi=1.0)
+    return shares

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daedalus_spark.domain import SPARK_DRIVER_ID, ExecutorSeries, Observation
+from daedalus_spark.domain import SPARK_DRIVER_ID, ExecutorSeries, Observation, PartitionLoad
 from daedalus_spark.monitor.port import MonitorError
+
+log = logging.getLogger(__name__)
 
 # The queries every monitor answers, in Prometheus's matrix shape: [{"metric": {labels}, "values": [[t, v], ...]}].
 QUERIES = ("workload", "throughput", "utilization", "lag", "executors", "uptime")
 SCALAR_QUERIES = ("workload", "lag", "executors", "uptime")
+# Answered when the monitor can; without them the Observation says less, but it is still whole.
+OPTIONAL_QUERIES = ("partitions",)
 
 Matrix = Sequence[Mapping[str, Any]]
 
@@ -84,7 +89,29 @@ def build_observation(results: Mapping[str, Matrix], window: Window, *, executor
         consumer_lag_records=_latest(scalars["lag"]),
         scaleout=scaleout,
         uptime_s=_latest(scalars["uptime"]),
+        partitions=_partition_loads(results.get("partitions", ()), window),
     )
+
+
+def _partition_loads(matrix: Matrix, window: Window) -> tuple[PartitionLoad, ...]:
+    """Mean records/s of each source partition over the window; all or none: one bad series (no integer
+    partition label, a bad value, a partition twice) drops them all, logged, and the window is still observed."""
+    loads: dict[tuple[str, int], float] = {}
+    try:
+        for series in matrix:
+            labels = series.get("metric", {})
+            topic, partition = labels.get("topic"), str(labels.get("partition", ""))
+            if topic is None or not partition.isdigit():
+                raise MonitorError("invalid", f"query 'partitions': series without topic and partition: {labels}")
+            if (topic, int(partition)) in loads:
+                raise MonitorError("invalid", f"query 'partitions': two series for {topic}/{partition}")
+            points = _points("partitions", series, window)
+            if points:
+                loads[(topic, int(partition))] = sum(points.values()) / len(points)
+    except MonitorError as exc:
+        log.warning("partition rates ignored this window: %s", exc)
+        return ()
+    return tuple(PartitionLoad(t, p, rate) for (t, p), rate in sorted(loads.items()))
 
 
 def _points(name: str, series: Mapping[str, Any], window: Window) -> dict[int, float]:

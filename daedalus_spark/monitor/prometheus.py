@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,8 +16,17 @@ from urllib3.util.retry import Retry
 
 from daedalus_spark.config import MonitorConfig
 from daedalus_spark.domain import Observation
-from daedalus_spark.monitor.assemble import Matrix, Window, build_observation, render_duration, substitute
+from daedalus_spark.monitor.assemble import (
+    OPTIONAL_QUERIES,
+    Matrix,
+    Window,
+    build_observation,
+    render_duration,
+    substitute,
+)
 from daedalus_spark.monitor.port import MonitorError
+
+log = logging.getLogger(__name__)
 
 
 def queries(config: MonitorConfig, utilization_signal: str) -> dict[str, str]:
@@ -29,6 +39,7 @@ def queries(config: MonitorConfig, utilization_signal: str) -> dict[str, str]:
         "lag": config.query_lag,
         "executors": config.query_executors,
         "uptime": config.query_uptime,
+        "partitions": config.query_partition_workload,
     }
     return {name: substitute(t, config.rate_window_s) for name, t in templates.items()}
 
@@ -57,7 +68,7 @@ class PrometheusMonitor:
             name: self._pool.submit(self._query, name, promql, window, deadline)
             for name, promql in self.queries.items()
         }
-        results = {name: future.result() for name, future in futures.items()}
+        results = {name: _optional(name, future) for name, future in futures.items()}
         return build_observation(results, window, executor_label=self.config.executor_label)
 
     def close(self) -> None:
@@ -96,6 +107,17 @@ class PrometheusMonitor:
         if not isinstance(result, list):
             raise MonitorError("invalid", f"query {name!r}: expected a matrix, got {type(result).__name__}")
         return result
+
+
+def _optional(name: str, future: Future[Matrix]) -> Matrix:
+    """A query's answer; an optional query's failure is an empty answer (logged), not a failed window."""
+    if name not in OPTIONAL_QUERIES:
+        return future.result()
+    try:
+        return future.result()
+    except MonitorError as exc:
+        log.warning("optional query %r failed, observing without it: %s", name, exc)
+        return []
 
 
 def _api_error(name: str, promql: str, detail: str) -> MonitorError:

@@ -191,7 +191,23 @@ class _Evaluator:
             "lag": self._scalar(times, lambda t: self._sum(LAG, t, self._instant)),
             "executors": self._scalar(times, lambda t: self._sum(EXECUTORS, t, self._instant)),
             "uptime": self._scalar(times, lambda t: self._max(UPTIME, t)),
+            "partitions": self._by_partition(OFFSETS, times),
         }
+
+    def _by_partition(self, name: str, times: list[float]) -> list[dict[str, Any]]:
+        """sum by (topic, partition) (rate(name)): one matrix entry per source partition."""
+        groups: dict[tuple[str, str], list[tuple[list[float], list[float | None]]]] = {}
+        for (_, series_name, labels), s in self.series.items():
+            tags = dict(labels)
+            if series_name == name and "topic" in tags and "partition" in tags:
+                groups.setdefault((tags["topic"], tags["partition"]), []).append(s)
+        out = []
+        for (topic, partition), members in sorted(groups.items()):
+            rates = [(t, [r for s in members if (r := self._rate(s, t)) is not None]) for t in times]
+            values = [[t, sum(rs)] for t, rs in rates if rs]
+            if values:
+                out.append({"metric": {"topic": topic, "partition": partition}, "values": values})
+        return out
 
     def _scalar(self, times: list[float], value: Callable[[float], float | None]) -> list[dict[str, Any]]:
         values = [[t, v] for t in times if (v := value(t)) is not None]

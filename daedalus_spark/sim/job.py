@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daedalus_spark.domain import ExecutorSeries, Observation
+from daedalus_spark.domain import ExecutorSeries, Observation, PartitionLoad
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.skew import SimulatedCapacity
 
@@ -143,6 +143,7 @@ class SimulatedJob:
             )
             for i in range(self.scaleout)
         )
+        arriving = float(self.workload_per_s[t0:t1].mean()) if t1 > t0 else 0.0
         return Observation(
             time_s=float(t1),
             step_s=1.0,
@@ -151,4 +152,8 @@ class SimulatedJob:
             consumer_lag_records=self._backlog,
             scaleout=self.scaleout,
             uptime_s=self.uptime_s(),
+            partitions=tuple(
+                PartitionLoad(self.model.topic, p, arriving * float(w))
+                for p, w in enumerate(self.capacity.partition_weights)
+            ),
         )

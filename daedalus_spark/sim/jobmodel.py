@@ -41,6 +41,12 @@ class JobModel(_Model):
     reference_scaleout: int = Field(12, ge=1, le=10000, description="Scale-out that just carries the peak.")
     capacity_headroom_ratio: float = Field(1.1, ge=0.5, le=10, description="Reference capacity / trace peak.")
     partitions: int = Field(24, ge=1, le=100000, description="Kafka partitions; caps useful scale-out.")
+    topic: str = Field("events", min_length=1, max_length=200, description="Kafka topic (its hash places tasks).")
+    partition_assignment: Literal["kafka", "any_core"] = Field(
+        "kafka",
+        description="How tasks land on executors: kafka (pinned at floorMod(TopicPartition hash, n), as Spark's "
+        "Kafka source prefers) or any_core (longest task first to the least-loaded executor).",
+    )
     keys: int = Field(1000, ge=1, le=1_000_000, description="Distinct keys hashed onto partitions.")
     zipf_exponent: float = Field(0.5, ge=0, le=5, description="Key popularity ~ 1/rank^s (0: uniform keys).")
     skew_seed: int = Field(7, ge=0, description="Seed of the key-to-partition hash.")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from daedalus_spark.analyze.partitions import executor_loads
 from daedalus_spark.sim.jobmodel import JobModel
 
 
@@ -19,10 +20,11 @@ def partition_weights(*, keys: int, partitions: int, zipf_exponent: float, seed:
     return np.asarray(weights / weights.sum(), dtype=float)
 
 
-def executor_shares(weights: np.ndarray, scaleout: int) -> np.ndarray:
-    """Load share of each of `scaleout` executors: partition p goes to executor p mod n; sums to 1."""
-    owner = np.arange(len(weights)) % scaleout
-    return np.bincount(owner, weights=weights, minlength=scaleout)
+def executor_shares(model: JobModel, weights: np.ndarray, scaleout: int) -> np.ndarray:
+    """Load share of each of `scaleout` executors under the job's partition assignment; sums to 1."""
+    keyed = {(model.topic, p): float(w) for p, w in enumerate(weights)}
+    loads = np.asarray(executor_loads(keyed, scaleout, model.partition_assignment), dtype=float)
+    return np.asarray(loads / loads.sum(), dtype=float)
 
 
 def executor_capacity_ratios(model: JobModel, max_scaleout: int) -> np.ndarray:
@@ -47,6 +49,7 @@ class SimulatedCapacity:
     executor_capacity_per_s: np.ndarray  # per executor, records/s at full utilization
     shares_by_scaleout: tuple[np.ndarray, ...]  # index n-1: shares of executors 0..n-1
     job_capacity_per_s: np.ndarray  # index n-1: capacity of scale-out n
+    partition_weights: np.ndarray  # share of the records on each partition
 
     @property
     def max_scaleout(self) -> int:
@@ -69,7 +72,7 @@ def build_simulated_capacity(model: JobModel, *, max_scaleout: int, peak_per_s: 
         keys=model.keys, partitions=model.partitions, zipf_exponent=model.zipf_exponent, seed=model.skew_seed
     )
     ratios = executor_capacity_ratios(model, max_scaleout)
-    shares = tuple(executor_shares(weights, n) for n in range(1, max_scaleout + 1))
+    shares = tuple(executor_shares(model, weights, n) for n in range(1, max_scaleout + 1))
     unit = np.array([job_capacity_ratio(s, ratios) for s in shares])
     reference = min(model.reference_scaleout, max_scaleout)
     per_executor = model.executor_capacity_for(peak_per_s, float(unit[reference - 1]))
@@ -77,4 +80,5 @@ def build_simulated_capacity(model: JobModel, *, max_scaleout: int, peak_per_s: 
         executor_capacity_per_s=ratios * per_executor,
         shares_by_scaleout=shares,
         job_capacity_per_s=unit * per_executor,
+        partition_weights=weights,
     )

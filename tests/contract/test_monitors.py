@@ -39,8 +39,10 @@ def _ramp(t: float, after_s: float) -> float:
 
 # (metric name, labels) -> counter or gauge value at time t. Executor 1's records reset at 1100.
 SCENARIO: dict[tuple[str, tuple[tuple[str, str], ...]], Callable[[float], float]] = {
-    ("daedalus_spark_source_latest_offset", (("partition", "0"),)): lambda t: 150 * t,
-    ("daedalus_spark_source_latest_offset", (("partition", "1"),)): lambda t: 250 * t + 100 * _ramp(t, 1090),
+    ("daedalus_spark_source_latest_offset", (("topic", "events"), ("partition", "0"))): lambda t: 150 * t,
+    ("daedalus_spark_source_latest_offset", (("topic", "events"), ("partition", "1"))): lambda t: (
+        250 * t + 100 * _ramp(t, 1090)
+    ),
     ("daedalus_spark_executor_records_processed_total", (("executor_id", "1"),)): lambda t: (
         100 * t if t < 1100 else 100 * (t - 1100)
     ),
@@ -72,14 +74,16 @@ def counter_at(name: str, t: float, executor: str | None = None) -> float:
     )
 
 
-def oracle_rate(name: str, grid: np.ndarray, executor: str | None = None) -> np.ndarray:
+def oracle_rate(name: str, grid: np.ndarray, executor: str | None = None, partition: str | None = None) -> np.ndarray:
     """rate() of 1-s samples at whole seconds: samples t-4..t lie inside (t - 5, t]."""
     out = []
     for t in grid:
         per_partition = [
             f
             for (n, labels), f in SCENARIO.items()
-            if n == name and (executor is None or dict(labels).get("executor_id") == executor)
+            if n == name
+            and (executor is None or dict(labels).get("executor_id") == executor)
+            and (partition is None or dict(labels).get("partition") == partition)
         ]
         total = 0.0
         for f in per_partition:
@@ -97,6 +101,8 @@ def oracle(signal: str, grid: np.ndarray) -> dict[str, np.ndarray]:
         else ("daedalus_spark_executor_busy_seconds_total", "daedalus_spark_executor_cores")
     )
     values = {"workload": oracle_rate("daedalus_spark_source_latest_offset", grid)}
+    for p in ("0", "1"):
+        values[f"partition/{p}"] = oracle_rate("daedalus_spark_source_latest_offset", grid, partition=p)
     for e in ("1", "2"):
         values[f"throughput/{e}"] = oracle_rate("daedalus_spark_executor_records_processed_total", grid, e)
         values[f"utilization/{e}"] = oracle_rate(counter, grid, e) / counter_at(limit, grid[-1], e)
@@ -143,6 +149,8 @@ class Job:
             return [_matrix({"executor_id": e}, grid, v) for e, v in series.items()]
         if name == "workload":
             return [_matrix({}, grid, truth["workload"])]
+        if name == "partitions":
+            return [_matrix({"topic": "events", "partition": p}, grid, truth[f"partition/{p}"]) for p in ("0", "1")]
         metric = {
             "lag": "daedalus_spark_lag_records",
             "executors": "daedalus_spark_executors",
@@ -255,6 +263,9 @@ def test_known_job_gives_the_oracles_numbers(harness: Harness) -> None:
         np.testing.assert_allclose(w.utilization_ratio, truth[f"utilization/{w.executor_id}"], rtol=1e-9)
     assert obs.consumer_lag_records == pytest.approx(1234 + 120)
     assert obs.uptime_s == pytest.approx(120)
+    assert [(p.topic, p.partition) for p in obs.partitions] == [("events", 0), ("events", 1)]
+    for p in obs.partitions:
+        assert p.records_per_s == pytest.approx(float(np.mean(truth[f"partition/{p.partition}"])), rel=1e-9)
 
 
 def test_the_oracle_sees_the_rate_change_and_the_reset(harness: Harness) -> None:

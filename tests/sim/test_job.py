@@ -98,15 +98,16 @@ def test_utilization_is_throughput_over_capacity_with_idle_floor() -> None:
     assert job.cpu_ratio[:, 0] == pytest.approx([0.55] * 3)
 
 
+@pytest.mark.parametrize("rule", ["kafka", "any_core"])
 @pytest.mark.parametrize("scaleout", [1, 2, 3, 5, 7, 12, 30])
-def test_skew_shares_sum_to_one(scaleout: int) -> None:
+def test_skew_shares_sum_to_one(scaleout: int, rule: str) -> None:
     weights = partition_weights(keys=500, partitions=24, zipf_exponent=1.0, seed=3)
     assert weights.sum() == pytest.approx(1.0)
-    shares = executor_shares(weights, scaleout)
+    shares = executor_shares(JobModel(partitions=24, partition_assignment=rule), weights, scaleout)
     assert shares.sum() == pytest.approx(1.0)
     assert len(shares) == scaleout
     if scaleout > 24:
-        assert (shares[24:] == 0).all()  # more executors than partitions: the extra ones idle
+        assert (shares == 0).sum() == scaleout - 24  # more executors than partitions: the extra ones idle
 
 
 def test_skew_makes_the_most_loaded_executor_the_bottleneck() -> None:
@@ -144,3 +145,31 @@ def test_observation_matches_the_monitor_contract() -> None:
     assert len(obs.workload_per_s) == 60 and all(len(w.throughput_per_s) == 60 for w in obs.executors)
     assert sum(w.throughput_per_s[-1] for w in obs.executors) == pytest.approx(10.0)
     assert obs.uptime_s == 60 and obs.consumer_lag_records == 0
+
+
+@pytest.mark.parametrize("rule", ["kafka", "any_core"])
+def test_controller_extrapolates_the_simulated_jobs_skewed_capacities(rule: str) -> None:
+    """Observed at 12 executors with the partitions' rates, the capacity model predicts every smaller scale-out of
+    a skewed job as the job has it (minus its margin): the same placement rule on both sides."""
+    from daedalus_spark.analyze.capacity import CapacityModel
+    from daedalus_spark.config import CapacityConfig
+
+    jm = JobModel(
+        executor_capacity_per_s=1000.0,
+        partitions=24,
+        zipf_exponent=0.8,
+        utilization_noise_ratio=0.0,
+        cpu_idle_ratio=0.0,
+        partition_assignment=rule,
+    )
+    cap = build_simulated_capacity(jm, max_scaleout=12, peak_per_s=1.0)
+    load = np.linspace(0.2, 0.9, 300) * cap.capacity(12)  # a ramp: the regressions see a range of utilization
+    job = SimulatedJob(load, jm, cap, initial_scaleout=12, cpu_signal=False, rng=np.random.default_rng(0))
+    job.advance(300)
+    obs = job.observation(0)
+    model = CapacityModel(CapacityConfig(partition_assignment=rule, unobserved_margin_ratio=0.0))
+    model.learn(obs)
+    table = model.table(obs, 12)
+    assert table is not None
+    predicted = [table.at(n) for n in range(1, 13)]
+    assert predicted == pytest.approx([cap.capacity(n) for n in range(1, 13)], rel=1e-3)

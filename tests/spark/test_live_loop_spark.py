@@ -74,7 +74,7 @@ def live_config(root: Path, agent_url: str, exporter_url: str) -> Config:
             warmup_s=5,
             knowledge_path=str(root / "knowledge.sqlite"),
         ),
-        capacity=CapacityConfig(partitions=PARTITIONS),
+        capacity=CapacityConfig(partitions=PARTITIONS, partition_assignment="any_core"),  # the local log
         forecast=ForecastConfig(
             horizon_s=60,
             resolution_s=2,

@@ -220,3 +220,54 @@ def test_an_executor_with_a_noisy_narrow_range_borrows_the_pooled_slope():
     assert method == "pooled"
     assert capacity == pytest.approx(1000, rel=0.1)
     assert model.regressions["new"].mean_y / model.regressions["new"].mean_x < 850  # the ratio: 15 % low
+
+
+SKEWED = {("t", 0): 400.0, ("t", 1): 200.0, ("t", 2): 100.0, ("t", 3): 100.0}
+
+
+def _two_executors_with(partitions: dict[tuple[str, int], float] | None, rule: str) -> tuple[CapacityModel, object]:
+    model = CapacityModel(CapacityConfig(partitions=4, partition_assignment=rule, unobserved_margin_ratio=0))
+    thr = [100.0 * (1 + i) for i in range(10)]
+    util = [0.1 * (1 + i) for i in range(10)]
+    obs = observation(workload=thr, executors={"a": (thr, util), "b": (thr, util)}, partitions=partitions)
+    model.learn(obs)
+    return model, obs
+
+
+def test_measured_partition_shares_decide_unseen_scaleouts() -> None:
+    model, obs = _two_executors_with(SKEWED, "any_core")
+    assert model.partition_shares == pytest.approx({("t", 0): 0.5, ("t", 1): 0.25, ("t", 2): 0.125, ("t", 3): 0.125})
+    table = model.table(obs, 4)
+    # any core: at 2 executors {400} and {200, 100, 100} -> busiest 1/2; at 3 and 4 the 400 partition alone is 1/2:
+    # more executors than 2 add nothing. At 1 executor the busiest holds everything.
+    assert table.at(3) == pytest.approx(table.current_per_s)
+    assert table.at(4) == pytest.approx(table.current_per_s)
+    assert table.at(1) == pytest.approx(table.current_per_s / 2)
+
+
+def test_without_partition_rates_partitions_count_as_equal() -> None:
+    model, obs = _two_executors_with(None, "any_core")
+    assert model.partition_shares == {}
+    table = model.table(obs, 4)
+    assert table.at(4) == pytest.approx(table.current_per_s * 2)  # 4 equal partitions: 2 per executor -> 1
+
+
+def test_partition_shares_move_toward_each_window_and_ignore_empty_ones() -> None:
+    model, _ = _two_executors_with(SKEWED, "kafka")
+    even = dict.fromkeys(SKEWED, 100.0)
+    model.learn(observation(executors={"a": ([1.0], [0.5])}, samples=1, partitions=even))
+    # 10 % of the way from 1/2 toward 1/4
+    assert model.partition_shares[("t", 0)] == pytest.approx(0.9 * 0.5 + 0.1 * 0.25)
+    before = dict(model.partition_shares)
+    model.learn(observation(executors={"a": ([1.0], [0.5])}, samples=1))  # no partition rates reported
+    model.learn(observation(executors={"a": ([1.0], [0.5])}, samples=1, partitions={("t", 0): 0.0}))  # total 0
+    assert model.partition_shares == before
+    assert sum(model.partition_shares.values()) == pytest.approx(1.0)
+
+
+def test_partition_shares_survive_a_restart() -> None:
+    model, _ = _two_executors_with(SKEWED, "kafka")
+    restored = CapacityModel.from_state(model.config, model.to_state())
+    assert restored.partition_shares == pytest.approx(model.partition_shares)
+    version_1 = {k: v for k, v in model.to_state().items() if k != "partition_shares"} | {"version": 1}
+    assert CapacityModel.from_state(model.config, version_1).partition_shares == {}

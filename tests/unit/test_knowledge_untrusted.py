@@ -176,6 +176,7 @@ def _component_damage(config: Config):
             observation(
                 time_s=60.0 * k,
                 executors={"w1": ([900.0 + 10 * i for i in range(60)], [0.3 + 0.005 * i for i in range(60)])},
+                partitions={("events", 0): 700.0, ("events", 1): 500.0},
             ),
             60.0 * k,
         )
@@ -197,15 +198,18 @@ COMPONENT_DAMAGE = [
     ("downtime-huge", "recovery", "downtime_scale_in_s", 1e300, "downtime_scale_in_s"),
     ("pending-direction", "recovery", "pending", {"direction": "up"}, "direction"),
     ("last-rescale-nan", "controller", "last_rescale_s", float("nan"), "last_rescale_s"),
-    ("capacity-newer-version", "capacity", "version", 2, "capacity: state version 2 is newer"),
+    ("capacity-newer-version", "capacity", "version", 3, "capacity: state version 3 is newer"),
+    ("partition-share-above-one", "capacity", "partition_shares", [["events", 0, 1.5]], "partition_shares[0][2]"),
+    ("partition-negative", "capacity", "partition_shares", [["events", -1, 0.5]], "partition_shares[0][1]"),
+    ("partition-shares-not-list", "capacity", "partition_shares", {"events": 1}, "partition_shares"),
     ("capacity-version-string", "capacity", "version", "1", "capacity.version"),
     ("recovery-newer-version", "recovery", "version", 7, "recovery: state version 7 is newer"),
 ]
 
 
-@pytest.mark.parametrize("component", ["capacity", "recovery", "history"])
-def test_every_learned_component_writes_its_state_version(component) -> None:
-    assert json.loads(_component_damage(Config()).components[component])["version"] == 1
+@pytest.mark.parametrize(("component", "version"), [("capacity", 2), ("recovery", 1), ("history", 1)])
+def test_every_learned_component_writes_its_state_version(component: str, version: int) -> None:
+    assert json.loads(_component_damage(Config()).components[component])["version"] == version
 
 
 def test_a_history_from_a_newer_version_is_started_afresh_and_the_models_kept(caplog) -> None:

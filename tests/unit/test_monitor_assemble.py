@@ -122,3 +122,37 @@ def test_rate_window_renders_as_a_promql_duration(seconds: float, rendered: str)
 def test_window_grid_is_the_steps_after_start_up_to_end() -> None:
     assert Window(100.5, 103.0, 1.0).times_s() == [101.0, 102.0, 103.0]
     assert Window(100.0, 101.0, 0.5).times_s() == [100.5, 101.0]
+
+
+def test_partition_rates_are_averaged_over_the_window() -> None:
+    parts = [
+        series({t: 4.0 + (t % 2) for t in GRID}, topic="events", partition="1"),
+        series(const(2.0, GRID[5:]), topic="events", partition="0"),  # rate() starts late: mean of what there is
+    ]
+    obs = build_observation(results(partitions=parts), WINDOW, executor_label="executor_id")
+    assert [(p.topic, p.partition, p.records_per_s) for p in obs.partitions] == [("events", 0, 2.0), ("events", 1, 4.5)]
+
+
+def test_without_partition_rates_the_observation_has_none() -> None:
+    assert build_observation(results(), WINDOW, executor_label="executor_id").partitions == ()
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        pytest.param([series(const(1.0), topic="events")], id="no-partition-label"),
+        pytest.param([series(const(1.0), topic="events", partition="x")], id="partition-not-a-number"),
+        pytest.param([series(const(1.0), partition="0")], id="no-topic-label"),
+        pytest.param([series(const(-1.0), topic="events", partition="0")], id="negative-rate"),
+        pytest.param([series(const("NaN"), topic="events", partition="0")], id="nan-rate"),
+        pytest.param(
+            [series(const(1.0), topic="events", partition="0"), series(const(1.0), topic="events", partition="0")],
+            id="partition-twice",
+        ),
+    ],
+)
+def test_bad_partition_rates_are_dropped_all_together_not_the_window(parts: list[dict], caplog) -> None:
+    good = series(const(3.0), topic="events", partition="7")
+    obs = build_observation(results(partitions=[good, *parts]), WINDOW, executor_label="executor_id")
+    assert obs.partitions == () and obs.scaleout == 2  # the rest of the window stands
+    assert "partition rates ignored" in caplog.text

@@ -1,0 +1,78 @@
+"""Analyze: how a Spark job's source partitions fall onto n executors, and the busiest executor's share of the load.
+
+Two rules, as Spark schedules a micro-batch's tasks (one task per source partition):
+- `kafka`: Spark's Kafka source gives every task a preferred executor, the sorted executor list at
+  floorMod(TopicPartition.hashCode(), n), so that cached consumers are reused; with micro-batches shorter than
+  spark.locality.wait (3 s) the tasks run there. A partition is pinned to one executor at a given scale-out.
+- `any_core`: a source without preferred locations (the local log): tasks go to whichever core is free, which
+  spreads them like longest-processing-time-first list scheduling.
+With equal partitions both give the busiest executor ceil(P / n) of P partitions.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Literal
+
+PartitionAssignment = Literal["kafka", "any_core"]
+PartitionKey = tuple[str, int]  # (topic, partition)
+
+_INT32 = 1 << 32
+
+
+def _int32(value: int) -> int:
+    value %= _INT32
+    return value - _INT32 if value >= 1 << 31 else value
+
+
+@lru_cache(maxsize=256)
+def java_string_hash(text: str) -> int:
+    """java.lang.String.hashCode() of `text` (UTF-16 code units, 32-bit overflow)."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) % _INT32
+    return _int32(h)
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """Kafka's TopicPartition.hashCode(): 31 * (31 + partition) + topic.hashCode(), in 32-bit arithmetic."""
+    return _int32(31 * _int32(31 + partition) + java_string_hash(topic))
+
+
+def kafka_owner(topic: str, partition: int, scaleout: int) -> int:
+    """Index, in Spark's sorted executor list, of the executor Spark's Kafka source prefers for this partition."""
+    return topic_partition_hash(topic, partition) % scaleout  # Python's % is Java's floorMod for a positive divisor
+
+
+def executor_loads(weights: Mapping[PartitionKey, float], scaleout: int, rule: PartitionAssignment) -> list[float]:
+    """Load of each of `scaleout` executors (sum of its partitions' weights) under `rule`."""
+    if scaleout < 1:
+        raise ValueError(f"scale-out {scaleout} is below 1")
+    loads = [0.0] * scaleout
+    if rule == "kafka":
+        for (topic, partition), weight in weights.items():
+            loads[kafka_owner(topic, partition, scaleout)] += weight
+        return loads
+    heap = [(0.0, i) for i in range(scaleout)]
+    for weight in sorted(weights.values(), reverse=True):  # longest first, each to the least-loaded executor
+        load, i = heapq.heappop(heap)
+        loads[i] = load + weight
+        heapq.heappush(heap, (loads[i], i))
+    return loads
+
+
+def busiest_share(weights: Mapping[PartitionKey, float], scaleout: int, rule: PartitionAssignment) -> float:
+    """The busiest executor's share of the total load at `scaleout` (1 / scaleout when perfectly even)."""
+    total = sum(weights.values())
+    if total <= 0:
+        raise ValueError("partition weights sum to zero")
+    return max(executor_loads(weights, scaleout, rule)) / total
+
+
+def even_weights(partitions: int, topic: str = "") -> dict[PartitionKey, float]:
+    """Equal weights for `partitions` partitions (what is assumed when only the count is known)."""
+    return {(topic, p): 1.0 for p in range(partitions)}
+
