@@ -14,7 +14,7 @@ import math
 import sys
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -77,9 +77,11 @@ def run_trace(name: str, *, speedup: int, job_model: JobModel, config: Config, s
     workload = compress_trace(raw, speedup)
     start = time.perf_counter()
     static = f"static:{best_static(workload, job_model, config, seed)}"
-    names = ["daedalus", static, *BASELINES, "oracle", "optimum", LIMITED_OPTIMUM]
+    names = ["daedalus", static, *BASELINES, "oracle", "optimum"]
     ev = evaluate(name, workload, names, job_model=job_model, config=config, seed=seed)
-    wall = time.perf_counter() - start
+    wall = time.perf_counter() - start  # the policies' wall time: the rescale-limited yardstick is not one of them
+    limited = evaluate(name, workload, [LIMITED_OPTIMUM], job_model=job_model, config=config, seed=seed)
+    ev = replace(ev, runs=ev.runs | limited.runs, metrics=ev.metrics | limited.metrics)
     hours = len(workload) / 3600.0
     return TraceRun(name, ev, static, wall, hours, full_6h=speedup == 1 and hours >= 5.9)
 

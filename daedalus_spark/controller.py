@@ -10,7 +10,7 @@ from dataclasses import replace
 from daedalus_spark.analyze.anomaly import PendingRecovery
 from daedalus_spark.config import Config
 from daedalus_spark.domain import Decision, Observation, Reason
-from daedalus_spark.execute.port import Actuation
+from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
@@ -114,6 +114,11 @@ class Controller:
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
             lookback_workload_per_s=_since(k.history.workload, now_s - settings.scale_in_lookback_s),
             lookback_step_s=self.config.forecast.resolution_s,
+            rescale_tokens=rescale_tokens(
+                [d.time_s for d in k.decisions if d.rescale and d.actuation in _APPLIED],
+                now_s,
+                per_hour=settings.max_rescales_per_hour,
+            ),
         )
         return plan(inputs, settings) if settings.planner == "paper" else plan_cost_aware(inputs, settings)
 
@@ -131,6 +136,22 @@ class Controller:
 
     def _hold(self, obs: Observation, now_s: float, reason: Reason, **evidence: float | str) -> Decision:
         return Decision(now_s, obs.scaleout, obs.scaleout, reason, dict(evidence))
+
+
+_APPLIED = frozenset(o.value for o in Outcome if o.changed_the_job)
+
+
+def rescale_tokens(rescale_times_s: Iterable[float], now_s: float, *, per_hour: float) -> float:
+    """The rescale budget's token bucket at `now_s`: full (`per_hour` tokens) before the first rescale remembered,
+    refilled at `per_hour` per hour up to full, one token taken per rescale (possibly into debt)."""
+    if per_hour <= 0:
+        return math.inf
+    rate_per_s, tokens, last = per_hour / 3600.0, per_hour, None
+    for t in sorted(rescale_times_s):
+        if last is not None:
+            tokens = min(per_hour, tokens + rate_per_s * (t - last))
+        tokens, last = tokens - 1.0, t
+    return tokens if last is None else min(per_hour, tokens + rate_per_s * max(0.0, now_s - last))
 
 
 def _since(workload: Iterable[tuple[float, float]], since_s: float) -> tuple[float, ...]:

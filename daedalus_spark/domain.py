@@ -180,6 +180,7 @@ class Reason(StrEnum):
     SCALE_IN_UNDONE_WITHIN_COOLDOWN = "scale_in_undone_within_cooldown"
     SCALE_IN_NOT_WORTH_IT = "scale_in_not_worth_it"
     SCALE_IN_BEST_NET_SAVING = "scale_in_best_net_saving"
+    SCALE_IN_RESCALE_BUDGET = "scale_in_rescale_budget"
     COOLDOWN = "cooldown_after_rescale"
     SKIP_MISSING_DATA = "skip_missing_data"
     SKIP_WARMUP = "skip_warmup"

@@ -75,4 +75,3 @@ def busiest_share(weights: Mapping[PartitionKey, float], scaleout: int, rule: Pa
 def even_weights(partitions: int, topic: str = "") -> dict[PartitionKey, float]:
     """Equal weights for `partitions` partitions (what is assumed when only the count is known)."""
     return {(topic, p): 1.0 for p in range(partitions)}
-

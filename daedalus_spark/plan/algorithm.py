@@ -29,6 +29,7 @@ class PlanInputs:
     # read by the cost_aware planner only.
     lookback_workload_per_s: tuple[float, ...] = ()
     lookback_step_s: float = 10.0
+    rescale_tokens: float = math.inf  # the rescale budget's bucket now (read by the cost_aware planner only)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,14 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     def hold(reason: Reason, note: str) -> Decision:
         return replace(safe, target_scaleout=current, reason=reason, evidence=evidence, notes=(*safe.notes, note))
 
+    if settings.max_rescales_per_hour and inputs.rescale_tokens < 1.0:
+        evidence["rescale_tokens"] = round(inputs.rescale_tokens, 3)
+        wait_s = (1.0 - inputs.rescale_tokens) / settings.max_rescales_per_hour * 3600.0
+        return hold(
+            Reason.SCALE_IN_RESCALE_BUDGET,
+            f"{proposed}: the rescale budget ({settings.max_rescales_per_hour:g} per hour) has "
+            f"{inputs.rescale_tokens:.2f} tokens, a whole one in {wait_s:.0f} s",
+        )
     if not carrying:
         return hold(
             Reason.SCALE_IN_RECENTLY_OUTGROWN,

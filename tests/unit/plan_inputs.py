@@ -21,6 +21,7 @@ def plan_inputs(
     lookback=(),
     downtime_out=30.0,
     downtime_in=15.0,
+    tokens=float("inf"),
 ):
     """Capacities `per_executor * n` for n = 1..max_n (or `caps`), a flat forecast at `workload` over `steps` 10-s
     buckets (or `forecast`, with `upper` as its upper bound), observed at the current scale-out only."""
@@ -40,4 +41,5 @@ def plan_inputs(
         downtime_scale_out_s=downtime_out,
         downtime_scale_in_s=downtime_in,
         lookback_workload_per_s=tuple(float(v) for v in lookback),
+        rescale_tokens=tokens,
     )

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from daedalus_spark.config import Config, parse_config
-from daedalus_spark.controller import Controller
+from daedalus_spark.controller import Controller, rescale_tokens
 from daedalus_spark.domain import Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
@@ -163,3 +163,41 @@ def test_snapshot_round_trip_keeps_every_learned_value():
     a, b = snapshot(again), snapshot(k)
     assert (a.components, a.decisions, a.recoveries) == (b.components, b.decisions, b.recoveries)
     assert again.forecaster.predict(800.0) == k.forecaster.predict(800.0)
+
+
+@pytest.mark.parametrize(
+    ("times", "now", "expected"),
+    [
+        pytest.param([], 0.0, 3.0, id="no-rescale-full-bucket"),
+        # 3 - 1 = 2 at 0; + 60 s * 3/3600 = 2.05 - 1 at 60; + 0.05 - 1 at 120 -> 0.1
+        pytest.param([0.0, 60.0, 120.0], 120.0, 0.1, id="three-in-two-minutes"),
+        pytest.param([0.0, 60.0, 120.0], 1200.0, 1.0, id="a-whole-token-18-minutes-later"),
+        pytest.param([0.0, 60.0, 120.0], 1e6, 3.0, id="refilled-no-further-than-full"),
+        pytest.param([0.0, 1.0, 2.0, 3.0, 4.0], 4.0, -2.0 + 4 / 1200, id="forced-scale-outs-leave-debt"),
+        pytest.param([120.0, 0.0, 60.0], 120.0, 0.1, id="order-of-the-records-does-not-matter"),
+    ],
+)
+def test_rescale_budget_is_a_token_bucket(times, now, expected):
+    assert rescale_tokens(times, now, per_hour=3.0) == pytest.approx(expected)
+
+
+def test_rescale_budget_off_never_holds():
+    assert rescale_tokens([0.0] * 100, 1.0, per_hour=0.0) == math.inf
+
+
+def test_only_applied_rescales_spend_the_budget():
+    """A refused or failed rescale changed nothing: it takes no token."""
+    controller = Controller(parse_config({"controller": {"max_scaleout": 12, "max_rescales_per_hour": 1}}))
+    rng = np.random.default_rng(0)
+    load = 1000 + 400 * np.sin(np.arange(60) * np.pi / 10)
+    refused = controller.tick(window(60.0, load, 8, rng=rng), 60.0)
+    assert refused.reason is Reason.SCALE_IN_SMALLEST_VALID
+    controller.conclude(refused, Actuation(refused.target_scaleout, Outcome.REFUSED))
+    again = controller.tick(window(120.0, load, 8, rng=rng), 120.0)
+    assert again.reason is Reason.SCALE_IN_SMALLEST_VALID  # the bucket is still full
+    step_applied = controller.conclude(again, Actuation(again.target_scaleout, Outcome.APPLIED))
+    assert step_applied.rescale
+    # back at 8 executors (as if overridden) an hour's budget of 1 is spent: the next scale-in waits for its token
+    held = controller.tick(window(900.0, load, 8, rng=rng), 900.0)  # past the 600-s recent-rescale window
+    assert held.reason is Reason.SCALE_IN_RESCALE_BUDGET and held.target_scaleout == 8
+    assert held.evidence["rescale_tokens"] == pytest.approx((900.0 - 120.0) / 3600.0, abs=1e-3)  # rounded

@@ -290,3 +290,20 @@ def test_damaged_new_fields_are_refused(key: str, value: object) -> None:
     state[key] = value
     with pytest.raises(ValueError, match="forecaster"):
         WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)
+
+
+def test_arima_upper_bound_is_its_own_recent_errors_once_they_have_matured() -> None:
+    """pmdarima's interval is one error size at every load level; once every step ahead has enough matured errors,
+    the bound is the point forecast plus their quantile instead (numpy oracle), whatever the model's interval says."""
+    forecaster = WorkloadForecaster(CONFIG)
+    per_second = _sine(1800, 300, noise=30, seed=5)
+    for end in range(60, 1801, 60):
+        forecaster.observe(per_second[end - 60 : end], step_s=1, end_s=end)
+        errors = forecaster._arima_errors.errors.copy()  # what the next forecast's margin is made of
+        forecast = forecaster.predict(end)
+    assert forecast.model.startswith("arima") and forecast.upper_per_s
+    n = len(forecast.values_per_s)
+    steps = np.minimum(np.arange(n), errors.shape[1] - 1)
+    assert np.isfinite(errors[:, steps]).sum(axis=0).min() >= 5  # matured: the margin is in use
+    expected = np.maximum(np.nanquantile(errors[:, : int(steps[-1]) + 1], CONFIG.interval_level, axis=0)[steps], 0)
+    np.testing.assert_allclose(np.subtract(forecast.upper_per_s, forecast.values_per_s), expected, rtol=1e-9)

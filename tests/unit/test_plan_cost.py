@@ -72,6 +72,14 @@ CASES = [
     pytest.param(
         inputs(workload=2000, since_rescale=100), 4, 4, Reason.COOLDOWN, id="cooldown-as-paper-even-if-overloaded"
     ),
+    # The rescale budget holds scale-ins only: a scale-in waits for a whole token, a scale-out goes even in debt.
+    pytest.param(
+        inputs(workload=150, tokens=0.99), 4, 4, Reason.SCALE_IN_RESCALE_BUDGET, id="scale-in-waits-for-a-token"
+    ),
+    pytest.param(inputs(workload=150, tokens=1.0), 4, 2, Reason.SCALE_IN_SMALLEST_VALID, id="scale-in-with-a-token"),
+    pytest.param(
+        inputs(workload=450, tokens=-2.0), 4, 5, Reason.SCALE_OUT_SMALLEST_VALID, id="scale-out-never-waits-for-budget"
+    ),
 ]
 
 
@@ -92,6 +100,7 @@ def test_every_cost_aware_reason_is_covered_by_the_table():
         Reason.SCALE_IN_UNDONE_WITHIN_COOLDOWN,
         Reason.SCALE_IN_NOT_WORTH_IT,
         Reason.SCALE_IN_BEST_NET_SAVING,
+        Reason.SCALE_IN_RESCALE_BUDGET,
     } <= covered
 
 
@@ -117,13 +126,14 @@ def test_scale_in_that_pays_carries_its_numbers():
     lag=st.floats(0, 50_000),
     lookback=st.lists(st.floats(0, 1500), max_size=90),
     per_executor=st.lists(st.floats(50, 150), min_size=12, max_size=12),
+    tokens=st.floats(-5, 5),
 )
-def test_never_less_safe_than_paper(current, workload, level, widen, lag, lookback, per_executor):
+def test_never_less_safe_than_paper(current, workload, level, widen, lag, lookback, per_executor, tokens):
     """When Algorithm 1 scales out, cost_aware scales out at least as far (it sees the same or a higher forecast)."""
     caps = [sum(per_executor[:n]) for n in range(1, 13)]
     upper = [v + w for v, w in zip(level, widen, strict=False)]
     args = {"current": current, "caps": caps, "workload": workload, "forecast": level, "lag": lag, "lookback": lookback}
     paper = plan(inputs(**args), SETTINGS)
-    cost_aware = plan_cost_aware(inputs(**args, upper=upper), SETTINGS)
+    cost_aware = plan_cost_aware(inputs(**args, upper=upper, tokens=tokens), SETTINGS)
     if paper.target_scaleout >= paper.current_scaleout:  # a scale-out, or a hold that Algorithm 1 needs
         assert cost_aware.target_scaleout >= paper.target_scaleout
