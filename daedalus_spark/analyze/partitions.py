@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
+import numpy as np
+
 PartitionAssignment = Literal["kafka", "any_core"]
 PartitionKey = tuple[str, int]  # (topic, partition)
 
@@ -37,6 +39,7 @@ def java_string_hash(text: str) -> int:
     return _int32(h)
 
 
+@lru_cache(maxsize=4096)
 def topic_partition_hash(topic: str, partition: int) -> int:
     """Kafka's TopicPartition.hashCode(): 31 * (31 + partition) + topic.hashCode(), in 32-bit arithmetic."""
     return _int32(31 * _int32(31 + partition) + java_string_hash(topic))
@@ -51,11 +54,12 @@ def executor_loads(weights: Mapping[PartitionKey, float], scaleout: int, rule: P
     """Load of each of `scaleout` executors (sum of its partitions' weights) under `rule`."""
     if scaleout < 1:
         raise ValueError(f"scale-out {scaleout} is below 1")
-    loads = [0.0] * scaleout
     if rule == "kafka":
-        for (topic, partition), weight in weights.items():
-            loads[kafka_owner(topic, partition, scaleout)] += weight
-        return loads
+        hashes = np.fromiter((topic_partition_hash(t, p) for t, p in weights), dtype=np.int64, count=len(weights))
+        values = np.fromiter(weights.values(), dtype=float, count=len(weights))
+        # numpy's % of a negative int64 by a positive one is non-negative: Java's floorMod, as in kafka_owner
+        return [float(v) for v in np.bincount(hashes % scaleout, weights=values, minlength=scaleout)]
+    loads = [0.0] * scaleout
     heap = [(0.0, i) for i in range(scaleout)]
     for weight in sorted(weights.values(), reverse=True):  # longest first, each to the least-loaded executor
         load, i = heapq.heappop(heap)

@@ -159,7 +159,7 @@ def test_capacities_observed_at_a_scaleout_are_preferred_over_extrapolation():
     table = model.table(two, 3)
     assert table.observed_scaleouts == {1, 2}
     assert table.at(1) == pytest.approx(1000.0)  # observed, not the mean of the two executors now
-    assert table.at(3) == pytest.approx(table.current_per_s / 2 * 3 * 0.95)  # unseen: 5 % margin
+    assert table.at(3) == pytest.approx(table.current_per_s / 2 * 3 * 0.9)  # unseen: the 10 % margin
 
 
 def test_no_table_without_any_usable_executor_data():

@@ -143,6 +143,7 @@ def test_every_reason_of_the_planner_is_covered_by_the_table():
         Reason.SCALE_IN_UNDONE_WITHIN_COOLDOWN,
         Reason.SCALE_IN_NOT_WORTH_IT,
         Reason.SCALE_IN_BEST_NET_SAVING,
+        Reason.SCALE_IN_RESCALE_BUDGET,
     }
     planner_reasons = set(Reason) - {Reason.SKIP_MISSING_DATA, Reason.SKIP_WARMUP} - cost_aware_only
     assert planner_reasons <= covered
