@@ -3,8 +3,10 @@ Kafka placement) with the forecaster warm (p50/p95)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 
@@ -29,15 +31,12 @@ def window(t_end: float, scaleout: int, rng: np.random.Generator, load: np.ndarr
     return Observation.of(time_s=t_end, workload_per_s=load, executors=executors, partitions=partitions)
 
 
-def measure(scaleout: int) -> tuple[list[float], list[float]]:
-    """Tick times (s) split by whether a background refit was running: it competes for the GIL (and the 2 cores),
-    and ticks here run back to back, so far more of them overlap a refit than at one tick a minute."""
+def measure(scaleout: int, pool: Executor) -> tuple[list[float], list[float]]:
+    """Tick times (s) split by whether a background refit was running; ticks here run back to back, so far more of
+    them overlap a refit than at one tick a minute."""
     config = parse_config(
         {"controller": {"max_scaleout": max(scaleout, 12), "cooldown_s": 0, "recent_rescale_window_s": 0}}
     )
-    # Refits run on a background thread as in the runtime (the forecaster searches afresh every
-    # forecast.refit_interval_s); the goal is the tick without them.
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="refit")
     controller = Controller(config, refit_pool=pool)
     rng = np.random.default_rng(0)
     seconds = np.arange(60 * (WARM_TICKS + MEASURED_TICKS))
@@ -54,7 +53,6 @@ def measure(scaleout: int) -> tuple[list[float], list[float]]:
         elapsed = time.perf_counter() - start
         if k >= WARM_TICKS:
             (during_refit if refitting or forecaster.refit_pending else quiet).append(elapsed)
-    pool.shutdown(wait=True)
     return quiet, during_refit
 
 
@@ -69,6 +67,17 @@ if __name__ == "__main__":
     print(
         f"tick time over {MEASURED_TICKS} ticks after {WARM_TICKS} warm-up ticks (60 one-second samples per executor)"
     )
-    for n in (12, 48, 100, 200):
-        quiet, during_refit = measure(n)
-        print(f"{n:>4} executors: no refit running {percentiles(quiet)}; refit running {percentiles(during_refit)}")
+    # Refits in a spawned process, as the sidecar runs them, and in a thread (how they ran before, for comparison:
+    # a thread holds the GIL against the tick).
+    pools: dict[str, Callable[[], Executor]] = {
+        "process": lambda: ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")),
+        "thread": lambda: ThreadPoolExecutor(1, thread_name_prefix="refit"),
+    }
+    for kind, make in pools.items():
+        for n in (12, 48, 100, 200):
+            with make() as pool:
+                quiet, during_refit = measure(n, pool)
+            print(
+                f"{kind:>7} {n:>4} executors: no refit running {percentiles(quiet)}; "
+                f"refit running {percentiles(during_refit)}"
+            )

@@ -224,7 +224,7 @@ class ForecastConfig(_Section):
         "Detect a period in the recent history (autocorrelation) and model it when seasonal_period_s is 0.",
     )
     background_refit: bool = _field(
-        True, "-", "Refit in a background thread (false: refit inside the tick; the simulator's choice)."
+        True, "-", "Refit in a background process (false: refit inside the tick; the simulator's choice)."
     )
 
 

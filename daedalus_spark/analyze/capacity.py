@@ -19,6 +19,7 @@ FORGET_EXECUTOR_AFTER_S = 3600.0
 STATE_VERSION = 2  # 2: partition shares
 # Each tick moves the learned partition shares this far toward the window's (about 10 ticks of memory).
 PARTITION_SHARE_LEARNING_RATIO = 0.1
+_FORGOTTEN_SHARE = 1e-6
 _MAX_SCALEOUT = 100_000  # a stored scale-out beyond this is not one we wrote
 
 
@@ -58,9 +59,9 @@ class CapacityModel:
             return
         a = PARTITION_SHARE_LEARNING_RATIO
         keys = self.partition_shares.keys() | rates.keys()
-        self.partition_shares = {
-            key: (1 - a) * self.partition_shares.get(key, 0.0) + a * rates.get(key, 0.0) / total for key in keys
-        }
+        shares = {key: (1 - a) * self.partition_shares.get(key, 0.0) + a * rates.get(key, 0.0) / total for key in keys}
+        # A partition no longer reported (a topic replaced) fades out and is then forgotten.
+        self.partition_shares = {key: share for key, share in shares.items() if share >= _FORGOTTEN_SHARE}
 
     def to_state(self) -> dict[str, Any]:
         return {

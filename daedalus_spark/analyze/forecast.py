@@ -430,6 +430,11 @@ def fit_arima(
     return model
 
 
+def fitted_arima_state(fit: Callable[[], ArimaModel]) -> dict[str, Any] | None:
+    """`fit()`'s model as data: what a background refit returns, so that it may run in another process."""
+    return fit().to_json()
+
+
 class _Buckets:
     """Turns samples of any step into fixed `resolution_s` buckets aligned to absolute time (partial kept)."""
 
@@ -631,7 +636,7 @@ class WorkloadForecaster:
         self._buckets = _Buckets(res, max_gap_steps=self._keep_steps)
         self._history = np.empty(0)
         self._arima: ArimaModel | None = None
-        self._pending: Future[ArimaModel] | None = None
+        self._pending: Future[dict[str, Any] | None] | None = None
         self._pending_updates: list[float] = []
         self._pending_is_refit = False
         self._scored_forecast: tuple[int, np.ndarray, bool] | None = None  # (first bucket, values, is_arima)
@@ -810,7 +815,9 @@ class WorkloadForecaster:
                 return
             self._install(model, refit=refit)
             return
-        self._pending = self._refit_pool.submit(fit)
+        # The pool may be another process: the fitted model comes back as data (ArimaModel.to_json) and is rebuilt
+        # and validated here, as a stored one would be.
+        self._pending = self._refit_pool.submit(fitted_arima_state, fit)
         self._pending_updates = []
         self._pending_is_refit = refit
 
@@ -821,7 +828,9 @@ class WorkloadForecaster:
         self._pending = None
         updates, self._pending_updates = np.asarray(self._pending_updates, dtype=float), []
         try:
-            model = future.result()
+            model = ArimaModel.from_json(
+                future.result(), window_steps=self._window_steps, seasonal_period_steps=self._season_steps
+            )
             model.update(updates)  # the buckets that arrived while it was fitting
         except Exception:  # noqa: BLE001 - a failed fit keeps the old model; the streak resubmits later
             self._refit_failures += 1

@@ -271,3 +271,12 @@ def test_partition_shares_survive_a_restart() -> None:
     assert restored.partition_shares == pytest.approx(model.partition_shares)
     version_1 = {k: v for k, v in model.to_state().items() if k != "partition_shares"} | {"version": 1}
     assert CapacityModel.from_state(model.config, version_1).partition_shares == {}
+
+
+def test_a_partition_no_longer_reported_fades_out_and_is_forgotten() -> None:
+    model, _ = _two_executors_with(SKEWED, "kafka")
+    renamed = {("u", p): rate for (_, p), rate in SKEWED.items()}
+    for _ in range(200):
+        model.learn(observation(executors={"a": ([1.0], [0.5])}, samples=1, partitions=renamed))
+    assert {topic for topic, _ in model.partition_shares} == {"u"}
+    assert model.partition_shares[("u", 0)] == pytest.approx(0.5, rel=1e-6)

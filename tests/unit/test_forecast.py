@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -289,3 +290,34 @@ def test_a_failed_background_fit_keeps_serving_the_fallback() -> None:
     assert forecaster.refit_failures == 1 and not forecaster.refit_pending
     forecaster.observe([1000.0] * 60, step_s=1, end_s=240)
     assert forecaster.refit_pending  # tried again on the next tick
+
+
+def test_a_refit_in_another_process_gives_the_same_model_as_one_in_this_process() -> None:
+    """The refit returns the model as data and this process rebuilds it: a process pool (spawned, as the sidecar's)
+    and an in-process one serve the same forecasts."""
+    trace = _smooth(240, seed=9)
+    manual = ManualPool()
+    in_process = WorkloadForecaster(CONFIG, refit_pool=manual)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as processes:
+        other = WorkloadForecaster(CONFIG, refit_pool=processes)
+        for forecaster in (in_process, other):
+            _feed(forecaster, trace[:180])
+        assert other._pending is not None
+        other._pending.result(timeout=300)  # wait for the job itself, not for time
+        manual.run_all()
+        for end in (180, 240):
+            if end > 180:
+                for forecaster in (in_process, other):
+                    forecaster.observe(trace[end - 60 : end], step_s=1, end_s=end)
+            assert other.predict(end) == in_process.predict(end)
+    assert other.arima_order is not None and other.arima_order == in_process.arima_order
+
+
+def test_a_damaged_model_from_a_refit_is_refused_and_the_fallback_kept() -> None:
+    pool = ManualPool()
+    forecaster = WorkloadForecaster(CONFIG, refit_pool=pool)
+    _feed(forecaster, _smooth(180))
+    future, *_ = pool.jobs.pop()
+    future.set_result({"order": [1, 1], "params": "not numbers"})  # what a broken refit process might send
+    assert forecaster.predict(180).model == "linear"
+    assert forecaster.refit_failures == 1 and not forecaster.refit_pending
