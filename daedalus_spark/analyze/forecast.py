@@ -8,7 +8,7 @@ import logging
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, wait
 from typing import Any, Protocol
 
 import numpy as np
@@ -681,6 +681,12 @@ class WorkloadForecaster:
     @property
     def refit_pending(self) -> bool:
         return self._pending is not None
+
+    def wait_for_refit(self, timeout_s: float | None = None) -> None:
+        """Block until a background refit has finished (benchmarks and tests; the loop itself never waits). The
+        model is swapped in by the next `observe` or `predict`, as always."""
+        if self._pending is not None:
+            wait([self._pending], timeout=timeout_s)
 
     @property
     def history_steps(self) -> int:

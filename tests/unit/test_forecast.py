@@ -302,8 +302,8 @@ def test_a_refit_in_another_process_gives_the_same_model_as_one_in_this_process(
         other = WorkloadForecaster(CONFIG, refit_pool=processes)
         for forecaster in (in_process, other):
             _feed(forecaster, trace[:180])
-        assert other._pending is not None
-        other._pending.result(timeout=300)  # wait for the job itself, not for time
+        assert other.refit_pending
+        other.wait_for_refit(timeout_s=300)  # wait for the job itself, not for time
         manual.run_all()
         for end in (180, 240):
             if end > 180:
