@@ -111,11 +111,11 @@ class PrometheusMonitor:
 
 def _optional(name: str, future: Future[Matrix]) -> Matrix:
     """A query's answer; an optional query's failure is an empty answer (logged), not a failed window."""
-    if name not in OPTIONAL_QUERIES:
-        return future.result()
     try:
         return future.result()
     except MonitorError as exc:
+        if name not in OPTIONAL_QUERIES:
+            raise
         log.warning("optional query %r failed, observing without it: %s", name, exc)
         return []
 

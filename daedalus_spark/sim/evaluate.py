@@ -11,12 +11,7 @@ import numpy as np
 from daedalus_spark.config import Config
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.metrics import summarize
-from daedalus_spark.sim.optimum import (
-    OptimumInfeasible,
-    OptimumSchedule,
-    run_optimum,
-    solve_optimum,
-)
+from daedalus_spark.sim.optimum import OptimumInfeasible, OptimumSchedule, run_optimum, solve_optimum
 from daedalus_spark.sim.policies import OPTIMUM, ORACLE, make_policy, optimum_rescale_limit
 from daedalus_spark.sim.runner import RunResult, SimSetup, make_setup, run_oracle, run_policy
 

@@ -111,7 +111,7 @@ def oracle(signal: str, grid: np.ndarray) -> dict[str, np.ndarray]:
 
 @dataclass
 class Job:
-    """The served job; `mode` injects a fault: normal, nan, slow, empty, partial."""
+    """The served job; `mode` injects a fault: normal, nan, slow, empty, partial, partitions_rejected."""
 
     clock: FakeClock
     mode: str = "normal"
@@ -179,6 +179,9 @@ def _serve(job: Job) -> ThreadingHTTPServer:
                 body, kind = job.exposition().encode(), "text/plain; version=0.0.4"
             elif url.path == "/api/v1/query_range":
                 q = {k: v[0] for k, v in parse_qs(url.query).items()}
+                if job.mode == "partitions_rejected" and job.promql.get(q["query"]) == "partitions":
+                    self.send_error(400, "bad_data: unknown label")
+                    return
                 result = job.query_range(q["query"], float(q["start"]), float(q["end"]), float(q["step"]))
                 body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
                 kind = "application/json"
@@ -301,6 +304,14 @@ def test_faults_raise_their_kind(harness: Harness, fault: str, kind: str) -> Non
     with pytest.raises(MonitorError) as err:
         harness.monitor.observe(start_s=1120, end_s=1123)
     assert err.value.kind == kind, str(err.value)
+
+
+def test_a_failed_partition_query_leaves_the_window_observed_without_partitions() -> None:
+    """The per-partition query is optional: Prometheus refusing it costs the partitions, not the tick."""
+    with open_harness("prometheus", "cpu") as h:
+        h.job.mode = "partitions_rejected"
+        obs = h.monitor.observe(start_s=1060, end_s=1120)
+    assert obs.partitions == () and obs.scaleout == 2 and len(obs.workload_per_s) == 60
 
 
 def test_a_window_without_a_step_is_empty(harness: Harness) -> None:

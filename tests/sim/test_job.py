@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from daedalus_spark.config import Config
+from daedalus_spark.analyze.capacity import CapacityModel
+from daedalus_spark.config import CapacityConfig, Config
 from daedalus_spark.sim.job import SimulatedJob, lindley
 from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel
 from daedalus_spark.sim.runner import make_setup
@@ -149,11 +150,8 @@ def test_observation_matches_the_monitor_contract() -> None:
 
 @pytest.mark.parametrize("rule", ["kafka", "any_core"])
 def test_controller_extrapolates_the_simulated_jobs_skewed_capacities(rule: str) -> None:
-    """Observed at 12 executors with the partitions' rates, the capacity model predicts every smaller scale-out of
-    a skewed job as the job has it (minus its margin): the same placement rule on both sides."""
-    from daedalus_spark.analyze.capacity import CapacityModel
-    from daedalus_spark.config import CapacityConfig
-
+    """Observed at 12 executors with the partitions' rates, the capacity model (margin 0) predicts every smaller
+    scale-out of a skewed job as the job has it: the same placement rule on both sides."""
     jm = JobModel(
         executor_capacity_per_s=1000.0,
         partitions=24,
