@@ -45,11 +45,6 @@ def topic_partition_hash(topic: str, partition: int) -> int:
     return _int32(31 * _int32(31 + partition) + java_string_hash(topic))
 
 
-def kafka_owner(topic: str, partition: int, scaleout: int) -> int:
-    """Index, in Spark's sorted executor list, of the executor Spark's Kafka source prefers for this partition."""
-    return topic_partition_hash(topic, partition) % scaleout  # Python's % is Java's floorMod for a positive divisor
-
-
 def executor_loads(weights: Mapping[PartitionKey, float], scaleout: int, rule: PartitionAssignment) -> list[float]:
     """Load of each of `scaleout` executors (sum of its partitions' weights) under `rule`."""
     if scaleout < 1:
@@ -57,7 +52,8 @@ def executor_loads(weights: Mapping[PartitionKey, float], scaleout: int, rule: P
     if rule == "kafka":
         hashes = np.fromiter((topic_partition_hash(t, p) for t, p in weights), dtype=np.int64, count=len(weights))
         values = np.fromiter(weights.values(), dtype=float, count=len(weights))
-        # numpy's % of a negative int64 by a positive one is non-negative: Java's floorMod, as in kafka_owner
+        # Each partition's preferred executor is floorMod(hash, n) in Spark's sorted executor list; numpy's % of a
+        # negative int64 by a positive one is non-negative, as Java's floorMod.
         return [float(v) for v in np.bincount(hashes % scaleout, weights=values, minlength=scaleout)]
     loads = [0.0] * scaleout
     heap = [(0.0, i) for i in range(scaleout)]
