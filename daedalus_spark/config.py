@@ -316,6 +316,23 @@ class MonitorConfig(_Section):
         "Records/s arriving at each source partition (labels topic and partition): their skew decides the "
         "capacity of scale-outs never observed. Optional: without it, partitions are taken as equal.",
     )
+    query_batches: str = _field(
+        f"sum(rate({names.total(names.QUERY_BATCHES)}[$rate_window]))",
+        "PromQL",
+        "Micro-batches the query completes per second. Optional, with query_batch_records and query_batch_seconds: "
+        "the per-batch economics (fixed cost per batch, records per second of batch) that tell catch-up capacity "
+        "from steady-state capacity.",
+    )
+    query_batch_records: str = _field(
+        f"sum(rate({names.total(names.QUERY_INPUT_RECORDS)}[$rate_window]))",
+        "PromQL",
+        "Records/s the query's batches read (numInputRows). Optional, see query_batches.",
+    )
+    query_batch_seconds: str = _field(
+        f"sum(rate({names.total(names.QUERY_BATCH_SECONDS)}[$rate_window]))",
+        "PromQL",
+        "Seconds of batch execution per second (the batches' summed durations). Optional, see query_batches.",
+    )
     query_lag: str = _field(f"sum({names.LAG_RECORDS})", "PromQL", "Consumer lag in records.")
     query_executors: str = _field(f"sum({names.EXECUTORS})", "PromQL", "Live executors (the scale-out).")
     query_uptime: str = _field(
@@ -343,6 +360,9 @@ class MonitorConfig(_Section):
         "query_cpu",
         "query_busy",
         "query_partition_workload",
+        "query_batches",
+        "query_batch_records",
+        "query_batch_seconds",
         "query_lag",
         "query_executors",
         "query_uptime",

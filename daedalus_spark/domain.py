@@ -36,6 +36,33 @@ class PartitionLoad:
 
 
 @dataclass(frozen=True)
+class BatchWindow:
+    """The query's micro-batches completed within the observation's window, from its progress events
+    (`numInputRows`, `durationMs`): how many, the records they read and the seconds they took, summed.
+
+    Counts are real numbers because a monitor derives them from rates over the window.
+    """
+
+    batches: float
+    input_records: float
+    duration_s: float
+
+    @property
+    def usable(self) -> bool:
+        """Enough to learn from: at least one batch with records and a positive duration, all finite."""
+        values = (self.batches, self.input_records, self.duration_s)
+        return all(math.isfinite(v) for v in values) and self.batches >= 1 and self.input_records > 0 < self.duration_s
+
+    @property
+    def records_per_batch(self) -> float:
+        return self.input_records / self.batches if self.batches > 0 else 0.0
+
+    @property
+    def seconds_per_batch(self) -> float:
+        return self.duration_s / self.batches if self.batches > 0 else 0.0
+
+
+@dataclass(frozen=True)
 class Observation:
     """Everything the monitor saw since the previous tick.
 
@@ -51,6 +78,7 @@ class Observation:
     scaleout: int
     uptime_s: float
     partitions: tuple[PartitionLoad, ...] = ()  # empty when the monitor does not report them
+    batches: BatchWindow | None = None  # None when the monitor does not report the query's progress
 
     @property
     def executor_ids(self) -> tuple[str, ...]:
@@ -68,6 +96,7 @@ class Observation:
         scaleout: int | None = None,
         uptime_s: float = 1e9,
         partitions: Mapping[tuple[str, int], float] | None = None,
+        batches: BatchWindow | None = None,
     ) -> Observation:
         """Built from plain numbers (tests, benchmarks): `executors` maps id -> (throughput, utilization) series;
         a single workload value is repeated over the executors' samples; the scale-out defaults to their count."""
@@ -89,6 +118,7 @@ class Observation:
             scaleout=len(series) if scaleout is None else scaleout,
             uptime_s=uptime_s,
             partitions=tuple(PartitionLoad(t, p, float(r)) for (t, p), r in (partitions or {}).items()),
+            batches=batches,
         )
 
 

@@ -24,6 +24,11 @@ EXECUTORS = PREFIX + "executors"  # live executors, the driver excluded: the sca
 EXECUTORS_TARGET = PREFIX + "executors_target"
 UPTIME_SECONDS = PREFIX + "uptime_seconds"
 
+# Per streaming query (label `query`): its progress events, summed.
+QUERY_INPUT_RECORDS = PREFIX + "query_input_records"  # counter: numInputRows of every completed batch
+QUERY_BATCHES = PREFIX + "query_batches"  # counter: completed micro-batches
+QUERY_BATCH_SECONDS = PREFIX + "query_batch_seconds"  # counter: their durationMs.triggerExecution / 1000
+
 
 def total(counter: str) -> str:
     """The name a counter has in the exposition and in PromQL."""
