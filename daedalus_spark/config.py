@@ -165,6 +165,53 @@ class CapacityConfig(_Section):
         ge=0,
         le=0.5,
     )
+    executor_warmup_s: float = _field(
+        30,
+        "s",
+        "An executor that joins while the controller watches is learned from only once it has read records for "
+        "this long: before that its JVM starts, it registers and state partitions load (CPU busy, no records; "
+        "docs/spark.md). Until then it counts as its peers.",
+        ge=0,
+        le=3600,
+    )
+    outlier_stddevs: float = _field(
+        3,
+        "stddevs",
+        "Once an executor's fit is trusted, a sample this many residual standard deviations below it (a stall: "
+        "CPU busy, few records) is not learned. 0 = learn every sample.",
+        ge=0,
+        le=100,
+    )
+    max_change_ratio: float = _field(
+        0.5,
+        "ratio",
+        "The current scale-out's capacity moves at most this far (relative) from what the previous tick said, "
+        "unless the change holds for `change_confirm_ticks` ticks in a row or a backlog shows the job doing it; "
+        "every held change is a note on the decision. 0 = no bound.",
+        ge=0,
+        le=100,
+    )
+    change_confirm_ticks: int = _field(
+        2, "ticks", "Ticks in a row a change beyond max_change_ratio must hold to be believed.", ge=1, le=1000
+    )
+    backlog_floor_lag_s: float = _field(
+        10,
+        "s",
+        "A window that ends with more lag than this many seconds of its throughput was working off a backlog: "
+        "its throughput is what the job can do at that scale-out with large batches (the catch-up capacity), a "
+        "floor for it and a check on the regression. 0 = off.",
+        ge=0,
+        le=86400,
+    )
+    trigger_interval_s: float = _field(
+        0,
+        "s",
+        "The query's processing-time trigger. With it and the query's batch progress, steady-state capacity is "
+        "what fits one trigger interval per batch (sizing), apart from catch-up capacity with large batches "
+        "(recovery). 0 = unknown or as fast as possible: sizing from the utilization regression alone.",
+        ge=0,
+        le=3600,
+    )
 
 
 class ForecastConfig(_Section):

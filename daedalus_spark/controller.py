@@ -120,7 +120,8 @@ class Controller:
                 per_hour=settings.max_rescales_per_hour,
             ),
         )
-        return plan(inputs, settings) if settings.planner == "paper" else plan_cost_aware(inputs, settings)
+        decision = plan(inputs, settings) if settings.planner == "paper" else plan_cost_aware(inputs, settings)
+        return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
 
     def _measure_recovery(self, obs: Observation) -> None:
         k = self.knowledge

@@ -169,7 +169,9 @@ class ExecutorCapacity:
     own_capacity_per_s: float  # at the expected maximum utilization, as if it received all the load it wanted
     load_share_ratio: float  # its share of the job's throughput in the latest window
     capacity_per_s: float  # what it can reach before the most constrained executor saturates
-    method: str  # "regression" (its own), "pooled" (all executors' slope), "ratio", or "peer_mean" (no usable data)
+    # "regression" (its own fit), "pooled" (all executors' slope), "ratio" (throughput / utilization), "peers" (its
+    # unfitted estimate overruled by what its peers show), "joining" (in warm-up) or "peer_mean" (no usable data)
+    method: str
 
     @property
     def skew_factor_ratio(self) -> float:
@@ -185,11 +187,21 @@ class CapacityTable:
     per_scaleout_per_s: tuple[float, ...]  # index n-1 holds scale-out n
     observed_scaleouts: frozenset[int]
     executors: tuple[ExecutorCapacity, ...]
+    # With large back-to-back batches while a backlog is worked off (index n-1); empty: the same as sizing.
+    catch_up_per_scaleout_per_s: tuple[float, ...] = ()
+    notes: tuple[str, ...] = ()  # what the capacity model held back or changed this tick, for people
 
     def at(self, scaleout: int) -> float:
+        """Sizing capacity: what `scaleout` executors sustain at steady state."""
         if scaleout == self.current_scaleout:
             return self.current_per_s
         return self.per_scaleout_per_s[scaleout - 1]
+
+    def catch_up_at(self, scaleout: int) -> float:
+        """Records/s `scaleout` executors work a backlog off at (recovery predictions); never below sizing."""
+        if len(self.catch_up_per_scaleout_per_s) >= scaleout:
+            return max(self.catch_up_per_scaleout_per_s[scaleout - 1], self.at(scaleout))
+        return self.at(scaleout)
 
     @property
     def max_scaleout(self) -> int:

@@ -53,11 +53,12 @@ def boolean(value: Any, where: str) -> bool:
     return value
 
 
-def check_version(raw: Mapping[str, Any], where: str, understood: int) -> None:
+def check_version(raw: Mapping[str, Any], where: str, understood: int) -> int:
     """A component's state version: newer than this code understands is refused (absent: 1, written before versions)."""
     version = integer(raw.get("version", 1), f"{where}.version", lo=1, hi=2**31)
     if version > understood:
         raise Damaged(f"{where}: state version {version} is newer than this daedalus-spark understands ({understood})")
+    return version
 
 
 def text(value: Any, where: str, *, max_len: int = 200) -> str:

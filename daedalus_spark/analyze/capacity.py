@@ -1,4 +1,5 @@
-"""Analyze: per-executor throughput/utilization regressions turned into capacity per scale-out, skew included (§3.1)."""
+"""Analyze: per-executor throughput/utilization regressions turned into capacity per scale-out, skew included (§3.1),
+guarded against what a live Spark job feeds them: joining executors, stalls, untrusted fits and swings."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from daedalus_spark.analyze.batches import BatchEconomics
 from daedalus_spark.analyze.partitions import PartitionKey, busiest_share, even_weights
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.config import CapacityConfig
@@ -16,37 +18,99 @@ from daedalus_spark.untrusted import Damaged, check_version, integer, mapping, n
 MAX_PLAUSIBLE_UTILIZATION = 1.2
 # Spark executor ids are never reused, so an executor unseen this long is gone for good.
 FORGET_EXECUTOR_AFTER_S = 3600.0
-STATE_VERSION = 2  # 2: partition shares
+STATE_VERSION = 3  # 2: partition shares; 3: executor activity, backlog floors, batch economics, the last table
 # Each tick moves the learned partition shares this far toward the window's (about 10 ticks of memory).
 PARTITION_SHARE_LEARNING_RATIO = 0.1
+# Each backlog window moves the floor this far toward its throughput: records of a batch that finished late
+# arrive as one burst, so no single window sets it.
+BACKLOG_FLOOR_LEARNING_RATIO = 0.3
+# Own capacities that rest on a fitted slope; only these may set the job's saturation when any exists.
+FITTED_METHODS = frozenset({"regression", "pooled"})
+# A sample this close to the fit (relative) is never an outlier, however tight the fit's residuals are.
+_MIN_RESIDUAL_RATIO = 0.05
 _FORGOTTEN_SHARE = 1e-6
 _MAX_SCALEOUT = 100_000  # a stored scale-out beyond this is not one we wrote
 
 
 @dataclass
 class CapacityModel:
-    """What the loop has learned about capacity: one regression per executor and capacities seen per scale-out."""
+    """What the loop has learned about capacity: one regression per executor, capacities seen per scale-out, the
+    job's own evidence (backlog floors, per-batch economics) and the previous table, which bounds the next one."""
 
     config: CapacityConfig
     regressions: dict[str, OnlineRegression] = field(default_factory=dict)
     pooled: OnlineRegression = field(default_factory=OnlineRegression)  # every executor's samples together
     last_seen_s: dict[str, float] = field(default_factory=dict)
+    # When each executor first read records; an executor is learned from `executor_warmup_s` after that.
+    active_since_s: dict[str, float] = field(default_factory=dict)
     observed_per_scaleout: dict[int, float] = field(default_factory=dict)
     partition_shares: dict[PartitionKey, float] = field(default_factory=dict)  # of the source's records
+    backlog_floor_per_scaleout: dict[int, float] = field(default_factory=dict)  # catch-up throughput seen
+    batches: BatchEconomics = field(default_factory=BatchEconomics)
+    last_per_scaleout: tuple[float, ...] = ()  # the previous table's sizing capacities
+    unconfirmed: tuple[int, int] = (0, 0)  # (direction, ticks) of a change beyond the bound not yet believed
+    # This tick's findings, between `learn` and `table` (not knowledge: each tick sets them again).
+    _backlog_now_per_s: float | None = field(default=None, repr=False)
+    _trusted_now: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.batches.min_points = self.config.min_points
+        self.batches.min_correlation_ratio = self.config.min_correlation_ratio
 
     def learn(self, observation: Observation, *, skip_first: int = 0) -> int:
-        """Feed every plausible sample after the first `skip_first` ones; returns how many were learned from."""
+        """Feed every plausible sample of settled executors after the first `skip_first` ones (job warm-up);
+        returns how many were learned from."""
         self._learn_partition_shares(observation)
+        times = _sample_times(observation)
+        if not self.last_seen_s:  # the first look: executors already running are settled
+            for w in observation.executor_ids:
+                self.active_since_s.setdefault(w, times[0] - self.config.executor_warmup_s)
         learned = 0
         for executor in observation.executors:
-            regression = self.regressions.setdefault(executor.executor_id, OnlineRegression())
-            self.last_seen_s[executor.executor_id] = observation.time_s
-            for x, y in _plausible_samples(executor, skip_first):
+            executor_id = executor.executor_id
+            regression = self.regressions.setdefault(executor_id, OnlineRegression())
+            self.last_seen_s[executor_id] = observation.time_s
+            for i, t, x, y in _plausible_samples(executor, times):
+                if y > 0:
+                    self.active_since_s.setdefault(executor_id, t)
+                # No records: a stalled executor (CPU busy) or an idle one; neither says what it can carry.
+                if i < skip_first or y <= 0 or not self.settled(executor_id, t) or self._stall(regression, x, y):
+                    continue
                 regression.update(min(x, 1.0), y)
                 self.pooled.update(min(x, 1.0), y)
                 learned += 1
+        self._learn_job_evidence(observation, times[0], skip_first)
         self._forget_gone_executors(observation.time_s)
         return learned
+
+    def settled(self, executor_id: str, time_s: float) -> bool:
+        """Past its warm-up at `time_s`: it has read records for `executor_warmup_s`."""
+        since = self.active_since_s.get(executor_id)
+        return since is not None and time_s - since >= self.config.executor_warmup_s
+
+    def _stall(self, reg: OnlineRegression, x: float, y: float) -> bool:
+        """Far below a trusted fit: CPU busy with few records (state loads, retried tasks), not capacity."""
+        k = self.config.outlier_stddevs
+        if k <= 0 or not self._trusted(reg):
+            return False
+        expected = reg.predict(min(x, 1.0))
+        residual_sd = math.sqrt(max(reg.m2_y / reg.n * (1.0 - reg.correlation**2), 0.0))
+        return y < expected - k * max(residual_sd, _MIN_RESIDUAL_RATIO * abs(expected))
+
+    def _learn_job_evidence(self, obs: Observation, window_start_s: float, skip_first: int) -> None:
+        """Batch economics and the backlog floor, from windows at one settled scale-out only (no joins, no warm-up)."""
+        self._backlog_now_per_s = None
+        if skip_first or not all(self.settled(w, window_start_s) for w in obs.executor_ids):
+            return
+        self.batches.learn(obs.scaleout, obs.batches)
+        throughput = _job_throughput_per_s(obs)
+        lag_s = self.config.backlog_floor_lag_s
+        if lag_s <= 0 or throughput <= 0 or obs.consumer_lag_records < lag_s * throughput:
+            return
+        self._backlog_now_per_s = throughput
+        old = self.backlog_floor_per_scaleout.get(obs.scaleout)
+        a = BACKLOG_FLOOR_LEARNING_RATIO
+        self.backlog_floor_per_scaleout[obs.scaleout] = throughput if old is None else old + a * (throughput - old)
 
     def _learn_partition_shares(self, observation: Observation) -> None:
         """Move the shares toward this window's; a window without a usable total leaves them as they are."""
@@ -63,47 +127,12 @@ class CapacityModel:
         # A partition no longer reported (a topic replaced) fades out and is then forgotten.
         self.partition_shares = {key: share for key, share in shares.items() if share >= _FORGOTTEN_SHARE}
 
-    def to_state(self) -> dict[str, Any]:
-        return {
-            "version": STATE_VERSION,
-            "regressions": {w: r.to_state() for w, r in self.regressions.items()},
-            "pooled": self.pooled.to_state(),
-            "last_seen_s": self.last_seen_s,
-            "observed_per_scaleout": {str(n): c for n, c in self.observed_per_scaleout.items()},
-            "partition_shares": [[t, p, share] for (t, p), share in sorted(self.partition_shares.items())],
-        }
-
-    @classmethod
-    def from_state(cls, config: CapacityConfig, raw: Any, where: str = "capacity") -> CapacityModel:
-        """The model as `to_state` wrote it, every value checked (`Damaged` names the first bad one)."""
-        state = mapping(raw, where)
-        check_version(state, where, STATE_VERSION)
-        observed: dict[int, float] = {}
-        for n, c in mapping(state["observed_per_scaleout"], f"{where}.observed_per_scaleout").items():
-            at = f"{where}.observed_per_scaleout.{n!s:.20}"
-            if not isinstance(n, str) or not n.isdigit():
-                raise Damaged(f"{at}: the scale-out is not a whole number")
-            observed[integer(int(n), at, lo=1, hi=_MAX_SCALEOUT)] = number(c, at, lo=0.0)
-        return cls(
-            config,
-            regressions={
-                text(w, f"{where}.regressions key"): OnlineRegression.from_state(r, f"{where}.regressions.{w}")
-                for w, r in mapping(state["regressions"], f"{where}.regressions").items()
-            },
-            pooled=OnlineRegression.from_state(state["pooled"], f"{where}.pooled"),
-            last_seen_s={
-                text(w, f"{where}.last_seen_s key"): number(t, f"{where}.last_seen_s.{w}")
-                for w, t in mapping(state["last_seen_s"], f"{where}.last_seen_s").items()
-            },
-            observed_per_scaleout=observed,
-            partition_shares=_partition_shares(state.get("partition_shares", []), f"{where}.partition_shares"),
-        )
-
     def _forget_gone_executors(self, now_s: float) -> None:
         for executor_id, seen in list(self.last_seen_s.items()):
             if now_s - seen > FORGET_EXECUTOR_AFTER_S:
                 del self.last_seen_s[executor_id]
                 self.regressions.pop(executor_id, None)
+                self.active_since_s.pop(executor_id, None)
 
     def own_capacity(self, executor_id: str) -> tuple[float, str]:
         """An executor's capacity at the expected maximum utilization as if it got all the load it could take."""
@@ -128,54 +157,114 @@ class CapacityModel:
         )
 
     def table(self, observation: Observation, max_scaleout: int) -> CapacityTable | None:
-        """Capacity of the current executors and of every scale-out 1..max; None when nothing is known yet."""
-        executors = _current_executors(observation)
-        if not executors:
+        """Capacity of the current executors and of every scale-out 1..max; None when nothing is known yet.
+
+        Call once per tick, after `learn`: a change beyond the bound counts the ticks it has held.
+        """
+        samples = _current_executors(observation)
+        settled = [w for w in samples if self.settled(w, observation.time_s)]
+        owns = {w: self.own_capacity(w) for w in settled}
+        shares = _load_shares({w: samples[w] for w in settled}) if settled else {}
+        saturation = _saturation(owns, shares)
+        if saturation is None:
             return None
-        owns = {w: self.own_capacity(w) for w in executors}
-        known = [c for c, _ in owns.values() if math.isfinite(c) and c > 0]
-        if not known:
-            return None
-        peer_mean = sum(known) / len(known)
-        owns = {w: (c, m) if math.isfinite(c) and c > 0 else (peer_mean, "peer_mean") for w, (c, m) in owns.items()}
-        shares = _load_shares(executors)
-        # The job saturates when its most constrained executor does: each executor only reaches its share of that.
-        saturation = min(owns[w][0] / s for w, s in shares.items() if s > 0)
-        capacities = tuple(
-            ExecutorCapacity(
-                executor_id=w,
-                samples=self.regressions[w].n if w in self.regressions else 0,
-                intercept_per_s=self.regressions[w].intercept if w in self.regressions else 0.0,
-                slope_per_s=self.regressions[w].slope if w in self.regressions else 0.0,
-                own_capacity_per_s=owns[w][0],
-                load_share_ratio=shares[w],
-                capacity_per_s=shares[w] * saturation,
-                method=owns[w][1],
-            )
-            for w in executors
+        n = observation.scaleout
+        # Executors still joining count as their peers will once they run: the settled ones' capacity, scaled.
+        measured = saturation * self._scale_factor(len(settled), n) if len(settled) != n else saturation
+        rows = _rows(samples, owns, shares, saturation, measured, self.regressions)
+        notes: list[str] = []
+        sizing, catch_up = self._job_evidence(n, measured)
+        sizing = self._bounded(n, sizing, notes)
+        self._trusted_now = not notes and len(settled) == n and all(m in FITTED_METHODS for _, m in owns.values())
+        return self._table(n, sizing, max(catch_up, sizing), rows, max_scaleout, tuple(notes))
+
+    def _job_evidence(self, n: int, measured: float) -> tuple[float, float]:
+        """(sizing, catch-up) at the current scale-out: the batches' steady-state rate sizes where it is known;
+        catch-up is the best of the batches' back-to-back rate, the backlog floor and sizing."""
+        fit = self.batches.fit(n)
+        steady = fit.steady_per_s(self.config.trigger_interval_s) if fit is not None else None
+        sizing = measured if steady is None else steady
+        catch_up = max(sizing, self.backlog_floor_per_scaleout.get(n, 0.0))
+        if fit is not None:
+            catch_up = max(catch_up, fit.catch_up_per_s())
+        return sizing, catch_up
+
+    def _bounded(self, n: int, estimate: float, notes: list[str]) -> float:
+        """The estimate, or the previous tick's capacity moved by at most the bound when the change lacks evidence."""
+        bound = self.config.max_change_ratio
+        reference = self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
+        change = estimate / reference - 1.0 if reference > 0 else 0.0
+        if bound <= 0 or abs(change) <= bound:
+            self.unconfirmed = (0, 0)
+            return estimate
+        direction = 1 if change > 0 else -1
+        ticks = self.unconfirmed[1] + 1 if self.unconfirmed[0] == direction else 1
+        needed = self.config.change_confirm_ticks
+        backlog = self._backlog_now_per_s
+        shown = backlog is not None and direction * (backlog - reference * (1 + direction * bound)) >= 0
+        said = f"capacity at {n} {reference:.0f} -> {estimate:.0f}/s ({change:+.0%})"
+        if shown or ticks >= needed:
+            why = f"the job worked a backlog off at {backlog:.0f}/s" if shown else f"it held {ticks} ticks in a row"
+            notes.append(f"{said}: believed, {why}")
+            self.unconfirmed = (0, 0)
+            return estimate
+        self.unconfirmed = (direction, ticks)
+        held = reference * (1 + direction * bound)
+        notes.append(
+            f"{said}: held at {held:.0f}/s, a change beyond {bound:.0%} needs {needed} ticks in a row "
+            f"(this is {ticks}) or a backlog"
         )
-        return self._table(observation.scaleout, saturation, capacities, max_scaleout)
+        return held
 
     def remember(self, table: CapacityTable) -> None:
-        """Keep the current scale-out's capacity so later decisions prefer it over extrapolation."""
-        if all(w.method == "regression" for w in table.executors):
+        """Keep this tick's table as the next one's reference, and the current scale-out's capacity, when every
+        executor's own fit made it, so later decisions prefer it over extrapolation."""
+        self.last_per_scaleout = table.per_scaleout_per_s
+        if self._trusted_now:
             self.observed_per_scaleout[table.current_scaleout] = table.current_per_s
 
     def _table(
-        self, scaleout: int, current: float, executors: tuple[ExecutorCapacity, ...], max_scaleout: int
+        self,
+        scaleout: int,
+        current: float,
+        catch_up: float,
+        executors: tuple[ExecutorCapacity, ...],
+        max_scaleout: int,
+        notes: tuple[str, ...],
     ) -> CapacityTable:
-        extrapolated = self._extrapolate(current, scaleout, max(max_scaleout, scaleout))
-        per_scaleout = tuple(
+        size = max(max_scaleout, scaleout)
+        extrapolated = self._extrapolate(current, scaleout, size)
+        sizing = [
             current if n == scaleout else self.observed_per_scaleout.get(n, extrapolated[n - 1])
-            for n in range(1, max(max_scaleout, scaleout) + 1)
+            for n in range(1, size + 1)
+        ]
+        # More executors never carry less: Spark's locality wait hands a task to any free executor in the end.
+        sizing = _running_max(sizing)
+        ratio = catch_up / current if current > 0 else 1.0
+        catch_ups = _running_max(
+            [max(c * ratio, self.backlog_floor_per_scaleout.get(n, 0.0)) for n, c in enumerate(sizing, start=1)]
         )
         return CapacityTable(
             current_scaleout=scaleout,
-            current_per_s=current,
-            per_scaleout_per_s=per_scaleout,
+            current_per_s=sizing[scaleout - 1],
+            per_scaleout_per_s=tuple(sizing),
             observed_scaleouts=frozenset(self.observed_per_scaleout) | {scaleout},
             executors=executors,
+            catch_up_per_scaleout_per_s=tuple(catch_ups),
+            notes=notes,
         )
+
+    def _busiest_shares(self) -> Any:
+        weights = self.partition_shares or even_weights(self.config.partitions)
+        rule = self.config.partition_assignment
+        return (lambda n: busiest_share(weights, n, rule)) if weights else (lambda n: 1.0 / n)
+
+    def _scale_factor(self, from_scaleout: int, to_scaleout: int) -> float:
+        """Capacity at `to_scaleout` over capacity at `from_scaleout` by the busiest executor's share of the load."""
+        if from_scaleout < 1:
+            return 1.0
+        busiest = self._busiest_shares()
+        return float(busiest(from_scaleout) / busiest(to_scaleout))
 
     def _extrapolate(self, current: float, scaleout: int, max_scaleout: int) -> list[float]:
         """Capacity at every scale-out 1..max as if unseen: by the busiest executor's share of the partitions' load
@@ -184,28 +273,138 @@ class CapacityModel:
         Either way discounted by the margin: an unseen scale-out's executors may differ from the observed ones.
         """
         keep = 1.0 - self.config.unobserved_margin_ratio
-        sizes = range(1, max_scaleout + 1)
-        weights = self.partition_shares or even_weights(self.config.partitions)
-        if not weights:
-            return [current / scaleout * n * keep for n in sizes]
-        # The job saturates when its busiest executor does: capacity scales with 1 / the busiest executor's share.
-        rule = self.config.partition_assignment
-        now = busiest_share(weights, scaleout, rule)
-        return [current * now / busiest_share(weights, n, rule) * keep for n in sizes]
+        return [current * self._scale_factor(scaleout, n) * keep for n in range(1, max_scaleout + 1)]
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "regressions": {w: r.to_state() for w, r in self.regressions.items()},
+            "pooled": self.pooled.to_state(),
+            "last_seen_s": self.last_seen_s,
+            "active_since_s": self.active_since_s,
+            "observed_per_scaleout": {str(n): c for n, c in self.observed_per_scaleout.items()},
+            "partition_shares": [[t, p, share] for (t, p), share in sorted(self.partition_shares.items())],
+            "backlog_floor_per_scaleout": {str(n): c for n, c in self.backlog_floor_per_scaleout.items()},
+            "batches": self.batches.to_state(),
+            "last_per_scaleout": list(self.last_per_scaleout),
+            "unconfirmed": list(self.unconfirmed),
+        }
+
+    @classmethod
+    def from_state(cls, config: CapacityConfig, raw: Any, where: str = "capacity") -> CapacityModel:
+        """The model as `to_state` wrote it, every value checked (`Damaged` names the first bad one); versions 1
+        and 2 load with what they lack empty (their executors count as settled)."""
+        state = mapping(raw, where)
+        version = check_version(state, where, STATE_VERSION)
+        last_seen = {
+            text(w, f"{where}.last_seen_s key"): number(t, f"{where}.last_seen_s.{w}")
+            for w, t in mapping(state["last_seen_s"], f"{where}.last_seen_s").items()
+        }
+        model = cls(
+            config,
+            regressions={
+                text(w, f"{where}.regressions key"): OnlineRegression.from_state(r, f"{where}.regressions.{w}")
+                for w, r in mapping(state["regressions"], f"{where}.regressions").items()
+            },
+            pooled=OnlineRegression.from_state(state["pooled"], f"{where}.pooled"),
+            last_seen_s=last_seen,
+            observed_per_scaleout=_per_scaleout(state["observed_per_scaleout"], f"{where}.observed_per_scaleout"),
+            partition_shares=_partition_shares(state.get("partition_shares", []), f"{where}.partition_shares"),
+        )
+        if version < 3:
+            model.active_since_s = {w: t - config.executor_warmup_s for w, t in last_seen.items()}
+            return model
+        model.active_since_s = {
+            text(w, f"{where}.active_since_s key"): number(t, f"{where}.active_since_s.{w}")
+            for w, t in mapping(state["active_since_s"], f"{where}.active_since_s").items()
+        }
+        model.backlog_floor_per_scaleout = _per_scaleout(
+            state["backlog_floor_per_scaleout"], f"{where}.backlog_floor_per_scaleout"
+        )
+        model.batches = BatchEconomics.from_state(
+            state["batches"],
+            f"{where}.batches",
+            min_points=config.min_points,
+            min_correlation_ratio=config.min_correlation_ratio,
+        )
+        model.last_per_scaleout = _capacities(state["last_per_scaleout"], f"{where}.last_per_scaleout")
+        model.unconfirmed = _unconfirmed(state["unconfirmed"], f"{where}.unconfirmed")
+        return model
 
 
-def _plausible_samples(executor: ExecutorSeries, skip_first: int) -> list[tuple[float, float]]:
-    pairs = zip(executor.utilization_ratio[skip_first:], executor.throughput_per_s[skip_first:], strict=False)
+def _saturation(owns: dict[str, tuple[float, str]], shares: dict[str, float]) -> float | None:
+    """The job's throughput when its most constrained executor saturates (each executor's own capacity over its
+    share). An executor whose own capacity rests on no fitted slope cannot be that executor alone: when the lowest
+    estimate is such a one, the second lowest sets it (one executor fed by stalls set a whole job's capacity 10x
+    too low in a live run; two that agree are evidence)."""
+    each = sorted(
+        (c / shares[w], m in FITTED_METHODS) for w, (c, m) in owns.items() if math.isfinite(c) and c > 0 < shares[w]
+    )
+    if not each:
+        return None
+    lowest, fitted = each[0]
+    return lowest if fitted or len(each) == 1 else each[1][0]
+
+
+def _rows(
+    samples: dict[str, list[float]],
+    owns: dict[str, tuple[float, str]],
+    shares: dict[str, float],
+    saturation: float,
+    measured: float,
+    regressions: dict[str, OnlineRegression],
+) -> tuple[ExecutorCapacity, ...]:
+    """One row per executor; joining ones and ones without usable data carry their peers' mean."""
+    known = [c for c, _ in owns.values() if math.isfinite(c) and c > 0]
+    peer_mean = sum(known) / len(known) if known else math.nan
+    joining = [w for w in samples if w not in owns]
+    rows = []
+    for w in samples:
+        own, method = owns.get(w, (peer_mean, "joining"))
+        if not (math.isfinite(own) and own > 0):
+            own, method = peer_mean, "peer_mean"
+        share = shares.get(w, 0.0)
+        capacity = share * saturation if w in owns else (measured - saturation) / len(joining)
+        if method not in FITTED_METHODS and own < capacity:
+            own, method = capacity, "peers"  # its unfitted estimate was overruled by what its peers show
+        reg = regressions.get(w, OnlineRegression())
+        rows.append(ExecutorCapacity(w, reg.n, reg.intercept, reg.slope, own, share, capacity, method))
+    return tuple(rows)
+
+
+def _running_max(values: list[float]) -> list[float]:
+    out: list[float] = []
+    for v in values:
+        out.append(max(v, out[-1]) if out else v)
+    return out
+
+
+def _sample_times(observation: Observation) -> list[float]:
+    """The end time of each sample of the window, oldest first."""
+    n = len(observation.workload_per_s)
+    return [observation.time_s - (n - 1 - i) * observation.step_s for i in range(n)]
+
+
+def _job_throughput_per_s(observation: Observation) -> float:
+    """Mean records/s of the whole job over the window (executors' plausible samples)."""
+    means = [sum(ys) / len(ys) for ys in _current_executors(observation).values() if ys]
+    return sum(means)
+
+
+def _plausible_samples(executor: ExecutorSeries, times: list[float]) -> list[tuple[int, float, float, float]]:
+    """(index, time, utilization, throughput) of every sample that could be real."""
+    samples = zip(times, executor.utilization_ratio, executor.throughput_per_s, strict=False)
     return [
-        (x, y)
-        for x, y in pairs
+        (i, t, x, y)
+        for i, (t, x, y) in enumerate(samples)
         if math.isfinite(x) and math.isfinite(y) and 0.0 <= x <= MAX_PLAUSIBLE_UTILIZATION and y >= 0.0
     ]
 
 
 def _current_executors(observation: Observation) -> dict[str, list[float]]:
     """Executor id -> its plausible throughput samples in this window (all of them, warm-up included)."""
-    return {w.executor_id: [y for _, y in _plausible_samples(w, 0)] for w in observation.executors}
+    times = _sample_times(observation)
+    return {w.executor_id: [y for _, _, _, y in _plausible_samples(w, times)] for w in observation.executors}
 
 
 def _load_shares(executors: dict[str, list[float]]) -> dict[str, float]:
@@ -227,3 +426,26 @@ def _partition_shares(raw: Any, where: str) -> dict[PartitionKey, float]:
         key = (text(item[0], f"{where}[{i}][0]"), integer(item[1], f"{where}[{i}][1]", lo=0, hi=_MAX_SCALEOUT))
         shares[key] = number(item[2], f"{where}[{i}][2]", lo=0.0, hi=1.0)
     return shares
+
+
+def _per_scaleout(raw: Any, where: str) -> dict[int, float]:
+    """{"n": records/s} as to_state writes it."""
+    values: dict[int, float] = {}
+    for n, c in mapping(raw, where).items():
+        at = f"{where}.{n!s:.20}"
+        if not isinstance(n, str) or not n.isdigit():
+            raise Damaged(f"{at}: the scale-out is not a whole number")
+        values[integer(int(n), at, lo=1, hi=_MAX_SCALEOUT)] = number(c, at, lo=0.0)
+    return values
+
+
+def _capacities(raw: Any, where: str) -> tuple[float, ...]:
+    if not isinstance(raw, list) or len(raw) > _MAX_SCALEOUT:
+        raise Damaged(f"{where}: expected a list of capacities")
+    return tuple(number(c, f"{where}[{i}]", lo=0.0) for i, c in enumerate(raw))
+
+
+def _unconfirmed(raw: Any, where: str) -> tuple[int, int]:
+    if not isinstance(raw, list) or len(raw) != 2:
+        raise Damaged(f"{where}: expected [direction, ticks]")
+    return integer(raw[0], f"{where}[0]", lo=-1, hi=1), integer(raw[1], f"{where}[1]", lo=0, hi=1_000_000)

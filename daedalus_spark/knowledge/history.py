@@ -107,6 +107,8 @@ def _table_to_json(t: CapacityTable) -> dict[str, Any]:
         "per_scaleout_per_s": list(t.per_scaleout_per_s),
         "observed_scaleouts": sorted(t.observed_scaleouts),
         "executors": [asdict(w) for w in t.executors],
+        "catch_up_per_scaleout_per_s": list(t.catch_up_per_scaleout_per_s),
+        "notes": list(t.notes),
     }
 
 
@@ -118,6 +120,8 @@ def _table_from_json(raw: dict[str, Any]) -> CapacityTable:
         per_scaleout_per_s=tuple(float(c) for c in raw["per_scaleout_per_s"]),
         observed_scaleouts=frozenset(int(n) for n in raw["observed_scaleouts"]),
         executors=tuple(_executor_capacity_from_json(w) for w in executors),
+        catch_up_per_scaleout_per_s=tuple(float(c) for c in raw.get("catch_up_per_scaleout_per_s", ())),
+        notes=tuple(str(n) for n in raw.get("notes", ())),
     )
 
 

@@ -112,7 +112,7 @@ def _candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: t
     # Keeping the scale-out is judged against a failure restart, which costs what a scale-out does.
     downtime = inputs.downtime_scale_in_s if n < inputs.current_scaleout else inputs.downtime_scale_out_s
     recovery = predict_recovery_s(
-        capacity_per_s=capacity,
+        capacity_per_s=inputs.capacities.catch_up_at(n),  # a backlog is worked off in large batches
         forecast_per_second=forecast_per_second,
         downtime_s=downtime,
         replay_records=replay,

@@ -139,7 +139,8 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
 def _scale_in(inputs: PlanInputs, upper: Forecast, n: int, extra_records: float) -> ScaleIn:
     current = inputs.current_scaleout
     capacity = inputs.capacities.at(n)
-    catch_up = extra_records * n / capacity if capacity > 0 else math.inf
+    catching_up = inputs.capacities.catch_up_at(n)  # a backlog is worked off in large batches
+    catch_up = extra_records * n / catching_up if catching_up > 0 else math.inf
     hold = _hold_s(upper, capacity, inputs.now_s)
     return ScaleIn(n, capacity, hold, (current - n) * hold, inputs.downtime_scale_in_s * current, catch_up)
 
@@ -155,7 +156,7 @@ def _with_dwell(option: ScaleIn, inputs: PlanInputs, undo_executor_s: float) -> 
 def _undo_executor_s(inputs: PlanInputs) -> float:
     """What the scale-out back to the current scale-out costs: its downtime, and catching up what arrived meanwhile."""
     current = inputs.current_scaleout
-    capacity_current = inputs.capacities.at(current)
+    capacity_current = inputs.capacities.catch_up_at(current)
     down = inputs.downtime_scale_out_s
     arrivals = inputs.workload_avg_per_s * down
     catch_up = arrivals * current / capacity_current if capacity_current > 0 else math.inf

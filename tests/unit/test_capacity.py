@@ -130,7 +130,7 @@ def test_nan_negative_and_absurd_samples_are_not_learned():
     assert model.regressions["w"].mean_y == 100.0
 
 
-def test_new_executor_without_data_gets_the_peer_mean_and_gone_executors_are_forgotten():
+def test_a_joining_executor_counts_as_its_peers_and_gone_executors_are_forgotten():
     model = CapacityModel(CapacityConfig())
     thr = [100.0 * (1 + i) for i in range(10)]
     util = [0.1 * (1 + i) for i in range(10)]
@@ -141,7 +141,8 @@ def test_new_executor_without_data_gets_the_peer_mean_and_gone_executors_are_for
     model.learn(obs)
     table = model.table(obs, 3)
     methods = {w.executor_id: w.method for w in table.executors}
-    assert methods == {"old": "regression", "new": "peer_mean"}
+    assert methods == {"old": "regression", "new": "joining"}
+    assert table.current_per_s == pytest.approx(2 * 1000.0)  # the new one will carry what the old one does
     later = observation(time_s=60.0 + FORGET_EXECUTOR_AFTER_S + 1, workload=thr, executors={"new": (thr, util)})
     model.learn(later)
     assert "old" not in model.regressions

@@ -198,7 +198,7 @@ COMPONENT_DAMAGE = [
     ("downtime-huge", "recovery", "downtime_scale_in_s", 1e300, "downtime_scale_in_s"),
     ("pending-direction", "recovery", "pending", {"direction": "up"}, "direction"),
     ("last-rescale-nan", "controller", "last_rescale_s", float("nan"), "last_rescale_s"),
-    ("capacity-newer-version", "capacity", "version", 3, "capacity: state version 3 is newer"),
+    ("capacity-newer-version", "capacity", "version", 4, "capacity: state version 4 is newer"),
     ("partition-share-above-one", "capacity", "partition_shares", [["events", 0, 1.5]], "partition_shares[0][2]"),
     ("partition-negative", "capacity", "partition_shares", [["events", -1, 0.5]], "partition_shares[0][1]"),
     ("partition-shares-not-list", "capacity", "partition_shares", {"events": 1}, "partition_shares"),
@@ -207,7 +207,7 @@ COMPONENT_DAMAGE = [
 ]
 
 
-@pytest.mark.parametrize(("component", "version"), [("capacity", 2), ("recovery", 1), ("history", 1)])
+@pytest.mark.parametrize(("component", "version"), [("capacity", 3), ("recovery", 1), ("history", 1)])
 def test_every_learned_component_writes_its_state_version(component: str, version: int) -> None:
     assert json.loads(_component_damage(Config()).components[component])["version"] == version
 

@@ -1,0 +1,100 @@
+"""Analyze: a micro-batch job's per-batch economics (fixed cost per batch, seconds per record) per scale-out.
+
+Spark runs a query as micro-batches: each pays a fixed cost (planning, commit, task launch) and then time per
+record. From the query's progress, seconds per batch = fixed + records per batch x seconds per record. That line
+tells the two capacities of a scale-out apart:
+- steady state at a trigger interval T: the largest batch that fits in T, per T: (1 - fixed / T) / per_record;
+- catch-up while a backlog is worked off: batches run back to back and grow to B records, so B / (fixed + B x
+  per_record), which approaches 1 / per_record. Recovery predictions use this one, sizing the steady one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from daedalus_spark.analyze.stats import OnlineRegression
+from daedalus_spark.domain import BatchWindow
+from daedalus_spark.untrusted import Damaged, mapping, number
+
+# Batch sizes must vary this much (coefficient of variation) before the fixed cost can be told from the slope.
+MIN_BATCH_SIZE_SPREAD_RATIO = 0.1
+# A fixed cost this close to the trigger leaves no room to derive a steady-state rate from.
+MAX_FIXED_SHARE_OF_TRIGGER = 0.5
+
+
+@dataclass(frozen=True)
+class BatchFit:
+    """The learned line at one scale-out."""
+
+    fixed_s: float
+    per_record_s: float
+    largest_batch_records: float
+
+    def steady_per_s(self, trigger_s: float) -> float | None:
+        """Records/s whose batches just fit the trigger interval; None where the line cannot say."""
+        if trigger_s <= 0 or self.fixed_s >= MAX_FIXED_SHARE_OF_TRIGGER * trigger_s:
+            return None
+        return (1.0 - self.fixed_s / trigger_s) / self.per_record_s
+
+    def catch_up_per_s(self) -> float:
+        """Records/s with back-to-back batches of the largest size seen at this scale-out."""
+        size = self.largest_batch_records
+        return size / (self.fixed_s + size * self.per_record_s)
+
+
+@dataclass
+class BatchEconomics:
+    """One regression of seconds per batch on records per batch for every scale-out the job ran at."""
+
+    min_points: int = 5
+    min_correlation_ratio: float = 0.6
+    fits: dict[int, OnlineRegression] = field(default_factory=dict)
+    largest_batch_records: dict[int, float] = field(default_factory=dict)
+
+    def learn(self, scaleout: int, window: BatchWindow | None) -> bool:
+        """Learn one window's mean batch at `scaleout`; False when the window has no usable batches."""
+        if window is None or not window.usable:
+            return False
+        size, seconds = window.records_per_batch, window.seconds_per_batch
+        self.fits.setdefault(scaleout, OnlineRegression()).update(size, seconds)
+        self.largest_batch_records[scaleout] = max(self.largest_batch_records.get(scaleout, 0.0), size)
+        return True
+
+    def fit(self, scaleout: int) -> BatchFit | None:
+        """The line at `scaleout` once it is trustworthy: enough windows, varied sizes, time rising with records."""
+        reg = self.fits.get(scaleout)
+        if reg is None or reg.n < self.min_points or reg.mean_x <= 0:
+            return None
+        spread = math.sqrt(reg.variance_x()) / reg.mean_x
+        if spread < MIN_BATCH_SIZE_SPREAD_RATIO or reg.slope <= 0 or reg.correlation < self.min_correlation_ratio:
+            return None
+        return BatchFit(max(reg.intercept, 0.0), reg.slope, self.largest_batch_records[scaleout])
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "fits": {str(n): r.to_state() for n, r in self.fits.items()},
+            "largest_batch_records": {str(n): v for n, v in self.largest_batch_records.items()},
+        }
+
+    @classmethod
+    def from_state(cls, raw: Any, where: str, *, min_points: int, min_correlation_ratio: float) -> BatchEconomics:
+        state = mapping(raw, where)
+        fits = {
+            _scaleout(n, f"{where}.fits"): OnlineRegression.from_state(r, f"{where}.fits.{n}")
+            for n, r in mapping(state["fits"], f"{where}.fits").items()
+        }
+        largest = {
+            _scaleout(n, f"{where}.largest_batch_records"): number(v, f"{where}.largest_batch_records.{n}", lo=0.0)
+            for n, v in mapping(state["largest_batch_records"], f"{where}.largest_batch_records").items()
+        }
+        if fits.keys() != largest.keys():
+            raise Damaged(f"{where}: fits and largest batches name different scale-outs")
+        return cls(min_points, min_correlation_ratio, fits, largest)
+
+
+def _scaleout(key: Any, where: str) -> int:
+    if not isinstance(key, str) or not key.isdigit() or not 1 <= int(key) <= 100_000:
+        raise Damaged(f"{where}: {str(key)[:20]!r} is not a scale-out")
+    return int(key)
