@@ -81,8 +81,14 @@ class AgentCollector(Collector):
             "duration": GaugeMetricFamily(
                 P + "query_batch_duration_seconds", "Duration of the last batch", labels=labels
             ),
-            "rows": CounterMetricFamily(P + "query_input_records", "Records read by the query", labels=labels),
+            "rows": CounterMetricFamily(names.QUERY_INPUT_RECORDS, "Records read by the query", labels=labels),
             "batch": GaugeMetricFamily(P + "query_last_batch_id", "Id of the last completed batch", labels=labels),
+            "batches": CounterMetricFamily(
+                names.QUERY_BATCHES, "Micro-batches completed (0-row batches included)", labels=labels
+            ),
+            "seconds": CounterMetricFamily(
+                names.QUERY_BATCH_SECONDS, "Durations of the completed batches (triggerExecution)", labels=labels
+            ),
         }
         for q in view.queries:
             key = [self.app_id, q.name]
@@ -91,6 +97,8 @@ class AgentCollector(Collector):
             families["duration"].add_metric(key, q.batch_duration_s)
             families["rows"].add_metric(key, float(q.input_rows_total))
             families["batch"].add_metric(key, float(q.batch_id))
+            families["batches"].add_metric(key, float(q.batches_total))
+            families["seconds"].add_metric(key, q.batch_seconds_total)
         yield from families.values()
 
     def _lag_metrics(self, view: DriverView) -> Iterator[Metric]:

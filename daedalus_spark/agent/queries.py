@@ -23,6 +23,9 @@ class QueryStats:
     batch_duration_s: float
     committed: dict[tuple[str, str], int]  # (topic, partition) -> next offset to read
     reported_latest: dict[tuple[str, str], int]
+    batches_total: int = 0  # completed micro-batches, each (run, batch id) once
+    batch_seconds_total: float = 0.0  # their durations summed
+    run_id: str = ""  # the run of the latest event: a restarted query counts its batch ids anew
 
 
 def flatten_offsets(raw: Any) -> dict[tuple[str, str], int]:
@@ -67,7 +70,12 @@ def offsets_by_partition(
 
 @dataclass(eq=False)  # hashable: registries and listener buses keep it in sets
 class ProgressTracker(StreamingQueryListener):
-    """Keeps the latest progress and the cumulative input rows of every query, from listener events."""
+    """Keeps the latest progress and the cumulative input rows, batches and batch seconds of every query.
+
+    Since Spark 3.5 (SPARK-43183) a trigger without a batch is an onQueryIdle event, so every progress event is a
+    completed batch, one with 0 rows included (a no-data batch advancing watermarks runs and costs its fixed cost).
+    A repeated (run, batch id) is still counted once: the counters must not grow from a listener delivering twice.
+    """
 
     stats: dict[str, QueryStats] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,23 +99,39 @@ class ProgressTracker(StreamingQueryListener):
         for source in progress.sources:
             committed.update(flatten_offsets(source.endOffset))
             latest.update(flatten_offsets(getattr(source, "latestOffset", None)))
+        batch_id, run_id = int(progress.batchId), str(getattr(progress, "runId", "") or "")
         with self._lock:
             before = self.stats.get(name)
             total = (before.input_rows_total if before else 0) + int(progress.numInputRows)
+            new = before is None or run_id != before.run_id or batch_id > before.batch_id
             self.stats[name] = QueryStats(
                 name=name,
-                batch_id=int(progress.batchId),
+                batch_id=batch_id,
                 input_rows_total=total,
                 input_per_s=_finite(progress.inputRowsPerSecond),
                 processed_per_s=_finite(progress.processedRowsPerSecond),
                 batch_duration_s=float(progress.batchDuration) / 1000.0,
                 committed=committed or (before.committed if before else {}),
                 reported_latest=latest,
+                batches_total=(before.batches_total if before else 0) + int(new),
+                batch_seconds_total=(before.batch_seconds_total if before else 0.0)
+                + (batch_seconds(progress) if new else 0.0),
+                run_id=run_id,
             )
 
     def snapshot(self) -> list[QueryStats]:
         with self._lock:
             return list(self.stats.values())
+
+
+def batch_seconds(progress: Any) -> float:
+    """How long the batch took: its whole trigger (planning, execution, commit: the per-batch cost the capacity
+    model needs), else `batchDuration`; 0 when neither is a usable number, so the counter never goes back."""
+    durations = getattr(progress, "durationMs", None)
+    ms = durations.get("triggerExecution") if isinstance(durations, Mapping) else None
+    if ms is None:
+        ms = getattr(progress, "batchDuration", None)
+    return max(0.0, _finite(ms)) / 1000.0
 
 
 def _finite(value: Any) -> float:

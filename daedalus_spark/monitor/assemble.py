@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daedalus_spark.domain import SPARK_DRIVER_ID, ExecutorSeries, Observation, PartitionLoad
+from daedalus_spark.domain import SPARK_DRIVER_ID, BatchWindow, ExecutorSeries, Observation, PartitionLoad
 from daedalus_spark.monitor.port import MonitorError
 
 log = logging.getLogger(__name__)
@@ -17,8 +17,10 @@ log = logging.getLogger(__name__)
 # The queries every monitor answers, in Prometheus's matrix shape: [{"metric": {labels}, "values": [[t, v], ...]}].
 QUERIES = ("workload", "throughput", "utilization", "lag", "executors", "uptime")
 SCALAR_QUERIES = ("workload", "lag", "executors", "uptime")
+# Rates of the query's progress counters (batches, their input rows, their seconds): used together or not at all.
+BATCH_QUERIES = ("batches", "batch_records", "batch_seconds")
 # Answered when the monitor can; without them the Observation says less, but it is still whole.
-OPTIONAL_QUERIES = ("partitions",)
+OPTIONAL_QUERIES = ("partitions", *BATCH_QUERIES)
 
 Matrix = Sequence[Mapping[str, Any]]
 
@@ -57,7 +59,8 @@ def substitute(template: str, rate_window_s: float) -> str:
 
 
 def build_observation(results: Mapping[str, Matrix], window: Window, *, executor_label: str) -> Observation:
-    """The Observation of `window` from the six query results (see QUERIES).
+    """The Observation of `window` from the six query results (see QUERIES) and those of OPTIONAL_QUERIES the
+    monitor has (partition rates, batch progress: never a reason to refuse the window).
 
     Throughput and utilization of an executor are aligned by timestamp (a timestamp missing in either is dropped);
     the workload and every executor then share the timestamps all of them have. Leading timestamps may be missing
@@ -90,6 +93,7 @@ def build_observation(results: Mapping[str, Matrix], window: Window, *, executor
         scaleout=scaleout,
         uptime_s=_latest(scalars["uptime"]),
         partitions=_partition_loads(results.get("partitions", ()), window),
+        batches=_batch_window(results, grid, window),
     )
 
 
@@ -112,6 +116,34 @@ def _partition_loads(matrix: Matrix, window: Window) -> tuple[PartitionLoad, ...
         log.warning("partition rates ignored this window: %s", exc)
         return ()
     return tuple(PartitionLoad(t, p, rate) for (t, p), rate in sorted(loads.items()))
+
+
+def _batch_window(results: Mapping[str, Matrix], grid: Sequence[int], window: Window) -> BatchWindow | None:
+    """The batches, records and batch seconds of the window's kept samples: each rate x step, summed. All or none:
+    a batch query missing, failed or unusable at any kept timestamp leaves None (logged), and the window stands."""
+    if not any(results.get(name) for name in BATCH_QUERIES):
+        log.debug("no batch progress this window")  # a source without the agent's progress counters: routine
+        return None
+    try:
+        batches, records, seconds = (_increase(name, results.get(name, ()), grid, window) for name in BATCH_QUERIES)
+    except MonitorError as exc:
+        log.info("batch progress ignored this window: %s", exc)
+        return None
+    return BatchWindow(batches=batches, input_records=records, duration_s=seconds)
+
+
+def _increase(name: str, matrix: Matrix, grid: Sequence[int], window: Window) -> float:
+    """What the counter behind rate query `name` grew by over the grid's steps; it must cover every one of them,
+    or the sums of the three batch queries would describe different seconds."""
+    if not matrix:
+        raise MonitorError("empty", f"query {name!r} returned no series")
+    if len(matrix) != 1:
+        raise MonitorError("invalid", f"query {name!r} returned {len(matrix)} series where one is expected")
+    points = _points(name, matrix[0], window)
+    missing = [k for k in grid if k not in points]
+    if missing:
+        raise MonitorError("partial", f"query {name!r} has no sample at {missing[0] * window.step_s:.0f} s")
+    return sum(points[k] for k in grid) * window.step_s
 
 
 def _points(name: str, series: Mapping[str, Any], window: Window) -> dict[int, float]:

@@ -17,6 +17,7 @@ from urllib3.util.retry import Retry
 from daedalus_spark.config import MonitorConfig
 from daedalus_spark.domain import Observation
 from daedalus_spark.monitor.assemble import (
+    BATCH_QUERIES,
     OPTIONAL_QUERIES,
     Matrix,
     Window,
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 def queries(config: MonitorConfig, utilization_signal: str) -> dict[str, str]:
-    """The PromQL of each query with `$rate_window` substituted (keys: assemble.QUERIES)."""
+    """The PromQL of each query with `$rate_window` substituted (keys: assemble.QUERIES and OPTIONAL_QUERIES)."""
     utilization = config.query_cpu if utilization_signal == "cpu" else config.query_busy
     templates = {
         "workload": config.query_workload,
@@ -40,6 +41,9 @@ def queries(config: MonitorConfig, utilization_signal: str) -> dict[str, str]:
         "executors": config.query_executors,
         "uptime": config.query_uptime,
         "partitions": config.query_partition_workload,
+        "batches": config.query_batches,
+        "batch_records": config.query_batch_records,
+        "batch_seconds": config.query_batch_seconds,
     }
     return {name: substitute(t, config.rate_window_s) for name, t in templates.items()}
 
@@ -116,7 +120,9 @@ def _optional(name: str, future: Future[Matrix]) -> Matrix:
     except MonitorError as exc:
         if name not in OPTIONAL_QUERIES:
             raise
-        log.warning("optional query %r failed, observing without it: %s", name, exc)
+        # The capacity model does without the batch progress (it keeps what it learned): not worth a warning.
+        level = logging.INFO if name in BATCH_QUERIES else logging.WARNING
+        log.log(level, "optional query %r failed, observing without it: %s", name, exc)
         return []
 
 

@@ -30,6 +30,11 @@ RECORDS = names.total(names.EXECUTOR_RECORDS)
 BUSY, CORES = names.total(names.EXECUTOR_BUSY_SECONDS), names.EXECUTOR_CORES
 CPU, CPU_LIMIT = names.total(names.EXECUTOR_CPU_SECONDS), names.EXECUTOR_CPU_LIMIT_CORES
 LAG, EXECUTORS, UPTIME = names.LAG_RECORDS, names.EXECUTORS, names.UPTIME_SECONDS
+BATCH_COUNTERS = {  # assemble.BATCH_QUERIES -> the agent's query progress counter each one is the rate of
+    "batches": names.total(names.QUERY_BATCHES),
+    "batch_records": names.total(names.QUERY_INPUT_RECORDS),
+    "batch_seconds": names.total(names.QUERY_BATCH_SECONDS),
+}
 LABEL = "executor_id"
 LOOKBACK_S = 300.0  # Prometheus's default: an instant value older than this is gone
 
@@ -79,7 +84,7 @@ class ScrapeMonitor:
     _thread: threading.Thread | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self._wanted = {OFFSETS, RECORDS, LAG, EXECUTORS, UPTIME}
+        self._wanted = {OFFSETS, RECORDS, LAG, EXECUTORS, UPTIME, *BATCH_COUNTERS.values()}
         self._wanted |= {CPU, CPU_LIMIT} if self.utilization_signal == "cpu" else {BUSY, CORES}
         self._maxlen = math.ceil((self.horizon_s + self.config.rate_window_s) / self.config.step_s) + 4
 
@@ -192,6 +197,8 @@ class _Evaluator:
             "executors": self._scalar(times, lambda t: self._sum(EXECUTORS, t, self._instant)),
             "uptime": self._scalar(times, lambda t: self._max(UPTIME, t)),
             "partitions": self._by_partition(OFFSETS, times),
+        } | {
+            query: self._scalar(times, partial(self._total_rate, counter)) for query, counter in BATCH_COUNTERS.items()
         }
 
     def _by_partition(self, name: str, times: list[float]) -> list[dict[str, Any]]:
@@ -218,6 +225,10 @@ class _Evaluator:
 
     def _matching(self, name: str, executor: str | None) -> list[tuple[list[float], list[float | None]]]:
         return self._index.get((name, executor), [])
+
+    def _total_rate(self, name: str, t: float) -> float | None:
+        """sum(rate(name)) over every series of the name (the batch counters: one per query)."""
+        return self._sum(name, t, self._rate)
 
     def _sum_at(self, name: str, executor: str, t: float) -> float | None:
         return self._sum(name, t, self._rate, executor)

@@ -24,6 +24,7 @@ class SyntheticJob(Collector):
 
     Executor i reads `throughput_per_s(i)` records/s at CPU `utilization_ratio(i)` of its `limit_cores`; the
     topic grows by the sum of the throughputs over `partitions` partitions. `nan` makes executor 1's CPU counter NaN.
+    The query completes `batches_per_s` batches a second, reading the workload, busy `batch_seconds_per_s`.
     """
 
     executors: int = 4
@@ -32,6 +33,8 @@ class SyntheticJob(Collector):
     lag_records: float = 1234.0
     clock: Callable[[], float] = time.time
     nan: bool = False
+    batches_per_s: float = 0.5
+    batch_seconds_per_s: float = 0.8
     started_s: float = field(default=0.0)
 
     def __post_init__(self) -> None:
@@ -73,6 +76,18 @@ class SyntheticJob(Collector):
         yield GaugeMetricFamily(names.LAG_RECORDS, "lag", value=self.lag_records)
         yield GaugeMetricFamily(names.EXECUTORS, "live executors", value=float(self.executors))
         yield GaugeMetricFamily(names.UPTIME_SECONDS, "uptime", value=elapsed)
+        yield from self._query_progress(elapsed)
+
+    def _query_progress(self, elapsed: float) -> Iterator[Metric]:
+        rates = {
+            names.QUERY_BATCHES: self.batches_per_s,
+            names.QUERY_INPUT_RECORDS: self.workload_per_s(),
+            names.QUERY_BATCH_SECONDS: self.batch_seconds_per_s,
+        }
+        for name, per_s in rates.items():
+            counter = CounterMetricFamily(name, "query progress", labels=["query"])
+            counter.add_metric(["wordcount"], BASE + per_s * elapsed)
+            yield counter
 
 
 @dataclass

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -63,6 +64,21 @@ SCENARIO: dict[tuple[str, tuple[tuple[str, str], ...]], Callable[[float], float]
     ("daedalus_spark_lag_records", ()): lambda t: 1234 + (t - START_S),
     ("daedalus_spark_executors", ()): lambda t: 2.0,
     ("daedalus_spark_uptime_seconds", ()): lambda t: t - START_S,
+    # The query's progress: batches speed up from one per 2 s to one per second at 1090, reading what arrives.
+    ("daedalus_spark_query_batches_total", (("query", "wordcount"),)): lambda t: 0.5 * t + 0.5 * _ramp(t, 1090),
+    ("daedalus_spark_query_input_records_total", (("query", "wordcount"),)): lambda t: 400 * t + 100 * _ramp(t, 1090),
+    ("daedalus_spark_query_batch_seconds_total", (("query", "wordcount"),)): lambda t: 0.8 * t,
+}
+BATCH_COUNTERS = {
+    "batches": "daedalus_spark_query_batches_total",
+    "batch_records": "daedalus_spark_query_input_records_total",
+    "batch_seconds": "daedalus_spark_query_batch_seconds_total",
+}
+# The batch faults: what the served batch seconds counter becomes (None: not served at all).
+BATCH_FAULTS: dict[str, Callable[[float], float] | None] = {
+    "batches_missing": None,
+    "batches_nan": lambda t: math.nan,
+    "batches_negative": lambda t: -0.8 * t,  # a bogus counter: every sample a "reset" to a negative value
 }
 
 
@@ -75,18 +91,22 @@ def counter_at(name: str, t: float, executor: str | None = None) -> float:
 
 
 def oracle_rate(name: str, grid: np.ndarray, executor: str | None = None, partition: str | None = None) -> np.ndarray:
-    """rate() of 1-s samples at whole seconds: samples t-4..t lie inside (t - 5, t]."""
+    matching = [
+        f
+        for (n, labels), f in SCENARIO.items()
+        if n == name
+        and (executor is None or dict(labels).get("executor_id") == executor)
+        and (partition is None or dict(labels).get("partition") == partition)
+    ]
+    return summed_rates(matching, grid)
+
+
+def summed_rates(counters: list[Callable[[float], float]], grid: np.ndarray) -> np.ndarray:
+    """sum(rate()) of 1-s samples at whole seconds: samples t-4..t lie inside (t - 5, t]."""
     out = []
     for t in grid:
-        per_partition = [
-            f
-            for (n, labels), f in SCENARIO.items()
-            if n == name
-            and (executor is None or dict(labels).get("executor_id") == executor)
-            and (partition is None or dict(labels).get("partition") == partition)
-        ]
         total = 0.0
-        for f in per_partition:
+        for f in counters:
             c = np.array([f(s) for s in np.arange(t - RATE_WINDOW_S + 1, t + 1)])
             steps = np.diff(c)
             total += float(np.where(steps >= 0, steps, c[1:]).sum()) / (RATE_WINDOW_S - 1)
@@ -94,35 +114,55 @@ def oracle_rate(name: str, grid: np.ndarray, executor: str | None = None, partit
     return np.array(out)
 
 
-def oracle(signal: str, grid: np.ndarray) -> dict[str, np.ndarray]:
+def oracle(signal: str, grid: np.ndarray, only: str | None = None) -> dict[str, np.ndarray]:
+    """The true series by "<query>" or "<query>/<executor or partition>"; `only`: those of one query (the
+    stand-in server answers one query per request, within the monitor's timeout)."""
     counter, limit = (
         ("daedalus_spark_executor_cpu_seconds_total", "daedalus_spark_executor_cpu_limit_cores")
         if signal == "cpu"
         else ("daedalus_spark_executor_busy_seconds_total", "daedalus_spark_executor_cores")
     )
-    values = {"workload": oracle_rate("daedalus_spark_source_latest_offset", grid)}
+    offsets, records = "daedalus_spark_source_latest_offset", "daedalus_spark_executor_records_processed_total"
+
+    def utilization(e: str) -> np.ndarray:
+        return oracle_rate(counter, grid, e) / counter_at(limit, grid[-1], e)
+
+    series: dict[str, Callable[[], np.ndarray]] = {"workload": partial(oracle_rate, offsets, grid)}
     for p in ("0", "1"):
-        values[f"partition/{p}"] = oracle_rate("daedalus_spark_source_latest_offset", grid, partition=p)
+        series[f"partitions/{p}"] = partial(oracle_rate, offsets, grid, partition=p)
     for e in ("1", "2"):
-        values[f"throughput/{e}"] = oracle_rate("daedalus_spark_executor_records_processed_total", grid, e)
-        values[f"utilization/{e}"] = oracle_rate(counter, grid, e) / counter_at(limit, grid[-1], e)
-    return values
+        series[f"throughput/{e}"] = partial(oracle_rate, records, grid, e)
+        series[f"utilization/{e}"] = partial(utilization, e)
+    return {key: value() for key, value in series.items() if only in (None, key.split("/")[0])}
 
 
 @dataclass
 class Job:
-    """The served job; `mode` injects a fault: normal, nan, slow, empty, partial, partitions_rejected."""
+    """The served job; `mode` injects a fault: normal, nan, slow, empty, partial, `<query>_rejected` (Prometheus
+    refuses that query), or one of BATCH_FAULTS."""
 
     clock: FakeClock
     mode: str = "normal"
     promql: dict[str, str] = field(default_factory=dict)  # PromQL -> query name, for the Prometheus API
     signal: str = "cpu"
 
+    def served(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], Callable[[float], float]]:
+        """The scenario with the mode's batch fault applied to the batch seconds counter."""
+        scenario = dict(SCENARIO)
+        if self.mode in BATCH_FAULTS:
+            key = (BATCH_COUNTERS["batch_seconds"], (("query", "wordcount"),))
+            fault = BATCH_FAULTS[self.mode]
+            if fault is None:
+                del scenario[key]
+            else:
+                scenario[key] = fault
+        return scenario
+
     def exposition(self) -> str:
         if self.mode == "empty":
             return ""
         lines = []
-        for (name, labels), f in SCENARIO.items():
+        for (name, labels), f in self.served().items():
             if self.mode == "partial" and ("executor_id", "2") in labels:
                 continue
             value = (
@@ -140,7 +180,10 @@ class Job:
         if self.mode == "empty":
             return []
         grid = np.arange(start_s, end_s + step_s / 2, step_s)
-        truth = oracle(self.signal, grid)
+        if name in BATCH_COUNTERS:  # from the served counters: a batch fault shows in the rates as Prometheus has them
+            counters = [f for (n, _), f in self.served().items() if n == BATCH_COUNTERS[name]]
+            return [_matrix({}, grid, summed_rates(counters, grid))] if counters else []
+        truth = oracle(self.signal, grid, only=name)
         executors = ("1",) if self.mode == "partial" else ("1", "2")
         if name in ("throughput", "utilization"):
             series = {e: truth[f"{name}/{e}"] for e in executors}
@@ -150,7 +193,7 @@ class Job:
         if name == "workload":
             return [_matrix({}, grid, truth["workload"])]
         if name == "partitions":
-            return [_matrix({"topic": "events", "partition": p}, grid, truth[f"partition/{p}"]) for p in ("0", "1")]
+            return [_matrix({"topic": "events", "partition": p}, grid, truth[f"partitions/{p}"]) for p in ("0", "1")]
         metric = {
             "lag": "daedalus_spark_lag_records",
             "executors": "daedalus_spark_executors",
@@ -169,6 +212,13 @@ def _matrix(labels: dict[str, str], grid: np.ndarray, values: np.ndarray) -> dic
     }
 
 
+class _StandIn(ThreadingHTTPServer):
+    daemon_threads = True
+    # The monitor opens one connection per query at once (ten); the default backlog of 5 drops the rest's SYNs,
+    # retried only after a second, past the monitor's budget. Prometheus listens with the system's backlog.
+    request_queue_size = 64
+
+
 def _serve(job: Job) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -179,7 +229,7 @@ def _serve(job: Job) -> ThreadingHTTPServer:
                 body, kind = job.exposition().encode(), "text/plain; version=0.0.4"
             elif url.path == "/api/v1/query_range":
                 q = {k: v[0] for k, v in parse_qs(url.query).items()}
-                if job.mode == "partitions_rejected" and job.promql.get(q["query"]) == "partitions":
+                if job.mode == f"{job.promql.get(q['query'])}_rejected":
                     self.send_error(400, "bad_data: unknown label")
                     return
                 result = job.query_range(q["query"], float(q["start"]), float(q["end"]), float(q["step"]))
@@ -198,8 +248,7 @@ def _serve(job: Job) -> ThreadingHTTPServer:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = _StandIn(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     return server
 
@@ -268,7 +317,37 @@ def test_known_job_gives_the_oracles_numbers(harness: Harness) -> None:
     assert obs.uptime_s == pytest.approx(120)
     assert [(p.topic, p.partition) for p in obs.partitions] == [("events", 0), ("events", 1)]
     for p in obs.partitions:
-        assert p.records_per_s == pytest.approx(float(np.mean(truth[f"partition/{p.partition}"])), rel=1e-9)
+        assert p.records_per_s == pytest.approx(float(np.mean(truth[f"partitions/{p.partition}"])), rel=1e-9)
+
+
+def test_batch_progress_is_the_rates_summed_over_the_window(harness: Harness) -> None:
+    obs = harness.monitor.observe(start_s=1060, end_s=1120)
+    grid = np.arange(1061, 1121, dtype=float)
+    assert obs.batches is not None
+    sums = {query: float(oracle_rate(metric, grid).sum()) * obs.step_s for query, metric in BATCH_COUNTERS.items()}
+    assert obs.batches.batches == pytest.approx(sums["batches"], rel=1e-9)
+    assert obs.batches.input_records == pytest.approx(sums["batch_records"], rel=1e-9)
+    assert obs.batches.duration_s == pytest.approx(sums["batch_seconds"], rel=1e-9)
+    # By hand: 0.5/s up to 1090 (30 samples), the rate() window crossing the change at 1091..1093 (2.5, 3, 3.5
+    # batches in 4 s), 1/s after (27 samples); records 400/s plus 100/s for 0.25 + 0.5 + 0.75 + 27 samples; 0.8 s/s.
+    assert (obs.batches.batches, obs.batches.input_records, obs.batches.duration_s) == pytest.approx(
+        (30 * 0.5 + (2.5 + 3 + 3.5) / 4 + 27, 60 * 400 + 100 * 28.5, 60 * 0.8), rel=1e-9
+    )
+
+
+@pytest.mark.parametrize("fault", list(BATCH_FAULTS))
+def test_unusable_batch_progress_leaves_the_window_observed_without_it(harness: Harness, fault: str) -> None:
+    harness.job.mode = fault
+    harness.advance_to(1130)
+    obs = harness.monitor.observe(start_s=1125, end_s=1130)  # every rate() window after the fault began
+    assert obs.batches is None and obs.scaleout == 2 and len(obs.workload_per_s) == 5
+
+
+def test_a_failed_batch_query_leaves_the_window_observed_without_batches() -> None:
+    with open_harness("prometheus", "cpu") as h:
+        h.job.mode = "batch_records_rejected"
+        obs = h.monitor.observe(start_s=1060, end_s=1120)
+    assert obs.batches is None and obs.scaleout == 2 and len(obs.partitions) == 2
 
 
 def test_the_oracle_sees_the_rate_change_and_the_reset(harness: Harness) -> None:

@@ -95,6 +95,17 @@ def test_observation_has_the_served_numbers(stack: Stack) -> None:
     each = stack.job.workload_per_s() / stack.job.partitions
     assert [(p.topic, p.partition) for p in obs.partitions] == [("events", i) for i in range(stack.job.partitions)]
     assert [p.records_per_s for p in obs.partitions] == pytest.approx([each] * stack.job.partitions, rel=0.02)
+    # the batch queries: each rate x step summed over the window's samples
+    seconds = len(obs.workload_per_s) * obs.step_s
+    assert obs.batches is not None
+    assert (obs.batches.batches, obs.batches.input_records, obs.batches.duration_s) == pytest.approx(
+        (
+            stack.job.batches_per_s * seconds,
+            stack.job.workload_per_s() * seconds,
+            stack.job.batch_seconds_per_s * seconds,
+        ),
+        rel=0.02,
+    )
 
 
 def test_embedded_monitor_agrees_with_prometheus(stack: Stack) -> None:
@@ -113,6 +124,10 @@ def test_embedded_monitor_agrees_with_prometheus(stack: Stack) -> None:
     assert [(p.topic, p.partition) for p in scraped.partitions] == [(p.topic, p.partition) for p in served.partitions]
     assert [p.records_per_s for p in scraped.partitions] == pytest.approx(
         [p.records_per_s for p in served.partitions], rel=0.02
+    )
+    assert scraped.batches is not None and served.batches is not None
+    assert (scraped.batches.batches, scraped.batches.input_records, scraped.batches.duration_s) == pytest.approx(
+        (served.batches.batches, served.batches.input_records, served.batches.duration_s), rel=0.02
     )
 
 
@@ -134,6 +149,31 @@ def test_query_matching_nothing_is_empty(stack: Stack) -> None:
         monitor.observe(start_s=now - 10, end_s=now)
     monitor.close()
     assert err.value.kind == "empty" and "lag" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        pytest.param(
+            {"query_batch_seconds": "sum(rate(daedalus_spark_no_such_metric[5s]))"}, id="one-matching-nothing"
+        ),
+        pytest.param({"query_batches": "sum(rate("}, id="one-malformed"),
+        pytest.param(
+            {"query_batch_records": "-sum(rate(daedalus_spark_query_input_records_total[5s]))"}, id="negative"
+        ),
+        pytest.param({"query_batch_seconds": "sum(rate(daedalus_spark_query_batches_total[5s])) * NaN"}, id="nan"),
+    ],
+)
+def test_unusable_batch_queries_leave_the_window_observed_without_batches(
+    stack: Stack, override: dict[str, str]
+) -> None:
+    now = time.time()
+    monitor = stack.monitor(**override)
+    try:
+        obs = monitor.observe(start_s=now - 6, end_s=now)
+    finally:
+        monitor.close()
+    assert obs.batches is None and obs.scaleout == EXECUTORS and len(obs.workload_per_s) == 6
 
 
 def test_malformed_promql_is_invalid(stack: Stack) -> None:

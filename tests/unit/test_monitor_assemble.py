@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from daedalus_spark.monitor.assemble import Window, build_observation, render_duration, substitute
@@ -156,3 +158,84 @@ def test_bad_partition_rates_are_dropped_all_together_not_the_window(parts: list
     obs = build_observation(results(partitions=[good, *parts]), WINDOW, executor_label="executor_id")
     assert obs.partitions == () and obs.scaleout == 2  # the rest of the window stands
     assert "partition rates ignored" in caplog.text
+
+
+def batch_results(**override: list[dict]) -> dict[str, list[dict]]:
+    """The three batch queries over GRID: batches 0.5/s then 1/s, 400 records/s, batch seconds growing 0.1/s."""
+    base = {
+        "batches": [series({t: 0.5 if t <= 105 else 1.0 for t in GRID})],
+        "batch_records": [series(const(400.0))],
+        "batch_seconds": [series({t: 0.1 * (t - 100) for t in GRID})],
+    }
+    return results(**(base | override))
+
+
+def test_batch_rates_become_the_windows_batches_summed_over_its_samples() -> None:
+    obs = build_observation(batch_results(), WINDOW, executor_label="executor_id")
+    assert obs.batches is not None
+    # by hand: 5 steps at 0.5 + 5 at 1.0; 10 x 400; 0.1 x (1 + ... + 10)
+    assert (obs.batches.batches, obs.batches.input_records) == (7.5, 4000.0)
+    assert obs.batches.duration_s == pytest.approx(5.5)
+
+
+def test_batches_cover_only_the_kept_samples() -> None:
+    # Executor 2's utilization starts 3 steps late: the window keeps 104..110, and so do the batch sums.
+    late = batch_results(
+        utilization=[series(const(0.5), executor_id="1"), series(const(0.7, GRID[3:]), executor_id="2")]
+    )
+    obs = build_observation(late, WINDOW, executor_label="executor_id")
+    assert obs.batches is not None and len(obs.workload_per_s) == 7
+    assert (obs.batches.batches, obs.batches.input_records) == (2 * 0.5 + 5 * 1.0, 7 * 400.0)
+    assert obs.batches.duration_s == pytest.approx(0.1 * sum(range(4, 11)))
+
+
+def test_batch_sums_weigh_each_rate_by_the_step() -> None:
+    window = Window(100.0, 105.0, 0.5)  # grid 100.5 .. 105.0: 10 samples of half a second
+    times = [100.5 + 0.5 * i for i in range(10)]
+
+    def on(value: float, **labels: str) -> dict:
+        return {"metric": labels, "values": [[t, str(value)] for t in times]}
+
+    answers = {
+        "workload": [on(10.0)],
+        "throughput": [on(5.0, executor_id="1")],
+        "utilization": [on(0.5, executor_id="1")],
+        "lag": [on(0.0)],
+        "executors": [on(1.0)],
+        "uptime": [on(9.0)],
+        "batches": [on(2.0)],
+        "batch_records": [on(300.0)],
+        "batch_seconds": [on(0.6)],
+    }
+    batches = build_observation(answers, window, executor_label="executor_id").batches
+    assert batches is not None
+    assert (batches.batches, batches.input_records, batches.duration_s) == pytest.approx((10.0, 1500.0, 3.0))
+
+
+def test_without_batch_rates_the_observation_has_none() -> None:
+    assert build_observation(results(), WINDOW, executor_label="executor_id").batches is None
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        pytest.param({"batch_seconds": []}, id="one-empty"),
+        pytest.param({"batch_records": [series({t: 400.0 for t in GRID if t != 110})]}, id="one-short-of-the-grid"),
+        pytest.param({"batches": [series({**const(1.0), 104: "NaN"})]}, id="nan"),
+        pytest.param({"batch_seconds": [series({**const(0.8), 107: -0.2})]}, id="negative"),
+        pytest.param({"batch_records": [series({**const(400.0), 101: "+Inf"})]}, id="inf"),
+        pytest.param({"batches": [series({**const(1.0), 102: "lots"})]}, id="non-numeric"),
+        pytest.param({"batches": [series(const(1.0)), series(const(1.0))]}, id="two-series"),
+    ],
+)
+def test_unusable_batch_rates_leave_no_batches_but_the_window(override: dict, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="daedalus_spark.monitor.assemble")
+    obs = build_observation(batch_results(**override), WINDOW, executor_label="executor_id")
+    assert obs.batches is None and obs.scaleout == 2 and len(obs.workload_per_s) == 10  # the rest stands
+    assert "batch progress ignored" in caplog.text
+
+
+def test_one_batch_query_missing_leaves_no_batches() -> None:
+    answers = batch_results()
+    del answers["batch_records"]
+    assert build_observation(answers, WINDOW, executor_label="executor_id").batches is None

@@ -1,0 +1,114 @@
+"""The agent's accounting of query progress (batches, batch seconds, rows) and its exposition, from PySpark's own
+progress objects built from the JSON Spark emits (no Spark needed)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from prometheus_client import CollectorRegistry
+from pyspark.sql.streaming.listener import StreamingQueryProgress
+
+from daedalus_spark import metricnames as names
+from daedalus_spark.agent.collector import AgentCollector, DriverView
+from daedalus_spark.agent.queries import ProgressTracker, batch_seconds
+
+RUN_A, RUN_B = "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"
+
+
+def progress(
+    batch_id: int,
+    *,
+    rows: int = 10,
+    run: str = RUN_A,
+    duration_ms: dict[str, int] | None = None,
+    batch_ms: int = 900,
+) -> StreamingQueryProgress:
+    """One onQueryProgress payload as Spark writes it (only the fields the agent reads are meaningful)."""
+    durations = {"addBatch": 700, "triggerExecution": 1000} if duration_ms is None else duration_ms
+    source = {
+        "description": "KafkaV2[Subscribe[events]]",
+        "startOffset": {"events": {"0": 0}},
+        "endOffset": {"events": {"0": 10 * (batch_id + 1)}},
+        "latestOffset": {"events": {"0": 10 * (batch_id + 2)}},
+        "numInputRows": rows,
+        "inputRowsPerSecond": 5.0,
+        "processedRowsPerSecond": 11.0,
+        "metrics": {},
+    }
+    return StreamingQueryProgress.fromJson(
+        {
+            "id": "00000000-0000-0000-0000-000000000001",
+            "runId": run,
+            "name": "wordcount",
+            "timestamp": "2026-11-24T00:00:00.000Z",
+            "batchId": batch_id,
+            "batchDuration": batch_ms,
+            "numInputRows": rows,
+            "inputRowsPerSecond": 5.0,
+            "processedRowsPerSecond": 11.0,
+            "durationMs": durations,
+            "eventTime": {},
+            "stateOperators": [],
+            "sources": [source],
+            "sink": {"description": "console", "numOutputRows": rows, "metrics": {}},
+            "observedMetrics": {},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("events", "batches", "seconds", "rows"),
+    [
+        pytest.param([progress(0), progress(1), progress(2)], 3, 3.0, 30, id="three-batches"),
+        pytest.param([progress(0), progress(1, rows=0)], 2, 2.0, 10, id="a-0-row-batch-counts"),
+        pytest.param([progress(0), progress(1), progress(1)], 2, 2.0, 30, id="a-repeated-batch-id-counts-once"),
+        pytest.param(
+            [progress(4), progress(5), progress(5, run=RUN_B), progress(6, run=RUN_B)], 4, 4.0, 40, id="restart"
+        ),
+        pytest.param(
+            [progress(0, duration_ms={"triggerExecution": 250}), progress(1, duration_ms={"triggerExecution": 4750})],
+            2,
+            5.0,
+            20,
+            id="trigger-execution-summed",
+        ),
+        pytest.param([progress(0, duration_ms={}, batch_ms=1500)], 1, 1.5, 10, id="falls-back-to-batch-duration"),
+        pytest.param([progress(0, duration_ms={"triggerExecution": -5})], 1, 0.0, 10, id="negative-duration-is-0"),
+    ],
+)
+def test_tracker_counts_batches_and_their_seconds(
+    events: list[StreamingQueryProgress], batches: int, seconds: float, rows: int
+) -> None:
+    tracker = ProgressTracker()
+    for event in events:
+        tracker.update(event)
+    (stats,) = tracker.snapshot()
+    assert (stats.batches_total, stats.input_rows_total) == (batches, rows)
+    assert stats.batch_seconds_total == pytest.approx(seconds)
+    assert stats.batch_id == events[-1].batchId  # the existing per-batch view still follows the latest event
+
+
+def test_batch_seconds_of_a_progress_without_durations_is_zero() -> None:
+    # an older PySpark's progress object: no durationMs, and no usable batchDuration either
+    assert batch_seconds(SimpleNamespace(durationMs=None, batchDuration="n/a")) == 0.0
+
+
+def test_collector_exports_the_batch_counters_next_to_the_existing_query_metrics() -> None:
+    tracker = ProgressTracker()
+    for event in (progress(0, rows=0), progress(1, duration_ms={"triggerExecution": 2500}), progress(1)):
+        tracker.update(event)
+    collector = AgentCollector(app_id="app-1", started_at=0.0, latest={}, target=lambda: None, clock=lambda: 5.0)
+    collector.publish(DriverView(queries=tracker.snapshot()))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    labels = {"application_id": "app-1", "query": "wordcount"}
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value(names.total(names.QUERY_BATCHES)) == 2.0  # batch 1 delivered twice
+    assert value(names.total(names.QUERY_BATCH_SECONDS)) == pytest.approx(3.5)
+    assert value(names.total(names.QUERY_INPUT_RECORDS)) == 20.0  # unchanged: every event's numInputRows
+    assert value(names.PREFIX + "query_last_batch_id") == 1.0
+    assert value(names.PREFIX + "query_batch_duration_seconds") == pytest.approx(0.9)
