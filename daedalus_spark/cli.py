@@ -11,7 +11,7 @@ from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import ConfigError, load_config, render_yaml
 from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.knowledge.state import IncompatibleKnowledge
-from daedalus_spark.monitor.files import InputFileError
+from daedalus_spark.monitor.files import UTILIZATION_WINDOW_S, InputFileError
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.report.knowledge_report import register as register_report
 from daedalus_spark.sim.cli import register as register_simulate
@@ -41,6 +41,7 @@ def _capacity(args: argparse.Namespace) -> int:
         config.capacity,
         max_scaleout=args.max_scaleout,
         smooth_samples=args.smooth_throughput,
+        utilization_window_s=args.utilization_window,
     )
     print(strict_json(to_json(report)) if args.json else format_text(report))
     return 0
@@ -135,11 +136,20 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"list capacities up to this scale-out (1..{MAX_SCALEOUT})",
     )
     p.add_argument(
+        "--utilization-window",
+        type=number(0, 86_400),
+        default=UTILIZATION_WINDOW_S,
+        metavar="SECONDS",
+        help="throughput is averaged over this trailing window (rows from the time column's step) to cover what a "
+        "utilization exported as a moving average covers, as the live monitor aligns them (default %(default)g: "
+        "a 1-minute CPU rate; 0 = no alignment)",
+    )
+    p.add_argument(
         "--smooth-throughput",
         type=integer(1, 1_000_000),
-        default=1,
+        default=None,
         metavar="SAMPLES",
-        help="trailing mean of throughput over SAMPLES, to match a utilization exported as a moving average",
+        help="the trailing window in rows instead (1 = no alignment)",
     )
     p.add_argument("--config", type=Path, default=None)
     p.add_argument("--json", action="store_true", help="print one JSON object")

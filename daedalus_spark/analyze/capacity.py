@@ -65,6 +65,9 @@ class CapacityModel:
         if not self.last_seen_s:  # the first look: executors already running are settled
             for w in observation.executor_ids:
                 self.active_since_s.setdefault(w, times[0] - self.config.executor_warmup_s)
+        # Working off a backlog, batches grow and records per CPU-second rise: catch-up, not steady state. Those
+        # windows feed the backlog floor, not the regressions that size the job.
+        backlog = self._backlog(observation)
         learned = 0
         for executor in observation.executors:
             executor_id = executor.executor_id
@@ -74,12 +77,14 @@ class CapacityModel:
                 if y > 0:
                     self.active_since_s.setdefault(executor_id, t)
                 # No records: a stalled executor (CPU busy) or an idle one; neither says what it can carry.
-                if i < skip_first or y <= 0 or not self.settled(executor_id, t) or self._stall(regression, x, y):
+                if backlog or i < skip_first or y <= 0 or not self.settled(executor_id, t):
+                    continue
+                if self._stall(regression, x, y):
                     continue
                 regression.update(min(x, 1.0), y)
                 self.pooled.update(min(x, 1.0), y)
                 learned += 1
-        self._learn_job_evidence(observation, times[0], skip_first)
+        self._learn_job_evidence(observation, times[0], skip_first, backlog)
         self._forget_gone_executors(observation.time_s)
         return learned
 
@@ -97,16 +102,21 @@ class CapacityModel:
         residual_sd = math.sqrt(max(reg.m2_y / reg.n * (1.0 - reg.correlation**2), 0.0))
         return y < expected - k * max(residual_sd, _MIN_RESIDUAL_RATIO * abs(expected))
 
-    def _learn_job_evidence(self, obs: Observation, window_start_s: float, skip_first: int) -> None:
+    def _backlog(self, obs: Observation) -> bool:
+        """The window ends with more lag than `backlog_floor_lag_s` seconds of the job's throughput."""
+        throughput = _job_throughput_per_s(obs)
+        lag_s = self.config.backlog_floor_lag_s
+        return lag_s > 0 and throughput > 0 and obs.consumer_lag_records >= lag_s * throughput
+
+    def _learn_job_evidence(self, obs: Observation, window_start_s: float, skip_first: int, backlog: bool) -> None:
         """Batch economics and the backlog floor, from windows at one settled scale-out only (no joins, no warm-up)."""
         self._backlog_now_per_s = None
         if skip_first or not all(self.settled(w, window_start_s) for w in obs.executor_ids):
             return
         self.batches.learn(obs.scaleout, obs.batches)
-        throughput = _job_throughput_per_s(obs)
-        lag_s = self.config.backlog_floor_lag_s
-        if lag_s <= 0 or throughput <= 0 or obs.consumer_lag_records < lag_s * throughput:
+        if not backlog:
             return
+        throughput = _job_throughput_per_s(obs)
         self._backlog_now_per_s = throughput
         old = self.backlog_floor_per_scaleout.get(obs.scaleout)
         a = BACKLOG_FLOOR_LEARNING_RATIO

@@ -156,6 +156,18 @@ def _cell(path: str | Path, line: int, column: str, cell: str) -> float:
     return value
 
 
+# A utilization exported from CPU seconds is usually a 1-minute rate (the paper's CPU signal is a 1-minute average).
+UTILIZATION_WINDOW_S = 60.0
+
+
+def time_step_s(times: tuple[str, ...] | list[str]) -> float | None:
+    """The median step of a time column in seconds; None when its times are neither numbers nor ISO timestamps."""
+    keys = _time_keys(list(times))
+    if keys is None or len(keys) < 2:
+        return None
+    return float(np.median(np.diff(keys)))
+
+
 def _time_keys(times: list[str]) -> list[float] | None:
     """Times as seconds, if every one is a number or every one an ISO timestamp; None otherwise."""
     try:

@@ -13,7 +13,7 @@ import pandas as pd
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import CapacityTable, ExecutorSeries, Observation
-from daedalus_spark.monitor.files import InputFileError, read_metric_csv
+from daedalus_spark.monitor.files import UTILIZATION_WINDOW_S, InputFileError, read_metric_csv, time_step_s
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,14 @@ def capacity_from_csv(
     config: CapacityConfig,
     *,
     max_scaleout: int | None = None,
-    smooth_samples: int = 1,
+    smooth_samples: int | None = None,
+    utilization_window_s: float = UTILIZATION_WINDOW_S,
 ) -> CapacityReport:
     """Learn every executor's regression from the whole files; load shares come from the last 4 samples.
 
-    `smooth_samples` > 1 averages throughput over that many trailing samples, to match a utilization that was
-    exported as a moving average (CPU is usually a 1-minute rate): unaligned windows bias the slope.
+    Throughput is averaged over the trailing `utilization_window_s` (in rows, from the time column's step), so that
+    it covers the window a utilization exported as a moving average covers, as the live monitor's shared rate
+    window does (unaligned windows bias the slope). `smooth_samples` gives the rows directly; 1 = no alignment.
     """
     util = read_metric_csv(utilization_path)
     thr = read_metric_csv(throughput_path)
@@ -42,6 +44,8 @@ def capacity_from_csv(
     missing = sorted(set(util.columns) ^ set(thr.columns))
     if missing:
         raise InputFileError(throughput_path, 1, f"executor columns not in both files: {', '.join(missing)}")
+    if smooth_samples is None:  # a derived window never exceeds the file (a short export is averaged whole)
+        smooth_samples = min(_rows_in(utilization_window_s, time_step_s(util.times)), len(util.times))
     if smooth_samples > len(util.times):
         raise InputFileError(
             throughput_path,
@@ -98,6 +102,13 @@ def _check_usable(
             None,
             f"no usable samples: no row has a utilization in 0..1.2 together with a throughput in {throughput_path}",
         )
+
+
+def _rows_in(window_s: float, step_s: float | None) -> int:
+    """Rows of a table with this time step that cover `window_s` (1 when either is unknown or zero)."""
+    if step_s is None or step_s <= 0 or window_s <= 0:
+        return 1
+    return max(1, round(window_s / step_s))
 
 
 def _trailing_mean(values: np.ndarray, window: int) -> tuple[float, ...]:

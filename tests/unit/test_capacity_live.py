@@ -1,0 +1,248 @@
+"""Capacity rules for what a live Spark job feeds the regression: joins, stalls, untrusted fits, backlogs, batches,
+swings — one row per rule, and a property: no single executor moves the job's capacity past the bound silently."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daedalus_spark.analyze.batches import BatchEconomics
+from daedalus_spark.analyze.capacity import CapacityModel
+from daedalus_spark.config import CapacityConfig
+from daedalus_spark.domain import BatchWindow, Observation
+from daedalus_spark.report.capacity_report import capacity_from_csv
+from tests.conftest import MEASUREMENTS
+
+UTIL = [0.2 + 0.6 * i / 59 for i in range(60)]
+
+
+def linear(capacity: float, util: list[float] = UTIL, idle: float = 0.1) -> list[float]:
+    """Throughput of an executor that reads `capacity` records/s at full CPU and nothing at its idle floor."""
+    return [capacity * (u - idle) / (1 - idle) for u in util]
+
+
+def window(
+    t: float, executors: dict[str, tuple[list[float], list[float]]], *, lag: float = 0.0, batches=None
+) -> Observation:
+    n = len(next(iter(executors.values()))[0])
+    return Observation.of(
+        time_s=t,
+        workload_per_s=[0.0] * n,
+        executors=executors,
+        consumer_lag_records=lag,
+        batches=batches,
+    )
+
+
+def settled_model(config: CapacityConfig, capacities: dict[str, float]) -> CapacityModel:
+    """Executors already running when the controller first looks, each learned over one minute."""
+    model = CapacityModel(config)
+    model.learn(window(60.0, {w: (linear(c), UTIL) for w, c in capacities.items()}))
+    return model
+
+
+def tick(model: CapacityModel, obs: Observation, max_scaleout: int = 4):
+    model.learn(obs)
+    table = model.table(obs, max_scaleout)
+    assert table is not None
+    model.remember(table)
+    return table
+
+
+def test_a_joining_executor_is_not_learned_from_until_it_has_read_records_for_the_warmup() -> None:
+    model = settled_model(CapacityConfig(executor_warmup_s=30), {"a": 1000.0})
+    # "b" registers: 35 s of CPU busy without records (state loads), then reads records from t=96 s on.
+    b_thr = [0.0] * 35 + linear(1000.0)[35:]
+    b_util = [0.9] * 35 + UTIL[35:]
+    obs = window(120.0, {"a": (linear(1000.0), UTIL), "b": (b_thr, b_util)})
+    model.learn(obs)
+    assert model.regressions["b"].n == 0  # settled only at t=126 s
+    table = model.table(obs, 4)
+    assert table is not None
+    assert {w.executor_id: w.method for w in table.executors}["b"] == "joining"
+    assert table.current_per_s == pytest.approx(2000.0, rel=1e-6)  # it counts as its peer, not as 0
+    model.learn(window(180.0, {"a": (linear(1000.0), UTIL), "b": (linear(1000.0), UTIL)}))
+    assert model.regressions["b"].n == 60 - 5  # from t=126 s on
+
+
+def test_stall_samples_below_a_trusted_fit_are_not_learned() -> None:
+    model = settled_model(CapacityConfig(), {"a": 1000.0})
+    before = (model.regressions["a"].slope, model.regressions["a"].n)
+    stalled = [0.95] * 10, [30.0] * 10  # CPU busy, a few records: state moving, tasks retried
+    model.learn(window(70.0, {"a": (stalled[1], stalled[0])}))
+    assert (model.regressions["a"].slope, model.regressions["a"].n) == pytest.approx(before)
+
+
+def test_samples_without_records_are_not_learned() -> None:
+    model = CapacityModel(CapacityConfig())
+    learned = model.learn(window(60.0, {"a": ([0.0] * 5 + linear(1000.0)[5:], UTIL)}))
+    assert learned == 55
+
+
+@pytest.mark.parametrize(
+    ("b_capacity", "b_util", "expected"),
+    [
+        # "c" has no fitted slope (constant CPU) and a low ratio estimate: alone it does not set the job's capacity.
+        pytest.param(1000.0, UTIL, 3 * 1000.0, id="one-unfitted-low-estimate-is-overruled"),
+        # With "b" fitted and slow, the job saturates when "b" does, whatever "c" says.
+        pytest.param(600.0, UTIL, 3 * 600.0, id="a-fitted-slow-executor-sets-it"),
+    ],
+)
+def test_an_unfitted_executor_never_sets_the_jobs_capacity_alone(b_capacity, b_util, expected) -> None:
+    model = CapacityModel(CapacityConfig())
+    c = ([300.0] * 60, [0.9] * 60)  # same share, no spread in CPU: ratio estimate 333/s, far below its peers
+    obs = window(60.0, {"a": (linear(1000.0), UTIL), "b": (linear(b_capacity, b_util), b_util), "c": c})
+    model.learn(obs)
+    table = model.table(obs, 4)
+    assert table is not None
+    methods = {w.executor_id: w.method for w in table.executors}
+    assert methods["a"] == "regression"
+    assert methods["c"] == "peers"
+    shares = {w.executor_id: w.load_share_ratio for w in table.executors}
+    assert table.current_per_s == pytest.approx(min(1000.0 / shares["a"], b_capacity / shares["b"]), rel=1e-6)
+    assert table.current_per_s == pytest.approx(expected, rel=0.35)
+
+
+def test_two_unfitted_executors_that_agree_do_set_it() -> None:
+    model = CapacityModel(CapacityConfig())
+    flat = ([300.0] * 60, [0.9] * 60)
+    obs = window(60.0, {"a": (linear(1000.0), UTIL), "c": flat, "d": flat})
+    model.learn(obs)
+    table = model.table(obs, 4)
+    assert table is not None
+    share = {w.executor_id: w.load_share_ratio for w in table.executors}["c"]
+    assert table.current_per_s == pytest.approx(300.0 / 0.9 / share)
+
+
+def test_capacity_never_falls_with_more_executors() -> None:
+    # Kafka placement of 31 partitions' worth of one topic: at 31 executors every partition prefers one executor.
+    model = settled_model(CapacityConfig(partitions=8, partition_assignment="kafka"), {"a": 1000.0, "b": 1000.0})
+    table = tick(model, window(120.0, {"a": (linear(1000.0), UTIL), "b": (linear(1000.0), UTIL)}), 40)
+    caps = np.array(table.per_scaleout_per_s)
+    assert np.all(np.diff(caps) >= 0)
+    assert np.all(np.diff(table.catch_up_per_scaleout_per_s) >= 0)
+
+
+def test_a_backlog_window_is_a_floor_for_catch_up_and_leaves_sizing_alone() -> None:
+    model = settled_model(CapacityConfig(backlog_floor_lag_s=10), {"a": 1000.0})
+    sizing = tick(model, window(120.0, {"a": (linear(1000.0), UTIL)})).current_per_s
+    # A backlog: 60 s of 1,500 records/s at full CPU (large batches) with 100,000 records still waiting.
+    busy = [1.0] * 60
+    table = tick(model, window(180.0, {"a": ([1500.0] * 60, busy)}, lag=100_000.0))
+    assert model.backlog_floor_per_scaleout[1] == pytest.approx(1500.0)
+    assert table.catch_up_at(1) >= 1500.0
+    assert table.catch_up_at(2) >= table.at(2)
+    assert table.current_per_s == pytest.approx(sizing, rel=0.1)
+
+
+def test_no_floor_from_a_window_with_little_lag() -> None:
+    model = settled_model(CapacityConfig(backlog_floor_lag_s=10), {"a": 1000.0})
+    tick(model, window(120.0, {"a": ([1500.0] * 60, [1.0] * 60)}, lag=1500.0 * 5))
+    assert model.backlog_floor_per_scaleout == {}
+
+
+def batches(records_per_batch: float, fixed_s: float = 0.2, per_record_s: float = 1e-4, n: float = 10.0):
+    return BatchWindow(n, n * records_per_batch, n * (fixed_s + records_per_batch * per_record_s))
+
+
+def test_batch_economics_size_at_steady_state_and_recover_at_catch_up() -> None:
+    model = settled_model(CapacityConfig(trigger_interval_s=1.0, max_change_ratio=0), {"a": 1000.0})
+    table = None
+    for i, size in enumerate([1000, 2000, 3000, 4000, 6000, 8000]):
+        table = tick(model, window(120.0 + 60 * i, {"a": (linear(1000.0), UTIL)}, batches=batches(size)))
+    assert table is not None
+    # seconds per batch = 0.2 + records x 1e-4: at a 1-s trigger (1 - 0.2) / 1e-4 = 8,000/s fit one batch each,
+    # and back-to-back batches of the largest size seen (8,000) run at 8,000 / (0.2 + 0.8) = 8,000/s.
+    assert table.current_per_s == pytest.approx(8000.0, rel=1e-6)
+    assert table.catch_up_at(1) == pytest.approx(8000.0, rel=1e-6)
+    fit = model.batches.fit(1)
+    assert fit is not None
+    assert (fit.fixed_s, fit.per_record_s) == pytest.approx((0.2, 1e-4))
+    assert fit.steady_per_s(2.0) == pytest.approx(9000.0)
+
+
+@pytest.mark.parametrize(
+    ("window_", "learned"),
+    [
+        pytest.param(None, False, id="none"),
+        pytest.param(BatchWindow(0.5, 10.0, 1.0), False, id="less-than-one-batch"),
+        pytest.param(BatchWindow(3.0, 0.0, 1.0), False, id="no-records"),
+        pytest.param(BatchWindow(3.0, 10.0, math.nan), False, id="nan"),
+        pytest.param(BatchWindow(3.0, 30.0, 1.5), True, id="usable"),
+    ],
+)
+def test_batch_windows_learned_only_when_usable(window_, learned) -> None:
+    economics = BatchEconomics()
+    assert economics.learn(2, window_) is learned
+    assert (2 in economics.fits) is learned
+
+
+def test_batch_windows_during_a_join_are_not_learned() -> None:
+    model = settled_model(CapacityConfig(), {"a": 1000.0})
+    model.learn(window(120.0, {"a": (linear(1000.0), UTIL), "b": (linear(1000.0), UTIL)}, batches=batches(3000)))
+    assert model.batches.fits == {}
+
+
+def test_a_swing_is_held_at_the_bound_with_a_note_then_believed_when_it_holds() -> None:
+    model = settled_model(CapacityConfig(max_change_ratio=0.5, change_confirm_ticks=2), {"a": 1000.0})
+    first = tick(model, window(120.0, {"a": (linear(1000.0), UTIL)}))
+    assert first.notes == ()
+    swing = CapacityConfig(max_change_ratio=0.5, change_confirm_ticks=2)
+    fresh = settled_model(swing, {"a": 4000.0})  # what the same executor would say on its own: 4x
+    model.regressions = fresh.regressions
+    model.pooled = fresh.pooled
+    held = tick(model, window(180.0, {"a": (linear(4000.0), UTIL)}))
+    assert held.current_per_s == pytest.approx(first.current_per_s * 1.5)
+    assert "held at" in held.notes[0] and "1 of" not in held.notes[0]
+    believed = tick(model, window(240.0, {"a": (linear(4000.0), UTIL)}))
+    assert believed.current_per_s > 3 * first.current_per_s
+    assert "believed" in believed.notes[0] and "2 ticks in a row" in believed.notes[0]
+
+
+def test_a_rise_shown_by_a_backlog_is_believed_at_once() -> None:
+    model = settled_model(CapacityConfig(max_change_ratio=0.5), {"a": 1000.0})
+    first = tick(model, window(120.0, {"a": (linear(1000.0), UTIL)}))
+    fresh = settled_model(CapacityConfig(), {"a": 3000.0})
+    model.regressions, model.pooled = fresh.regressions, fresh.pooled
+    table = tick(model, window(180.0, {"a": ([2900.0] * 60, [1.0] * 60)}, lag=1e6))
+    assert table.current_per_s > 2 * first.current_per_s
+    assert "backlog" in table.notes[0]
+
+
+def test_knowledge_round_trip_keeps_the_new_evidence() -> None:
+    model = settled_model(CapacityConfig(trigger_interval_s=1.0), {"a": 1000.0})
+    for i, size in enumerate([1000, 3000, 5000, 7000, 9000]):
+        tick(model, window(120.0 + 60 * i, {"a": ([1500.0] * 60, [1.0] * 60)}, lag=1e6, batches=batches(size)))
+    again = CapacityModel.from_state(model.config, model.to_state())
+    assert again.to_state() == model.to_state()
+    assert again.batches.fit(1) == model.batches.fit(1)
+
+
+def test_offline_capacity_aligns_throughput_with_the_one_minute_cpu_by_default() -> None:
+    util, thr = MEASUREMENTS / "assumptions_cpu_1.csv", MEASUREMENTS / "assumptions_throughput_1.csv"
+    default = capacity_from_csv(util, thr, CapacityConfig())
+    four_rows = capacity_from_csv(util, thr, CapacityConfig(), smooth_samples=4)  # 15-s rows: one minute
+    unaligned = capacity_from_csv(util, thr, CapacityConfig(), utilization_window_s=0)
+    assert default.table.current_per_s == four_rows.table.current_per_s
+    assert default.table.current_per_s != unaligned.table.current_per_s
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(["a", "b", "c"]),
+    st.lists(st.floats(0, 1.2), min_size=5, max_size=60),
+    st.lists(st.floats(0, 1e7), min_size=5, max_size=60),
+)
+def test_one_executors_samples_never_move_the_job_past_the_bound_without_a_note(who, util, thr) -> None:
+    bound = 0.5
+    model = settled_model(CapacityConfig(max_change_ratio=bound), {"a": 1000.0, "b": 1200.0, "c": 900.0})
+    n = min(len(util), len(thr))
+    normal = {w: (linear(c)[-n:], UTIL[-n:]) for w, c in {"a": 1000.0, "b": 1200.0, "c": 900.0}.items()}
+    before = tick(model, window(120.0, normal))
+    after = tick(model, window(120.0 + n, {**normal, who: (thr[:n], util[:n])}))
+    change = abs(after.current_per_s / before.current_per_s - 1)
+    assert change <= bound + 1e-9 or after.notes
