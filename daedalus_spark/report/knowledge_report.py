@@ -64,10 +64,16 @@ def build(k: Knowledge) -> dict[str, Any]:
                 "current_scaleout": table.current_scaleout,
                 "current_per_s": table.current_per_s,
                 "per_scaleout": [
-                    {"scaleout": n, "capacity_per_s": c, "observed": n in table.observed_scaleouts}
+                    {
+                        "scaleout": n,
+                        "capacity_per_s": c,
+                        "catch_up_per_s": table.catch_up_at(n),
+                        "observed": n in table.observed_scaleouts,
+                    }
                     for n, c in enumerate(table.per_scaleout_per_s, start=1)
                 ],
                 "executors": [{**asdict(w), "skew_factor_ratio": w.skew_factor_ratio} for w in table.executors],
+                "notes": list(table.notes),
             },
             "forecast": {
                 "latest": asdict(k.history.forecasts[-1]) if k.history.forecasts else None,
@@ -148,6 +154,11 @@ def format_text(r: dict[str, Any]) -> str:
             )
             + "   (* extrapolated)"
         )
+        lines.append(
+            "  catch-up (working off a backlog): "
+            + ", ".join(f"{p['scaleout']}: {p['catch_up_per_s']:,.0f}" for p in cap["per_scaleout"])
+        )
+        lines.extend(f"  note: {note}" for note in cap["notes"])
         for w in cap["executors"]:
             lines.append(
                 f"  executor {w['executor_id']}: {w['capacity_per_s']:,.0f}/s ({w['method']}, "
