@@ -49,6 +49,7 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
         "forecast_max_per_s": round(forecast_max, 3),
         "forecast_model": inputs.forecast.model,
         "capacity_current_per_s": round(inputs.capacities.current_per_s, 3),
+        "capacity_catch_up_per_s": round(inputs.capacities.catch_up_at(current), 3),
         "consumer_lag_records": round(inputs.consumer_lag_records, 3),
     }
     since_rescale = math.inf if inputs.last_rescale_s is None else inputs.now_s - inputs.last_rescale_s

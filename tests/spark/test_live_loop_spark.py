@@ -8,6 +8,7 @@ must be the one it had, and give the same next decision.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -188,6 +189,44 @@ def job(tmp_path: Path) -> Iterator[tuple[SparkSession, str, str, LocalLog]]:
             spark.stop()
 
 
+class JobSampler:
+    """Once a second, the query's records read, its lag and the live executors, from the agent (a thread)."""
+
+    def __init__(self, agent_url: str) -> None:
+        self.agent_url, self.samples = agent_url, []  # type: ignore[var-annotated]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> JobSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                m = scrape(self.agent_url)
+            except OSError:
+                continue
+            records = total(m, "daedalus_spark_query_input_records_total")
+            lag, live = total(m, "daedalus_spark_lag_records"), total(m, "daedalus_spark_executors")
+            self.samples.append((time.monotonic(), records, lag, live))
+
+    def saturated_throughput_per_s(self, executors: int, window: int = 5) -> float | None:
+        """Median records/s over `window`-s spans at `executors` in which the lag grew all along (the job could not
+        keep up, so it ran as fast as it can); None if there was no such span."""
+        rates = []
+        for i in range(len(self.samples) - window):
+            span = self.samples[i : i + window + 1]
+            lags = [s[2] for s in span]
+            if all(s[3] == executors for s in span) and all(b > a for a, b in itertools.pairwise(lags)):
+                rates.append((span[-1][1] - span[0][1]) / (span[-1][0] - span[0][0]))
+        return float(np.median(rates)) if rates else None
+
+
 def expected_counts(log: LocalLog) -> dict[str, int]:
     words: Counter[str] = Counter()
     for partition, end in log.latest_offsets(TOPIC).items():
@@ -210,6 +249,7 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
     )
     feeder = threading.Thread(target=generator.run, kwargs={"report": lambda _: None}, daemon=True)
     runtime = Runtime(config_file, tmp_path / "runtime.log")
+    sampler = JobSampler(agent_url).__enter__()
     try:
         runtime.start()
         feeder.start()
@@ -238,6 +278,7 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
         wait_until(lambda: total(scrape(agent_url), "daedalus_spark_lag_records") == 0, "lag back to 0", 120)
         assert runtime.stop() == 0  # SIGTERM: finish the tick, save, exit 0
     finally:
+        sampler.__exit__()
         runtime.stop(signal.SIGKILL)
         generator.keeper.pacer = Pacer(np.zeros(0))
 
@@ -250,3 +291,14 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
     wait_until(lambda: counted() == expected, "the last batch in the sink", 30, step_s=1)
     assert counted() == expected, "every record counted exactly once across the rescales"
     print(f"ticks {len(records)}, scale-outs {len(out)}, scale-ins {len(back)}, records {appended}")
+
+    # What it learned about one executor, before it scaled out, against what one executor did while saturated.
+    learned = [
+        float(r["evidence"]["capacity_current_per_s"])  # type: ignore[index,call-overload]
+        for r in records
+        if r["current"] == 1 and "capacity_current_per_s" in r["evidence"]  # type: ignore[operator]
+    ]
+    saturated = sampler.saturated_throughput_per_s(1)
+    print(f"capacity at 1 executor learned {learned[-1:]}, the job did {saturated} records/s while saturated")
+    assert learned and saturated is not None
+    assert 0.5 <= learned[-1] / saturated <= 2.0
