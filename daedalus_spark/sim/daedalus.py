@@ -60,6 +60,11 @@ class DaedalusPolicy:
     def __post_init__(self) -> None:
         self.sync_interval_s = max(1, round(self.config.controller.loop_interval_s))
 
+    @property
+    def controller(self) -> Controller | None:
+        """The controller the loop drives (None before the first decision)."""
+        return self._loop.controller if self._loop is not None else None
+
     def decide(self, job: SimulatedJob) -> int | None:
         if self._loop is None:  # the first step comes one interval in, so its window starts at the job's start
             self._loop = Loop(

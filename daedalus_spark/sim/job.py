@@ -1,4 +1,7 @@
-"""Simulation: a Spark streaming job on Kubernetes reading from Kafka, stepped in 1-s increments (vectorized)."""
+"""Simulation: a Spark streaming job on Kubernetes reading from Kafka, stepped in 1-s increments (vectorized).
+
+This is the `continuous` engine (an ideal fluid job that restarts to rescale); sim/microbatch.py is the `microbatch`
+engine behind the same interface."""
 
 from __future__ import annotations
 
@@ -13,8 +16,10 @@ from daedalus_spark.sim.skew import SimulatedCapacity
 
 @dataclass(frozen=True)
 class Rescale:
-    """One rescale: processing stopped at `time_s` for `downtime_s`, then replayed `replay_records` (the records
-    processed in the `checkpoint_age_s` seconds since the last checkpoint)."""
+    """One rescale. `restart`: processing stopped at `time_s` for `downtime_s`, then replayed `replay_records` (the
+    records processed in the `checkpoint_age_s` seconds since the last checkpoint; micro-batch: the uncommitted
+    batch). `in_place` (no stop, downtime 0): joining executors registered after `registration_s` and stalled
+    `stall_s` in their first batch; a scale-in's killed executors' tasks were retried after `leave_s`."""
 
     time_s: int
     from_scaleout: int
@@ -22,6 +27,11 @@ class Rescale:
     downtime_s: int
     replay_records: float
     checkpoint_age_s: int = 0
+    kind: str = "restart"
+    registration_s: float = 0.0
+    stall_s: float = 0.0
+    leave_s: float = 0.0
+    retried_records: float = 0.0
 
 
 def lindley(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -58,8 +68,10 @@ class SimulatedJob:
         self.rescales: list[Rescale] = []
         self.now_s = 0  # seconds simulated so far; the next second to simulate
         self.scaleout = initial_scaleout
-        self.restart_end_s = 0  # processing (re)started at this second
+        self.restart_end_s = 0  # processing (re)started at this second (in place: the last rescale)
         self._backlog = 0.0
+        # A job that keeps up holds at most this many seconds of arrivals in its lag (metrics.recoveries)
+        self.lag_allowance_s = 1.0
 
     @property
     def duration_s(self) -> int:
@@ -74,6 +86,10 @@ class SimulatedJob:
 
     def lag_records(self) -> float:
         return self._backlog
+
+    def finish(self) -> None:
+        """Called once the run is over (the micro-batch engine computes its latencies here)."""
+        return None
 
     def request_scaleout(self, target: int) -> bool:
         """Start a rescale to `target` executors now; ignored while one is in progress or when unchanged."""

@@ -1,7 +1,9 @@
-"""Simulation: the simulated job's settings (capacity, skew, downtime, checkpoints), validated at the boundary."""
+"""Simulation: the simulated job's settings (capacity, skew, downtime, checkpoints, micro-batches, in-place rescales),
+validated at the boundary; packaged profiles (`local`, `kubernetes`) by name."""
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,10 +17,11 @@ class _Model(BaseModel):
 
 
 class DowntimeModel(_Model):
-    """How long a rescale stops processing: uniform in [low_s, high_s] (equal bounds give a fixed downtime)."""
+    """How long a rescale stops processing: uniform in [low_s, high_s] (equal bounds give a fixed downtime). Also the
+    shape of the in-place rescale's durations (registration, stall, leave)."""
 
-    low_s: float = Field(30, ge=0, le=3600, description="Shortest downtime (s).")
-    high_s: float = Field(60, ge=0, le=3600, description="Longest downtime (s).")
+    low_s: float = Field(30, ge=0, le=3600, description="Shortest duration (s).")
+    high_s: float = Field(60, ge=0, le=3600, description="Longest duration (s).")
 
     @model_validator(mode="after")
     def _ordered(self) -> DowntimeModel:
@@ -27,16 +30,68 @@ class DowntimeModel(_Model):
         return self
 
 
+class MicroBatchModel(_Model):
+    """Spark's micro-batch execution (engine: microbatch): a trigger, a fixed cost per batch, one task per source
+    partition with data, run in waves over the executors' cores (sim/waves.py)."""
+
+    trigger_s: float = Field(default=1.0, gt=0, le=3600, description="Processing-time trigger interval (s).")
+    batch_overhead_s: float = Field(
+        default=0.2, ge=0, le=3600, description="Fixed cost of every batch: driver planning, offsets, commit (s)."
+    )
+    task_overhead_s: float = Field(
+        default=0.02, ge=0, le=3600, description="Fixed cost of every task: launch, setup (s)."
+    )
+    max_offsets_per_trigger: int | None = Field(
+        default=None,
+        ge=1,
+        le=10**15,
+        description="Most records one batch takes, over all partitions in proportion to their backlog, as Kafka's "
+        "maxOffsetsPerTrigger (None: unbounded).",
+    )
+    cores_per_executor: int = Field(default=1, ge=1, le=256, description="Task slots of each executor.")
+
+
+class InPlaceRescaleModel(_Model):
+    """An in-place rescale (rescale: in_place): executors join and leave a running application."""
+
+    registration: DowntimeModel = Field(
+        default=DowntimeModel(low_s=10, high_s=40),
+        description="From the request until a new executor is registered and can take tasks; idle meanwhile.",
+    )
+    stall: DowntimeModel = Field(
+        default=DowntimeModel(low_s=5, high_s=15),
+        description="State moving to a new executor in the first batch it takes: CPU busy, no records; that batch "
+        "does not commit before the stall ends.",
+    )
+    leave: DowntimeModel = Field(
+        default=DowntimeModel(low_s=2, high_s=10),
+        description="From a kill until the driver retries the killed executor's unfinished tasks elsewhere.",
+    )
+
+
 class JobModel(_Model):
     """The simulated Spark Structured Streaming job on Kubernetes reading from Kafka."""
 
+    engine: Literal["continuous", "microbatch"] = Field(
+        "continuous",
+        description="continuous: an ideal fluid job (capacity linear in executors, no per-batch cost); microbatch: "
+        "Spark's micro-batches, task waves and per-batch costs (the `microbatch` settings).",
+    )
+    rescale: Literal["restart", "in_place"] = Field(
+        "restart",
+        description="restart: stop, downtime, replay from the checkpoint (a driver restart); in_place: executors "
+        "join and leave the running application (`in_place` settings; needs engine microbatch).",
+    )
+    microbatch: MicroBatchModel = MicroBatchModel()
+    in_place: InPlaceRescaleModel = InPlaceRescaleModel()
     executor_capacity_per_s: float | None = Field(
         None,
         gt=0,
         le=1e12,
         allow_inf_nan=False,
-        description="Records/s one executor processes at full utilization (None: derived from the "
-        "trace peak so that `reference_scaleout` executors carry peak x capacity_headroom_ratio).",
+        description="Records/s one executor processes at full utilization (microbatch: while its cores run tasks, "
+        "task overheads aside) (None: derived from the trace peak so that `reference_scaleout` executors carry "
+        "peak x capacity_headroom_ratio; microbatch: at steady state at the trigger).",
     )
     reference_scaleout: int = Field(12, ge=1, le=10000, description="Scale-out that just carries the peak.")
     capacity_headroom_ratio: float = Field(1.1, ge=0.5, le=10, description="Reference capacity / trace peak.")
@@ -69,6 +124,12 @@ class JobModel(_Model):
     base_latency_s: float = Field(0.5, ge=0, le=3600, description="Latency of a record that does not wait.")
     initial_scaleout: int | None = Field(None, ge=1, description="Executors at t=0 (None: max_scaleout).")
 
+    @model_validator(mode="after")
+    def _consistent(self) -> JobModel:
+        if self.rescale == "in_place" and self.engine != "microbatch":
+            raise ValueError("rescale: in_place needs engine: microbatch (a continuous job only restarts)")
+        return self
+
     def executor_capacity_for(self, peak_per_s: float, unit_capacity_at_reference: float) -> float:
         """Per-executor capacity: explicit, or so that the reference scale-out carries peak x headroom."""
         if self.executor_capacity_per_s is not None:
@@ -86,6 +147,33 @@ def parse_job_model(data: Any, source: str = "job model") -> JobModel:
     return parse_model(JobModel, data, source, JobModelError)
 
 
+PROFILES_PACKAGE = "daedalus_spark.sim"
+PROFILES_DIR = "profiles"
+
+
+def profile_names() -> list[str]:
+    """The packaged job-model profiles (sim/profiles/*.yaml), by name."""
+    root = resources.files(PROFILES_PACKAGE).joinpath(PROFILES_DIR)
+    return sorted(p.name.removesuffix(".yaml") for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def _looks_like_a_name(text: str) -> bool:
+    return "/" not in text and "\\" not in text and not text.endswith((".yaml", ".yml", ".json"))
+
+
 def load_job_model(path: str | Path | None) -> JobModel:
-    """Read a job-model YAML; None gives the defaults."""
+    """Read a job-model YAML, or a packaged profile by name (`local`, `kubernetes`); None gives the defaults. A file
+    of that name wins over a profile; a name that is neither is an error naming the profiles."""
+    if path is None:
+        return load_model(JobModel, None, JobModelError)
+    text = str(path)
+    if not Path(text).exists() and _looks_like_a_name(text):
+        names = profile_names()
+        if text not in names:
+            raise JobModelError(
+                text, [f"no such file, and no job-model profile of that name (profiles: {', '.join(names)})"]
+            )
+        profile = resources.files(PROFILES_PACKAGE).joinpath(PROFILES_DIR, f"{text}.yaml")
+        with resources.as_file(profile) as file:
+            return load_model(JobModel, file, JobModelError)
     return load_model(JobModel, path, JobModelError)

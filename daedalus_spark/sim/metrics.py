@@ -49,14 +49,20 @@ class RecoveryOutcome:
     observed_s: float  # how long it was watched
 
 
+def caught_up(result: RunResult) -> np.ndarray:
+    """Per second: the lag is down to what a job that keeps up holds, one second of arrivals (micro-batch: two
+    triggers', the next batch's input and the running one's)."""
+    return np.asarray(result.lag_records <= np.maximum(result.workload_per_s * result.lag_allowance_s, 1.0))
+
+
 def recoveries(result: RunResult) -> list[RecoveryOutcome]:
     """Per rescale: from the stop until the lag is down to one second of arrivals again (paper Fig. 6)."""
-    caught_up = result.lag_records <= np.maximum(result.workload_per_s, 1.0)
-    total = len(caught_up)
+    caught = caught_up(result)
+    total = len(caught)
     out = []
     for r in result.rescales:
         start = min(r.time_s + r.downtime_s, total)
-        hits = np.flatnonzero(caught_up[start:])
+        hits = np.flatnonzero(caught[start:])
         rec = float(start + hits[0] + 1 - r.time_s) if len(hits) else None
         out.append(RecoveryOutcome(r, rec, float(total - r.time_s)))
     return out
@@ -76,7 +82,7 @@ def seconds_behind(result: RunResult, target_s: float) -> int:
     `target_s` after each rescale's stop (the time a recovery may take): a run that keeps up has none (the
     optimum's constraint). The window is the target, not the recovery itself, so that a recovery that ends sooner
     than planned (a shorter downtime drawn) and dips below the line once is not counted against the rest."""
-    behind = result.lag_records > np.maximum(result.workload_per_s, 1.0)
+    behind = ~caught_up(result)
     excused = np.zeros(len(behind), dtype=bool)
     for r in result.rescales:
         excused[r.time_s : r.time_s + math.ceil(target_s)] = True

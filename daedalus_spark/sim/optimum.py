@@ -21,6 +21,22 @@ the time of the last recovery are carried from the cheapest path into each state
 enumerated; a dearer path that arrives with less backlog is dropped, so the result is an upper bound on the true
 optimum of this model. It is verified by replaying the schedule through the simulated job (run_optimum), which
 yields the figures.
+
+The micro-batch engine (sim/microbatch.py) is planned with the same fluid backlog, at the steady-state capacity at
+the trigger of every scale-out (SimulatedCapacity.job_capacity_per_s: the task waves and the per-batch costs are in
+it), and these differences:
+- keeping up: a micro-batch job falls behind (metrics: more lag than two triggers of arrivals) as soon as a batch
+  overruns its trigger, i.e. as soon as one second's arrivals exceed the steady capacity, so the plan allows no
+  backlog beyond one record outside a recovery (the continuous job's plan allows one second of arrivals);
+- an in-place scale-out (rescale: in_place) keeps the old capacity until the earliest registration, then nothing
+  until the latest registration + the longest stall + one trigger + the batch overhead (the stalled batch may start
+  up to a trigger after the registration and commits only after the stall), then the new capacity; no replay.
+  This window covers every draw, so the plan's capacity is below the job's at every second; the job also works off
+  a backlog faster than planned (catch-up capacity, larger batches);
+- an in-place scale-in: nothing from the request until the longest leave + one trigger + the batch overhead (the
+  running batch waits for its retried tasks), then the new capacity; no replay;
+- a driver restart of a micro-batch job replays the uncommitted batch: bounded by what was processed in the last
+  two triggers.
 """
 
 from __future__ import annotations
@@ -31,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from daedalus_spark.sim.job import SimulatedJob, lindley
+from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.policies import OPTIMUM
 from daedalus_spark.sim.runner import RunResult, SimSetup, run_policy
 
@@ -97,11 +114,14 @@ def solve_optimum(setup: SimSetup, *, max_rescales: int | None = None) -> Optimu
     sizes = np.arange(lo, hi + 1)
     caps = np.asarray(setup.capacity.job_capacity_per_s[sizes - 1], dtype=float)
     nsz = len(sizes)
-    down_out = math.ceil(model.downtime_scale_out.high_s)
-    down_in = math.ceil(model.downtime_scale_in.high_s)
-    ckpt = math.ceil(model.checkpoint_interval_s)
+    stops = rescale_stops(model)
+    (out_from, out_to), (in_from, in_to) = stops
+    micro = model.engine == "microbatch"
+    ckpt = math.ceil(2.0 * model.microbatch.trigger_s) if micro else math.ceil(model.checkpoint_interval_s)
+    if model.rescale == "in_place":
+        ckpt = 0  # nothing to replay
     horizon = max(math.ceil(target) + 1, interval)
-    caught_floor = np.maximum(w, 1.0)
+    caught_floor = np.full(total, 1.0) if micro else np.maximum(w, 1.0)
     segments = max(1, math.ceil(total / interval))
     # Column b of every state array: paths that have rescaled b times (one column when rescales are not limited).
     levels = 1 if max_rescales is None else max_rescales + 1
@@ -167,12 +187,15 @@ def solve_optimum(setup: SimSetup, *, max_rescales: int | None = None) -> Optimu
             if recovered[i, b] > t0 or restart[i, b] > t0 or nb >= levels:
                 continue
             others = np.flatnonzero(np.arange(nsz) != i)
-            downs = np.where(sizes[others] > sizes[i], down_out, down_in)
-            cap_m = np.where((secs[None, :] - t0) < downs[:, None], 0.0, caps[others][:, None])
+            up = sizes[others] > sizes[i]
+            stop_from = np.where(up, out_from, in_from)[:, None]
+            downs = np.where(up, out_to, in_to)
+            offset = secs[None, :] - t0
+            cap_m = np.where(offset < stop_from, caps[i], np.where(offset < downs[:, None], 0.0, caps[others][:, None]))
             lags = _lindley_rows(b_prev + tail[i, b], arr_h, cap_m)
-            waits = np.maximum(downs[:, None] - (secs[None, :] - t0), 0)
+            waits = np.where(offset >= stop_from, np.maximum(downs[:, None] - offset, 0), 0)
             lat = base + waits + lags / caps[others][:, None]
-            caught = (lags <= caught_floor[t0:h1][None, :]) & ((secs[None, :] - t0) >= downs[:, None])
+            caught = (lags <= caught_floor[t0:h1][None, :]) & (offset >= downs[:, None])
             any_hit = caught.any(axis=1)
             first = np.argmax(caught, axis=1)
             rec_at = np.where(any_hit, t0 + first + 1, total + 1)
@@ -207,6 +230,17 @@ def solve_optimum(setup: SimSetup, *, max_rescales: int | None = None) -> Optimu
         path.append(i)
     path.reverse()
     return OptimumSchedule(interval, tuple(int(sizes[j]) for j in path), best)
+
+
+def rescale_stops(model: JobModel) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(from, to) seconds after a rescale's request in which the plan gives the job no capacity, for a scale-out
+    and a scale-in: the old capacity before `from`, the new one from `to` on (worst cases of the job model)."""
+    if model.rescale == "in_place":
+        mb, ip = model.microbatch, model.in_place
+        settle = mb.trigger_s + mb.batch_overhead_s
+        out = (math.floor(ip.registration.low_s), math.ceil(ip.registration.high_s + ip.stall.high_s + settle))
+        return out, (0, math.ceil(ip.leave.high_s + settle))
+    return (0, math.ceil(model.downtime_scale_out.high_s)), (0, math.ceil(model.downtime_scale_in.high_s))
 
 
 def _infeasible_message(t_s: int, max_scaleout: int) -> str:

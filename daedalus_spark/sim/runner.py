@@ -30,6 +30,7 @@ class RunResult:
     latency_s: np.ndarray
     capacity_per_s: np.ndarray
     rescales: tuple[Rescale, ...]
+    lag_allowance_s: float = 1.0  # a job that keeps up holds at most this many seconds of arrivals in its lag
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,34 @@ def _cpu_signal(setup: SimSetup) -> bool:
     return signal == "cpu"
 
 
+def new_job(setup: SimSetup, *, initial_scaleout: int, rng: np.random.Generator) -> SimulatedJob:
+    """The job model's engine: the continuous job (sim/job.py) or Spark's micro-batches (sim/microbatch.py)."""
+    if setup.job_model.engine == "microbatch":
+        from daedalus_spark.sim.microbatch import MicroBatchJob
+
+        return MicroBatchJob(
+            setup.workload_per_s,
+            setup.job_model,
+            setup.capacity,
+            initial_scaleout=initial_scaleout,
+            cpu_signal=_cpu_signal(setup),
+            rng=rng,
+        )
+    return SimulatedJob(
+        setup.workload_per_s,
+        setup.job_model,
+        setup.capacity,
+        initial_scaleout=initial_scaleout,
+        cpu_signal=_cpu_signal(setup),
+        rng=rng,
+    )
+
+
+def lag_allowance_s(job_model: JobModel) -> float:
+    """Seconds of arrivals a job that keeps up holds in its lag: 1 (continuous), two triggers (micro-batch)."""
+    return max(1.0, 2.0 * job_model.microbatch.trigger_s) if job_model.engine == "microbatch" else 1.0
+
+
 def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None) -> RunResult:
     """Step the job to each of the policy's sync points, then apply its absolute target."""
     initial = setup.job_model.initial_scaleout or setup.config.controller.max_scaleout
@@ -73,14 +102,7 @@ def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None
     if isinstance(fixed_start, int):
         initial = fixed_start
     initial = max(1, min(initial, setup.capacity.max_scaleout))
-    job = SimulatedJob(
-        setup.workload_per_s,
-        setup.job_model,
-        setup.capacity,
-        initial_scaleout=initial,
-        cpu_signal=_cpu_signal(setup),
-        rng=policy_rng(setup.seed, policy.name),
-    )
+    job = new_job(setup, initial_scaleout=initial, rng=policy_rng(setup.seed, policy.name))
     total = job.duration_s
     step = policy.sync_interval_s or total
     while job.now_s < total:
@@ -91,6 +113,7 @@ def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None
             target = policy.decide(job)
             if target is not None:
                 job.request_scaleout(target)
+    job.finish()
     return _result(policy.name, job)
 
 
@@ -106,6 +129,7 @@ def _result(name: str, job: SimulatedJob) -> RunResult:
         latency_s=job.latency_s.copy(),
         capacity_per_s=caps,
         rescales=tuple(job.rescales),
+        lag_allowance_s=job.lag_allowance_s,
     )
 
 
@@ -128,4 +152,5 @@ def run_oracle(setup: SimSetup) -> RunResult:
         latency_s=latency,
         capacity_per_s=caps,
         rescales=(),
+        lag_allowance_s=lag_allowance_s(setup.job_model),
     )

@@ -151,7 +151,9 @@ def test_observation_matches_the_monitor_contract() -> None:
 @pytest.mark.parametrize("rule", ["kafka", "any_core"])
 def test_controller_extrapolates_the_simulated_jobs_skewed_capacities(rule: str) -> None:
     """Observed at 12 executors with the partitions' rates, the capacity model (margin 0) predicts every smaller
-    scale-out of a skewed job as the job has it: the same placement rule on both sides."""
+    scale-out of a skewed job as the job has it: the same placement rule on both sides. The model's capacity is
+    non-decreasing in the scale-out (a lopsided Kafka placement at n counts as much as the best below it), so it
+    matches the job's capacities' running maximum."""
     jm = JobModel(
         executor_capacity_per_s=1000.0,
         partitions=24,
@@ -170,4 +172,5 @@ def test_controller_extrapolates_the_simulated_jobs_skewed_capacities(rule: str)
     table = model.table(obs, 12)
     assert table is not None
     predicted = [table.at(n) for n in range(1, 13)]
-    assert predicted == pytest.approx([cap.capacity(n) for n in range(1, 13)], rel=1e-3)
+    expected = np.maximum.accumulate([cap.capacity(n) for n in range(1, 13)])
+    assert predicted == pytest.approx(expected.tolist(), rel=1e-3)
