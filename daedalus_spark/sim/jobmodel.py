@@ -3,6 +3,7 @@ validated at the boundary; packaged profiles (`local`, `kubernetes`) by name."""
 
 from __future__ import annotations
 
+import math
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -102,6 +103,12 @@ class JobModel(_Model):
         description="How tasks land on executors: kafka (pinned at floorMod(TopicPartition hash, n), as Spark's "
         "Kafka source prefers) or any_core (longest task first to the least-loaded executor).",
     )
+    partition_weights: tuple[float, ...] | None = Field(
+        None,
+        strict=False,
+        description="Share of the records on each partition, one per partition (normalized), instead of Zipf keys "
+        "hashed onto partitions (e.g. measured partition rates; 0 = a partition without data).",
+    )
     keys: int = Field(1000, ge=1, le=1_000_000, description="Distinct keys hashed onto partitions.")
     zipf_exponent: float = Field(0.5, ge=0, le=5, description="Key popularity ~ 1/rank^s (0: uniform keys).")
     skew_seed: int = Field(7, ge=0, description="Seed of the key-to-partition hash.")
@@ -128,6 +135,12 @@ class JobModel(_Model):
     def _consistent(self) -> JobModel:
         if self.rescale == "in_place" and self.engine != "microbatch":
             raise ValueError("rescale: in_place needs engine: microbatch (a continuous job only restarts)")
+        weights = self.partition_weights
+        if weights is not None:
+            if len(weights) != self.partitions:
+                raise ValueError(f"partition_weights has {len(weights)} values for {self.partitions} partitions")
+            if not all(math.isfinite(v) and v >= 0 for v in weights) or sum(weights) <= 0:
+                raise ValueError("partition_weights must be finite, non-negative and not all 0")
         return self
 
     def executor_capacity_for(self, peak_per_s: float, unit_capacity_at_reference: float) -> float:

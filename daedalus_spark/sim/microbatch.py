@@ -103,7 +103,8 @@ class MicroBatchJob(SimulatedJob):
         self.batch_count = np.zeros(n)
         self.batch_records = np.zeros(n)
         self.batch_seconds = np.zeros(n)
-        self._ends: list[float] = []  # per batch, in order: end time and offset committed at its end
+        self._starts: list[float] = []  # per batch, in order: start, end and offset committed at its end
+        self._ends: list[float] = []
         self._offs: list[float] = []
         self._lag_from = 0  # first batch that may end after the last flushed second
         self._committed_before = 0.0  # offset committed by then
@@ -213,6 +214,7 @@ class MicroBatchJob(SimulatedJob):
 
     def _record_batch(self, start: float, end: float, records: float) -> None:
         self._taken += records
+        self._starts.append(start)
         self._ends.append(end)
         self._offs.append(self._taken)
         self._count_batch(end, end - start, records, +1.0)
@@ -263,6 +265,7 @@ class MicroBatchJob(SimulatedJob):
             ends = starts + self.overhead_s + makespan[sel]
             self._add_interval_arrays(starts + self.overhead_s, finish[sel], recs[sel], layout)
             offs = arrived[sel]
+            self._starts.extend(starts.tolist())
             self._ends.extend(ends.tolist())
             self._offs.extend(offs.tolist())
             cells = ends.astype(np.int64)
@@ -293,6 +296,12 @@ class MicroBatchJob(SimulatedJob):
         rate = recs[rows, cores] / finish[rows, cores]
         slot = layout.core_slot[cores]
         self._interval_arrays.append((u, v, slot, rate, np.full(len(u), 1.0 / self.cores)))
+
+    def batch_log(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every batch started so far (an abandoned one removed): start, end and records, in order."""
+        offs = np.asarray(self._offs)
+        records = np.diff(np.concatenate(([0.0], offs))) if len(offs) else offs
+        return np.asarray(self._starts), np.asarray(self._ends), records
 
     # ---- per-second series -------------------------------------------------------------------------------------
 
@@ -469,6 +478,7 @@ class MicroBatchJob(SimulatedJob):
                     rate = b.recs[j] / (b.finish[j] - a)
                     self._intervals.append((max(u0 + a, now), u0 + b.finish[j], slot_of[j], -rate, -1.0 / self.cores))
             self._count_batch(b.end, b.end - b.start, b.records, -1.0)
+            self._starts.pop()
             self._ends.pop()
             self._offs.pop()
             self._taken -= b.records

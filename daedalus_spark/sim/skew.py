@@ -83,9 +83,13 @@ class SimulatedCapacity:
 
 
 def build_simulated_capacity(model: JobModel, *, max_scaleout: int, peak_per_s: float) -> SimulatedCapacity:
-    weights = partition_weights(
-        keys=model.keys, partitions=model.partitions, zipf_exponent=model.zipf_exponent, seed=model.skew_seed
-    )
+    if model.partition_weights is not None:
+        given = np.asarray(model.partition_weights, dtype=float)
+        weights = given / given.sum()
+    else:
+        weights = partition_weights(
+            keys=model.keys, partitions=model.partitions, zipf_exponent=model.zipf_exponent, seed=model.skew_seed
+        )
     ratios = executor_capacity_ratios(model, max_scaleout)
     shares = tuple(executor_shares(model, weights, n) for n in range(1, max_scaleout + 1))
     if model.engine == "microbatch":
