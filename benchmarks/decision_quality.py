@@ -5,6 +5,8 @@ A measurement, not a test: it never asserts and exits 0 when goals FAIL.
   python benchmarks/decision_quality.py               # everything at full length (~2 min here)
   python benchmarks/decision_quality.py --quick       # every trace shortened 4x (~35 s here)
   python benchmarks/decision_quality.py --trace fast_cycle --trace ysb_advertising_6h_400K_max --json out/dq.json
+  python benchmarks/decision_quality.py --job-model kubernetes   # Spark micro-batches, in-place rescales
+  python benchmarks/decision_quality.py --job-model local --quick  # the local cluster's profile (8 partitions)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from daedalus_spark.monitor.files import read_trace
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.cli import TRACES_DIR
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, controller_config, evaluate
-from daedalus_spark.sim.jobmodel import JobModel, load_job_model
+from daedalus_spark.sim.jobmodel import JobModel, JobModelError, load_job_model
 from daedalus_spark.sim.metrics import seconds_behind
 from daedalus_spark.sim.policies import StaticPolicy
 from daedalus_spark.sim.runner import make_setup, run_policy
@@ -46,6 +48,18 @@ class TraceRun:
     wall_s: float
     hours: float
     full_6h: bool  # a trace of 6 h or more at full length (the wall-time goal's case)
+
+
+def describe(job_model: JobModel) -> str:
+    """The engine and how it rescales, in a few words."""
+    if job_model.engine != "microbatch":
+        return f"continuous, {job_model.rescale}, {job_model.partitions} partitions"
+    mb = job_model.microbatch
+    cap = f", cap {mb.max_offsets_per_trigger}" if mb.max_offsets_per_trigger else ""
+    return (
+        f"micro-batch {mb.trigger_s:g}-s trigger, {mb.batch_overhead_s:g} s/batch + {mb.task_overhead_s:g} s/task"
+        f"{cap}, {job_model.partitions} partitions {job_model.partition_assignment}, {job_model.rescale}"
+    )
 
 
 def trace_names() -> list[str]:
@@ -119,7 +133,8 @@ def table(run: TraceRun) -> str:
 
     title = f"== {run.name} ({run.hours:.2f} h, {run.wall_s:.1f} s wall, all policies)"
     note = [f"   {run.evaluation.optimum_note}"] if run.evaluation.optimum_note else []
-    return "\n".join([title, line(header), *(line(r) for r in rows), *note])
+    caps = "capacity per scale-out: " + " ".join(f"{c / 1000:.1f}k" for c in run.evaluation.capacity_per_scaleout_per_s)
+    return "\n".join([title, caps, line(header), *(line(r) for r in rows), *note])
 
 
 def goals(run: TraceRun, target_s: float) -> dict[str, tuple[bool, str]]:
@@ -212,7 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trace", action="append", metavar="NAME", help=f"one trace (repeatable): {trace_names()}")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--config", metavar="YAML", help="controller settings (default: the defaults)")
-    p.add_argument("--job-model", metavar="YAML", help="simulated job (default: the defaults)")
+    p.add_argument(
+        "--job-model",
+        metavar="YAML|PROFILE",
+        help="simulated job: a YAML file or a packaged profile (local, kubernetes) (default: the defaults)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     args = p.parse_args(argv)
     known = trace_names()
@@ -221,7 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown trace(s) {unknown}; known: {known}")
     speedup = args.speedup or (QUICK_SPEEDUP if args.quick else 1)
-    job_model = load_job_model(args.job_model)
+    try:
+        job_model = load_job_model(args.job_model)
+    except JobModelError as exc:
+        p.error(exc.one_line())
     config = controller_config(load_config(args.config), job_model)
     target = float(config.controller.target_recovery_s)
     warnings.simplefilter("ignore")  # statsmodels' convergence chatter on short fits
@@ -229,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         f"decision quality: seed {args.seed}, speedup {speedup}, recovery target {target:.0f} s, "
         f"loop interval {config.controller.loop_interval_s:.0f} s, suite: {', '.join(s.name for s in SHAPES)}"
     )
+    print(f"job model: {args.job_model or 'defaults'} ({describe(job_model)})")
     runs = []
     for name in names:
         run = run_trace(name, speedup=speedup, job_model=job_model, config=config, seed=args.seed)

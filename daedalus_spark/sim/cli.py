@@ -50,7 +50,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated (default {DEFAULT_POLICIES})")
     p.add_argument("--config", metavar="YAML", help="controller settings (daedalus-spark config)")
-    p.add_argument("--job-model", metavar="YAML", help="simulated job: capacity, skew, downtime, partitions")
+    p.add_argument(
+        "--job-model",
+        metavar="YAML|PROFILE",
+        help="simulated job: a YAML file (capacity, skew, engine, rescales, partitions) or a packaged profile: "
+        "local, kubernetes (Spark micro-batches, in-place rescales)",
+    )
     p.add_argument("--seed", type=integer(0, 2**32 - 1), default=1, help="random seed, 0..2^32-1 (default 1)")
     p.add_argument(
         "--speedup",

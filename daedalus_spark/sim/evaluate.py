@@ -48,11 +48,21 @@ class TraceEvaluation:
 
 
 def controller_config(config: Config, job_model: JobModel) -> Config:
-    """The controller is told the simulated topic's partition count unless the config already sets one."""
+    """What a deployment knows about its job, unless the config says otherwise: the simulated topic's partition
+    count (when the config leaves it at 0), how its tasks are placed (when the config does not set it) and, for a
+    micro-batch job, its trigger interval (when the config leaves it at 0)."""
     capacity = config.capacity
-    if capacity.partitions != 0:
+    update: dict[str, object] = {}
+    if capacity.partitions == 0:
+        update["partitions"] = job_model.partitions
+    if "partition_assignment" not in capacity.model_fields_set:
+        update["partition_assignment"] = job_model.partition_assignment
+    if job_model.engine == "microbatch" and getattr(capacity, "trigger_interval_s", None) == 0:
+        update["trigger_interval_s"] = job_model.microbatch.trigger_s
+    update = {k: v for k, v in update.items() if getattr(capacity, k) != v}
+    if not update:
         return config
-    return config.model_copy(update={"capacity": capacity.model_copy(update={"partitions": job_model.partitions})})
+    return config.model_copy(update={"capacity": capacity.model_copy(update=update)})
 
 
 def evaluate(

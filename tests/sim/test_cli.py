@@ -126,6 +126,22 @@ def test_clear_errors(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture
     assert message in capsys.readouterr().err
 
 
+def test_job_model_profile_by_name(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        _run(["--trace", str(trace), "--job-model", "local", "--policies", "static:4,hpa:0.8,oracle", "--json", "-"])
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["policies"]["static:4"]["avg_executors"] == 4
+
+
+def test_unknown_job_model_profile_is_a_clear_error(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["--trace", str(trace), "--job-model", "kubernets"]) == 2
+    err = capsys.readouterr().err
+    assert "kubernets: invalid job model: no such file, and no job-model profile of that name" in err
+    assert "kubernetes" in err and "local" in err
+
+
 def test_job_model_error_names_unknown_key(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _run(["--trace", str(trace), "--job-model", str(_bad(tmp_path / "jm.yaml", "downtime_scale_in: {mean_s: 3}\n"))])
     assert "downtime_scale_in.mean_s: unknown key" in capsys.readouterr().err
