@@ -20,8 +20,6 @@ from daedalus_spark.untrusted import Damaged, mapping, number
 
 # Batch sizes must vary this much (coefficient of variation) before the fixed cost can be told from the slope.
 MIN_BATCH_SIZE_SPREAD_RATIO = 0.1
-# A fixed cost this close to the trigger leaves no room to derive a steady-state rate from.
-MAX_FIXED_SHARE_OF_TRIGGER = 0.5
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,7 @@ class BatchFit:
 
     def steady_per_s(self, trigger_s: float) -> float | None:
         """Records/s whose batches just fit the trigger interval; None where the line cannot say."""
-        if trigger_s <= 0 or self.fixed_s >= MAX_FIXED_SHARE_OF_TRIGGER * trigger_s:
+        if trigger_s <= 0 or self.fixed_s >= trigger_s:  # no batch fits: the job never runs at the trigger
             return None
         return (1.0 - self.fixed_s / trigger_s) / self.per_record_s
 
