@@ -6,7 +6,9 @@ A measurement, not a test: it never asserts and exits 0 when goals FAIL.
   python benchmarks/decision_quality.py --quick       # every trace shortened 4x (~35 s here)
   python benchmarks/decision_quality.py --trace fast_cycle --trace ysb_advertising_6h_400K_max --json out/dq.json
   python benchmarks/decision_quality.py --job-model kubernetes   # Spark micro-batches, in-place rescales
-  python benchmarks/decision_quality.py --job-model local --quick  # the local cluster's profile (8 partitions)
+  python benchmarks/decision_quality.py --job-model local --peak-per-s 20000 --config local4.yaml
+      # the local cluster's profile (fixed rates, 8 partitions) with every trace scaled to its size and a config
+      # holding controller.max_scaleout at its 4 executors
 """
 
 from __future__ import annotations
@@ -86,8 +88,12 @@ def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed:
     return lo
 
 
-def run_trace(name: str, *, speedup: int, job_model: JobModel, config: Config, seed: int) -> TraceRun:
+def run_trace(
+    name: str, *, speedup: int, job_model: JobModel, config: Config, seed: int, peak_per_s: float | None = None
+) -> TraceRun:
     raw = load_workload(name, seed)
+    if peak_per_s is not None and float(np.max(raw)) > 0:
+        raw = raw * (peak_per_s / float(np.max(raw)))  # a profile with a fixed executor rate: fit the trace to it
     workload = compress_trace(raw, speedup)
     start = time.perf_counter()
     static = f"static:{best_static(workload, job_model, config, seed)}"
@@ -232,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="YAML|PROFILE",
         help="simulated job: a YAML file or a packaged profile (local, kubernetes) (default: the defaults)",
     )
+    p.add_argument(
+        "--peak-per-s",
+        type=float,
+        default=None,
+        help="scale every trace to this peak (records/s), for job models with a fixed executor rate (e.g. local)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     args = p.parse_args(argv)
     known = trace_names()
@@ -251,10 +263,13 @@ def main(argv: list[str] | None = None) -> int:
         f"decision quality: seed {args.seed}, speedup {speedup}, recovery target {target:.0f} s, "
         f"loop interval {config.controller.loop_interval_s:.0f} s, suite: {', '.join(s.name for s in SHAPES)}"
     )
-    print(f"job model: {args.job_model or 'defaults'} ({describe(job_model)})")
+    scaled = f", every trace scaled to a {args.peak_per_s:,.0f}/s peak" if args.peak_per_s else ""
+    print(f"job model: {args.job_model or 'defaults'} ({describe(job_model)}){scaled}")
     runs = []
     for name in names:
-        run = run_trace(name, speedup=speedup, job_model=job_model, config=config, seed=args.seed)
+        run = run_trace(
+            name, speedup=speedup, job_model=job_model, config=config, seed=args.seed, peak_per_s=args.peak_per_s
+        )
         runs.append(run)
         print(table(run), flush=True)
     print(goals_section(runs, target))

@@ -424,7 +424,7 @@ class MicroBatchJob(SimulatedJob):
         slot_of = layout.core_slot.tolist()
         dead = [slot_of[j] in killed for j in range(layout.cores)]
         moved = [t for t in layout.tasks(b.records, b.avail) if dead[t[0]] and t[2] > x]
-        if not moved:
+        if not moved or all(dead):  # all(dead) cannot happen: slot 0 is never killed and always registered
             return 0.0
         # the killed cores' intervals from the kill on are undone
         for j in range(layout.cores):
