@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from daedalus_spark.analyze.partitions import topic_partition_hash
 from daedalus_spark.config import Config
@@ -255,6 +257,7 @@ def test_scale_out_registers_then_stalls_busy_without_records() -> None:
     assert job.busy_ratio[10:15, 1].tolist() == [0.0] * 5  # registering: idle
     assert job.cpu_ratio[10:15, 1].tolist() == pytest.approx([0.1] * 5)  # the idle floor
     assert job.busy_ratio[15:18, 1].tolist() == [1.0] * 3  # the stall: CPU busy ...
+    assert job.cpu_ratio[15:18, 1].tolist() == pytest.approx([1.0] * 3)
     assert job.executor_throughput_per_s[15:18, 1].tolist() == [0.0] * 3  # ... and no records
     starts, ends, records = job.batch_log()
     i = int(np.flatnonzero(starts == 15.0)[0])
@@ -409,3 +412,64 @@ def test_optimum_replayed_on_the_micro_batch_job_keeps_up_and_recovers() -> None
         static = run_policy(setup, make_policy(f"static:{n}", Config()))
         if seconds_behind(static, 600.0) == 0:
             assert run.scaleout.sum() <= static.scaleout.sum()
+
+
+# ---- properties on random traces -----------------------------------------------------------------------------------
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    levels=st.lists(st.floats(min_value=0.0, max_value=3000.0), min_size=3, max_size=8),
+    seconds=st.integers(min_value=60, max_value=240),
+    rule=st.sampled_from(["kafka", "any_core"]),
+    rescale=st.sampled_from(["in_place", "restart"]),
+    trigger=st.sampled_from([0.5, 1.0, 2.0]),
+    cap=st.sampled_from([None, 1500]),
+    seed=st.integers(0, 3),
+)
+def test_batches_never_overlap_and_every_record_is_accounted_for(
+    levels: list[float], seconds: int, rule: str, rescale: str, trigger: float, cap: int | None, seed: int
+) -> None:
+    load = np.repeat(np.asarray(levels), seconds)
+    model = _model(
+        [3, 1, 2, 1, 1, 2],
+        rule=rule,
+        rate=600.0,
+        batch_s=0.1,
+        task_s=0.01,
+        trigger_s=trigger,
+        cap=cap,
+        rescale=rescale,
+        downtime_scale_out=_fixed(20.0),
+        downtime_scale_in=_fixed(10.0),
+    )
+    config = Config.model_validate({"controller": {"max_scaleout": 6}})
+    setup = make_setup(load, model, config, seed=seed)
+    policy = make_policy("hpa:0.5", config)
+    job = MicroBatchJob(
+        setup.workload_per_s,
+        model,
+        setup.capacity,
+        initial_scaleout=6,
+        cpu_signal=True,
+        rng=np.random.default_rng(seed),
+    )
+    assert policy.sync_interval_s
+    while job.now_s < job.duration_s:
+        job.advance(job.now_s + policy.sync_interval_s)
+        target = policy.decide(job)
+        if target is not None and job.now_s < job.duration_s:
+            job.request_scaleout(target)
+    job.finish()
+    starts, ends, records = job.batch_log()
+    total = float(load.sum())
+    assert (starts[1:] >= ends[:-1] - 1e-9).all()  # one batch at a time
+    assert (ends >= starts).all() and (records > 0).all()
+    if cap is not None:
+        assert (records <= cap + 1e-6).all()
+    assert records.sum() <= total + 1e-6
+    committed = float(records[ends <= job.duration_s].sum())
+    assert job.lag_records() == pytest.approx(total - committed, abs=1e-6)
+    assert (job.backlog_records >= 0).all() and np.isfinite(job.latency_s).all() and (job.latency_s >= 0).all()
+    assert (job.busy_ratio >= 0).all() and (job.busy_ratio <= 1).all()
+    assert (job.executor_throughput_per_s >= 0).all()
