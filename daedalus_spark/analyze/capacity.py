@@ -189,12 +189,16 @@ class CapacityModel:
         return self._table(n, sizing, max(catch_up, sizing), rows, max_scaleout, tuple(notes))
 
     def _job_evidence(self, n: int, measured: float) -> tuple[float, float]:
-        """(sizing, catch-up) at the current scale-out: the batches' steady-state rate sizes where it is known;
-        catch-up is the best of the batches' back-to-back rate, the backlog floor and sizing."""
+        """(sizing, catch-up) at the current scale-out: the batches' steady-state rate sizes where it is known, else
+        the regression floored by the backlog; catch-up is the best of the batches' back-to-back rate, the backlog
+        floor and sizing."""
         fit = self.batches.fit(n)
         steady = fit.steady_per_s(self.config.trigger_interval_s) if fit is not None else None
-        sizing = measured if steady is None else steady
-        catch_up = max(sizing, self.backlog_floor_per_scaleout.get(n, 0.0))
+        floor = self.backlog_floor_per_scaleout.get(n, 0.0)
+        # Without the batches' line, what the job did while a backlog waited is the best floor there is: the
+        # utilization regression misses a micro-batch job's fixed cost per batch (its CPU stays high at any load).
+        sizing = max(measured, floor) if steady is None else steady
+        catch_up = max(sizing, floor)
         if fit is not None:
             catch_up = max(catch_up, fit.catch_up_per_s())
         return sizing, catch_up
