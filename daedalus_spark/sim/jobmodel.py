@@ -92,7 +92,7 @@ class JobModel(_Model):
         allow_inf_nan=False,
         description="Records/s one executor processes at full utilization (microbatch: while its cores run tasks, "
         "task overheads aside) (None: derived from the trace peak so that `reference_scaleout` executors carry "
-        "peak x capacity_headroom_ratio; microbatch: at steady state at the trigger).",
+        "peak x capacity_headroom_ratio; microbatch: at steady state, sim/waves.py).",
     )
     reference_scaleout: int = Field(12, ge=1, le=10000, description="Scale-out that just carries the peak.")
     capacity_headroom_ratio: float = Field(1.1, ge=0.5, le=10, description="Reference capacity / trace peak.")

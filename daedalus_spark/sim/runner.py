@@ -30,7 +30,8 @@ class RunResult:
     latency_s: np.ndarray
     capacity_per_s: np.ndarray
     rescales: tuple[Rescale, ...]
-    lag_allowance_s: float = 1.0  # a job that keeps up holds at most this many seconds of arrivals in its lag
+    # a job that keeps up holds at most this many seconds of arrivals in its lag (micro-batch: per second, by scale-out)
+    lag_allowance_s: float | np.ndarray = 1.0
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,6 @@ def new_job(setup: SimSetup, *, initial_scaleout: int, rng: np.random.Generator)
     )
 
 
-def lag_allowance_s(job_model: JobModel) -> float:
-    """Seconds of arrivals a job that keeps up holds in its lag: 1 (continuous), two triggers (micro-batch)."""
-    return max(1.0, 2.0 * job_model.microbatch.trigger_s) if job_model.engine == "microbatch" else 1.0
-
-
 def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None) -> RunResult:
     """Step the job to each of the policy's sync points, then apply its absolute target."""
     initial = setup.job_model.initial_scaleout or setup.config.controller.max_scaleout
@@ -129,7 +125,7 @@ def _result(name: str, job: SimulatedJob) -> RunResult:
         latency_s=job.latency_s.copy(),
         capacity_per_s=caps,
         rescales=tuple(job.rescales),
-        lag_allowance_s=job.lag_allowance_s,
+        lag_allowance_s=job.capacity.lag_allowance_s(np.maximum(job.scaleout_at, 1)),
     )
 
 
@@ -152,5 +148,5 @@ def run_oracle(setup: SimSetup) -> RunResult:
         latency_s=latency,
         capacity_per_s=caps,
         rescales=(),
-        lag_allowance_s=lag_allowance_s(setup.job_model),
+        lag_allowance_s=setup.capacity.lag_allowance_s(scaleout),
     )

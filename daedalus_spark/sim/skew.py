@@ -48,7 +48,8 @@ class SimulatedCapacity:
     """Per-executor capacities and, for every scale-out 1..max_scaleout, the shares and the job capacity.
 
     `job_capacity_per_s` is what a scale-out carries while keeping up: for the micro-batch engine the steady-state
-    capacity at the trigger (`steady_capacity_per_s`); `catchup_capacity_per_s` is the rate while a backlog is
+    capacity (`steady_capacity_per_s`: back-to-back batches of at most `batch_bound_s`, max(trigger, 2 x the empty
+    batch's duration)); `catchup_capacity_per_s` is the rate while a backlog is
     worked off in large back-to-back batches (equal to the steady one for the continuous engine)."""
 
     executor_capacity_per_s: np.ndarray  # per executor, records/s at full utilization (microbatch: while running)
@@ -57,6 +58,7 @@ class SimulatedCapacity:
     partition_weights: np.ndarray  # share of the records on each partition
     catchup_per_s: np.ndarray | None = None  # index n-1: catch-up capacity of scale-out n (microbatch)
     waves: WaveModel | None = None  # the micro-batch engine's batches (None: continuous)
+    batch_bound_per_scaleout_s: np.ndarray | None = None  # index n-1: L of scale-out n (microbatch)
 
     @property
     def max_scaleout(self) -> int:
@@ -69,6 +71,14 @@ class SimulatedCapacity:
     @property
     def catchup_capacity_per_s(self) -> np.ndarray:
         return self.job_capacity_per_s if self.catchup_per_s is None else self.catchup_per_s
+
+    def lag_allowance_s(self, scaleout: np.ndarray) -> np.ndarray | float:
+        """Seconds of arrivals a job that keeps up holds in its lag at each scale-out: 1 for the continuous engine;
+        micro-batch: the next batch's input and the running one's, each up to L seconds of arrivals: max(1, 2 L)."""
+        if self.batch_bound_per_scaleout_s is None:
+            return 1.0
+        n = np.clip(np.asarray(scaleout, dtype=np.int64), 1, self.max_scaleout)
+        return np.maximum(1.0, 2.0 * self.batch_bound_per_scaleout_s[n - 1])
 
     def shares(self, scaleout: int) -> np.ndarray:
         return self.shares_by_scaleout[scaleout - 1]
@@ -137,13 +147,14 @@ def _microbatch_capacity(
         if per_unit <= 0:
             raise ValueError(
                 f"job model: at {reference} executors a batch's fixed costs (batch {mb.batch_overhead_s:g} s + "
-                f"tasks x {mb.task_overhead_s:g} s) leave no time for records within the {mb.trigger_s:g}-s trigger"
+                f"tasks x {mb.task_overhead_s:g} s) leave no time for records"
             )
         core_rate = max(peak_per_s, 1.0) * model.capacity_headroom_ratio / per_unit
     model_waves = waves(core_rate)
     n_max = len(ratios)
     steady = np.array([model_waves.steady_capacity_per_s(n) for n in range(1, n_max + 1)])
     catchup = np.array([model_waves.catchup_capacity_per_s(n) for n in range(1, n_max + 1)])
+    bounds = np.array([model_waves.batch_bound_s(n) for n in range(1, n_max + 1)])
     return SimulatedCapacity(
         executor_capacity_per_s=ratios * core_rate * mb.cores_per_executor,
         shares_by_scaleout=shares,
@@ -151,4 +162,5 @@ def _microbatch_capacity(
         partition_weights=weights,
         catchup_per_s=catchup,
         waves=model_waves,
+        batch_bound_per_scaleout_s=bounds,
     )

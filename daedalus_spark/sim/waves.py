@@ -14,10 +14,13 @@ A core may start late (`avail`, e.g. a joining executor's state-reload stall). T
 finish; batch duration = batch_overhead_s + makespan.
 
 Capacities per scale-out n (executors 0..n-1, all registered, none stalled), for the oracle, the optimum and checks:
-- steady: the highest constant rate a whose batch of a x trigger_s records finishes within the trigger,
-  batch_overhead_s + makespan(a T) <= T (capped at max_offsets_per_trigger / T). With `kafka` and one core per
-  executor the makespan is max_e (k_e o + R S_e / r_e) (k_e tasks, load share S_e, core rate r_e), so
-  a = min_e (T - O - k_e o) r_e / (S_e T); otherwise found by bisection.
+- steady (as the controller's analyze/batches.py BatchFit.steady_per_s): the highest constant rate a whose
+  back-to-back batches last at most L = max(T, 2 E), E = O + makespan(0) the empty batch's duration: a batch of
+  a x L records finishes within L, O + makespan(a L) <= L (capped at max_offsets_per_trigger / L). L is the
+  trigger while the fixed cost is at most half of it; beyond, batches always run back to back and half of each
+  one is left for records. With `kafka` and one core per executor the makespan is max_e (k_e o + R S_e / r_e)
+  (k_e tasks, load share S_e, core rate r_e), so a = min_e (L - O - k_e o) r_e / (S_e L); otherwise found by
+  bisection.
 - catch-up: the rate of back-to-back batches while a backlog is worked off: R / (O + makespan(R)) for R -> infinity,
   1 / makespan(1 record, no task overhead) (with a cap: cap / max(O + makespan(cap), T)).
 Both are linear in the core rate, which is how the rate is derived from a trace's peak.
@@ -149,9 +152,15 @@ def build_layout(
     return Layout(core_slot, core_speed, task_weight, order, task_cores, task_overhead_s, linear_count, linear_share)
 
 
-def steady_records(layout: Layout, *, trigger_s: float, batch_overhead_s: float) -> float:
-    """The largest batch (records) that finishes within the trigger: batch_overhead_s + makespan(R) <= trigger_s."""
-    budget = trigger_s - batch_overhead_s
+def batch_bound_s(layout: Layout, *, trigger_s: float, batch_overhead_s: float) -> float:
+    """The longest batch the steady state allows: the trigger, or twice the empty batch's duration (batch overhead +
+    one wave of task overheads per core) where that exceeds it (analyze/batches.py BatchFit.batch_bound_s)."""
+    return max(trigger_s, 2.0 * (batch_overhead_s + layout.makespan(0.0)))
+
+
+def steady_records(layout: Layout, *, bound_s: float, batch_overhead_s: float) -> float:
+    """The largest batch (records) that finishes within bound_s: batch_overhead_s + makespan(R) <= bound_s."""
+    budget = bound_s - batch_overhead_s
     if budget <= 0 or not len(layout.task_weight):
         return 0.0
     if layout.linear_count is not None and layout.linear_share is not None:
@@ -239,13 +248,21 @@ class WaveModel:
         """A batch's duration on executors 0..scaleout-1: batch overhead + makespan."""
         return self.batch_overhead_s + self.layout(tuple(range(scaleout))).makespan(records)
 
-    def steady_capacity_per_s(self, scaleout: int) -> float:
-        records = steady_records(
+    def batch_bound_s(self, scaleout: int) -> float:
+        """L at executors 0..scaleout-1: max(trigger, 2 x the empty batch's duration)."""
+        return batch_bound_s(
             self.layout(tuple(range(scaleout))), trigger_s=self.trigger_s, batch_overhead_s=self.batch_overhead_s
+        )
+
+    def steady_capacity_per_s(self, scaleout: int) -> float:
+        """The highest constant rate whose back-to-back batches last at most L (batch_bound_s)."""
+        bound = self.batch_bound_s(scaleout)
+        records = steady_records(
+            self.layout(tuple(range(scaleout))), bound_s=bound, batch_overhead_s=self.batch_overhead_s
         )
         if self.cap_records is not None:
             records = min(records, self.cap_records)
-        return records / self.trigger_s
+        return records / bound
 
     def catchup_capacity_per_s(self, scaleout: int) -> float:
         return catchup_rate(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from daedalus_spark.analyze.batches import BatchFit
 from daedalus_spark.analyze.partitions import topic_partition_hash
 from daedalus_spark.config import Config
 from daedalus_spark.sim.evaluate import evaluate
@@ -168,12 +169,43 @@ def test_core_rate_derived_from_the_peak_gives_the_reference_its_headroom() -> N
     assert capacity.capacity(3) == pytest.approx(1100.0)
 
 
-def test_fixed_costs_beyond_the_trigger_are_refused_clearly() -> None:
+def test_fixed_costs_beyond_half_the_trigger_size_batches_of_twice_the_empty_batch() -> None:
+    # 4 tasks on 2 cores at 100/s, O 0.8 s, o 0.2 s: the empty batch lasts 0.8 + 2 x 0.2 = 1.2 s > T / 2, so
+    # L = 2.4 s; O + 2 (0.2 + R / 400) <= 2.4 -> R = 240 records, 100/s = (1 - 1.2 / 2.4) x 200/s, as the
+    # controller's BatchFit.steady_per_s; the lag allowance is 2 L
+    model = _model([1, 1, 1, 1], batch_s=0.8, task_s=0.2)
+    capacity = build_simulated_capacity(model, max_scaleout=2, peak_per_s=1.0)
+    assert capacity.steady_capacity_per_s[1] == pytest.approx(100.0, rel=1e-6)
+    assert BatchFit(1.2, 1 / 200, 1.0).steady_per_s(1.0) == pytest.approx(100.0)
+    assert capacity.batch_bound_per_scaleout_s is not None
+    assert capacity.batch_bound_per_scaleout_s.tolist() == pytest.approx([max(1.0, 2 * (0.8 + 4 * 0.2)), 2.4])
+    assert capacity.lag_allowance_s(np.array([2, 1])).tolist() == pytest.approx([4.8, 6.4])
+    # below half the trigger L is the trigger: the steady capacity fits one trigger, the allowance two
+    light = build_simulated_capacity(_model([1, 1, 1, 1], batch_s=0.2, task_s=0.05), max_scaleout=2, peak_per_s=1.0)
+    assert light.batch_bound_per_scaleout_s is not None
+    assert light.batch_bound_per_scaleout_s.tolist() == pytest.approx([1.0, 1.0])
+    assert light.lag_allowance_s(np.array([1, 2])).tolist() == pytest.approx([2.0, 2.0])
+
+
+@pytest.mark.parametrize(("fraction", "bounded"), [(0.98, True), (1.02, False)])
+def test_back_to_back_batches_last_at_most_l_exactly_below_the_steady_capacity(fraction: float, bounded: bool) -> None:
+    # the case above: batches never fit the 1-s trigger; D = 1.2 / (1 - a / 200) <= 2.4 iff a <= 100
+    job = _job(np.full(300, 100.0 * fraction), _model([1, 1, 1, 1], batch_s=0.8, task_s=0.2), scaleout=2)
+    job.advance(300)
+    starts, ends, _ = job.batch_log()
+    assert (ends[1:] - starts[1:] > 1.0).all()
+    assert bool((ends[-20:] - starts[-20:] <= 2.4 + 1e-6).all()) == bounded
+    if bounded:  # the lag stays within the allowance, 2 L of arrivals
+        assert job.lag_allowance_s == pytest.approx(4.8)
+        assert (job.backlog_records[-100:] <= 100.0 * fraction * job.lag_allowance_s).all()
+
+
+def test_core_rate_derived_when_the_fixed_cost_exceeds_the_trigger() -> None:
     model = _model([1] * 24, rule="kafka", batch_s=0.9, task_s=0.1).model_copy(
         update={"executor_capacity_per_s": None, "reference_scaleout": 2}
     )
-    with pytest.raises(ValueError, match="leave no time for records"):
-        build_simulated_capacity(model, max_scaleout=4, peak_per_s=1000.0)
+    capacity = build_simulated_capacity(model, max_scaleout=4, peak_per_s=1000.0)
+    assert capacity.capacity(2) == pytest.approx(1100.0)
 
 
 @pytest.mark.parametrize(("fraction", "keeps_up"), [(0.98, True), (1.02, False)])
