@@ -1,0 +1,62 @@
+"""Simulation tests: the `local` profile against the local cluster's measurements
+(benchmarks/results/spark_local.json, 2026-11-24; figures in docs/simulator.md), loose bounds (~30 %)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from daedalus_spark.analyze.batches import BatchFit
+from daedalus_spark.sim.jobmodel import load_job_model
+from daedalus_spark.sim.microbatch import MicroBatchJob
+from daedalus_spark.sim.skew import SimulatedCapacity, build_simulated_capacity
+
+# section saturation, layout "small" (8,000-row batches back to back): batch_s_mean per executors
+SMALL_BATCH_S = {1: 5.309, 2: 2.200, 4: 1.698}
+# section saturation, layout "even" (1.2M-row batches): records_per_s per executors
+SATURATED_PER_S = {1: 118_867.0, 2: 196_185.0, 3: 263_023.0, 4: 268_938.0}
+# section batch_size_2: steady_max.highest_bounded_per_s, first_unbounded_per_s; ramp cpu_ratio_mean
+BOUNDED_PER_S, UNBOUNDED_PER_S = 158_656.0, 240_376.0
+RAMP_CPU = {3_000.0: 0.884, 158_656.0: 0.941, 240_376.0: 0.961}
+
+
+def _local() -> SimulatedCapacity:
+    return build_simulated_capacity(load_job_model("local"), max_scaleout=4, peak_per_s=1.0)
+
+
+@pytest.mark.parametrize("executors", sorted(SMALL_BATCH_S))
+def test_small_batches_last_as_measured(executors: int) -> None:
+    waves = _local().waves
+    assert waves is not None
+    assert waves.duration_s(8000, executors) == pytest.approx(SMALL_BATCH_S[executors], rel=0.3)
+
+
+@pytest.mark.parametrize("executors", sorted(SATURATED_PER_S))
+def test_saturated_throughput_with_large_batches(executors: int) -> None:
+    waves = _local().waves
+    assert waves is not None
+    assert 1.2e6 / waves.duration_s(1.2e6, executors) == pytest.approx(SATURATED_PER_S[executors], rel=0.32)
+
+
+def test_bounded_maximum_at_two_executors() -> None:
+    capacity = _local()
+    steady = float(capacity.steady_capacity_per_s[1])
+    assert steady == pytest.approx(BOUNDED_PER_S, rel=0.3)
+    assert steady < UNBOUNDED_PER_S
+    # the controller's formula on the simulated batch line gives the same figure
+    waves = capacity.waves
+    assert waves is not None
+    fixed = waves.duration_s(0.0, 2)
+    per_record = (waves.duration_s(1e6, 2) - fixed) / 1e6
+    assert BatchFit(fixed, per_record, 1e6).steady_per_s(1.0) == pytest.approx(steady, rel=1e-6)
+
+
+@pytest.mark.parametrize("rate", sorted(RAMP_CPU))
+def test_cpu_is_nearly_flat_at_any_load(rate: float) -> None:
+    model = load_job_model("local")
+    capacity = build_simulated_capacity(model, max_scaleout=4, peak_per_s=rate)
+    job = MicroBatchJob(
+        np.full(300, rate), model, capacity, initial_scaleout=2, cpu_signal=True, rng=np.random.default_rng(0)
+    )
+    job.advance(300)
+    assert float(job.cpu_ratio[100:, :2].mean()) == pytest.approx(RAMP_CPU[rate], abs=0.06)
