@@ -49,6 +49,9 @@ class CapacityModel:
     batches: BatchEconomics = field(default_factory=BatchEconomics)
     last_per_scaleout: tuple[float, ...] = ()  # the previous table's sizing capacities
     unconfirmed: tuple[int, int] = (0, 0)  # (direction, ticks) of a change beyond the bound not yet believed
+    # The scale-out of the last window and since when it has held: batches right after a rescale (joins stalling the
+    # batch, a killed executor's tasks retried) say nothing about the new scale-out's economics.
+    scaleout_since: tuple[int, float] = (0, 0.0)
     # This tick's findings, between `learn` and `table` (not knowledge: each tick sets them again).
     _backlog_now_per_s: float | None = field(default=None, repr=False)
     _trusted_now: bool = field(default=False, repr=False)
@@ -111,7 +114,11 @@ class CapacityModel:
     def _learn_job_evidence(self, obs: Observation, window_start_s: float, skip_first: int, backlog: bool) -> None:
         """Batch economics and the backlog floor, from windows at one settled scale-out only (no joins, no warm-up)."""
         self._backlog_now_per_s = None
-        if skip_first or not all(self.settled(w, window_start_s) for w in obs.executor_ids):
+        if self.scaleout_since[0] != obs.scaleout:
+            self.scaleout_since = (obs.scaleout, obs.time_s)
+        held_since_s = self.scaleout_since[1] + self.config.executor_warmup_s
+        settled = all(self.settled(w, window_start_s) for w in obs.executor_ids)
+        if skip_first or not settled or window_start_s < held_since_s:
             return
         self.batches.learn(obs.scaleout, obs.batches)
         if not backlog:
@@ -302,6 +309,7 @@ class CapacityModel:
             "batches": self.batches.to_state(),
             "last_per_scaleout": list(self.last_per_scaleout),
             "unconfirmed": list(self.unconfirmed),
+            "scaleout_since": list(self.scaleout_since),
         }
 
     @classmethod
@@ -343,6 +351,11 @@ class CapacityModel:
         )
         model.last_per_scaleout = _capacities(state["last_per_scaleout"], f"{where}.last_per_scaleout")
         model.unconfirmed = _unconfirmed(state["unconfirmed"], f"{where}.unconfirmed")
+        since = state["scaleout_since"]
+        if not isinstance(since, list) or len(since) != 2:
+            raise Damaged(f"{where}.scaleout_since: expected [scale-out, time]")
+        at = f"{where}.scaleout_since"
+        model.scaleout_since = (integer(since[0], f"{at}[0]", lo=0, hi=_MAX_SCALEOUT), number(since[1], f"{at}[1]"))
         return model
 
 
