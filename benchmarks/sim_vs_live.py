@@ -83,11 +83,12 @@ def live(plan: DemoPlan, out: Path, reuse: Path | None) -> dict[str, Any]:
 
 
 def measured_saturation() -> dict[int, float]:
-    """Steady-state saturated throughput per scale-out measured by spark_capacity.py, when it has been run."""
+    """Saturated throughput per scale-out measured by spark_capacity.py (`saturation`: back-to-back batches of
+    150,000 records per partition, even partitions), when it has been run."""
     if not MEASURED.exists():
         return {}
-    data = json.loads(MEASURED.read_text())
-    return {int(n): float(v) for n, v in data.get("steady_state_max_per_s", {}).items()}
+    runs = json.loads(MEASURED.read_text()).get("saturation", {}).get("runs", [])
+    return {int(r["executors"]): float(r["records_per_s"]) for r in runs if r.get("layout") == "even"}
 
 
 def capacity_checks(run: dict[str, Any], saturation: dict[int, float]) -> dict[str, Any]:
