@@ -92,7 +92,7 @@ class MicroBatchJob(SimulatedJob):
         # A job that keeps up holds the next batch's input and, at times, the running batch's: each up to L seconds
         # of arrivals, L = max(trigger, 2 x the empty batch's duration) (the per-second allowance of RunResult
         # follows the scale-out: SimulatedCapacity.lag_allowance_s; this one is the initial scale-out's).
-        self.lag_allowance_s = float(capacity.lag_allowance_s(np.asarray([initial_scaleout])).max())
+        self.lag_allowance_s = float(np.max(capacity.lag_allowance_s(np.asarray([initial_scaleout]))))
         n, slots = self.duration_s, capacity.max_scaleout
         self._w = self.workload_per_s
         self._arrived = np.concatenate(([0.0], np.cumsum(self._w)))  # records arrived by each whole second
