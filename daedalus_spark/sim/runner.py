@@ -68,18 +68,12 @@ def _cpu_signal(setup: SimSetup) -> bool:
 
 def new_job(setup: SimSetup, *, initial_scaleout: int, rng: np.random.Generator) -> SimulatedJob:
     """The job model's engine: the continuous job (sim/job.py) or Spark's micro-batches (sim/microbatch.py)."""
+    engine = SimulatedJob
     if setup.job_model.engine == "microbatch":
         from daedalus_spark.sim.microbatch import MicroBatchJob
 
-        return MicroBatchJob(
-            setup.workload_per_s,
-            setup.job_model,
-            setup.capacity,
-            initial_scaleout=initial_scaleout,
-            cpu_signal=_cpu_signal(setup),
-            rng=rng,
-        )
-    return SimulatedJob(
+        engine = MicroBatchJob
+    return engine(
         setup.workload_per_s,
         setup.job_model,
         setup.capacity,
