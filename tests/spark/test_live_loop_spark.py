@@ -8,7 +8,6 @@ must be the one it had, and give the same next decision.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
@@ -75,7 +74,8 @@ def live_config(root: Path, agent_url: str, exporter_url: str) -> Config:
             warmup_s=5,
             knowledge_path=str(root / "knowledge.sqlite"),
         ),
-        capacity=CapacityConfig(partitions=PARTITIONS, partition_assignment="any_core"),  # the local log
+        # the local log; the query's 1-s trigger lets the batches' line size the job (docs/capacity.md)
+        capacity=CapacityConfig(partitions=PARTITIONS, partition_assignment="any_core", trigger_interval_s=1),
         forecast=ForecastConfig(
             horizon_s=60,
             resolution_s=2,
@@ -215,15 +215,16 @@ class JobSampler:
             lag, live = total(m, "daedalus_spark_lag_records"), total(m, "daedalus_spark_executors")
             self.samples.append((time.monotonic(), records, lag, live))
 
-    def saturated_throughput_per_s(self, executors: int, window: int = 5) -> float | None:
-        """Median records/s over `window`-s spans at `executors` in which the lag grew all along (the job could not
-        keep up, so it ran as fast as it can); None if there was no such span."""
+    def saturated_throughput_per_s(self, executors: int, window: int = 10) -> float | None:
+        """Median records/s over `window`-s spans at `executors` in which batches completed and the lag still grew
+        (the job could not keep up, so it ran as fast as it can); None if there was no such span. Spans in which no
+        batch completed are stalls (the first batch, a join), not saturation."""
         rates = []
         for i in range(len(self.samples) - window):
             span = self.samples[i : i + window + 1]
-            lags = [s[2] for s in span]
-            if all(s[3] == executors for s in span) and all(b > a for a, b in itertools.pairwise(lags)):
-                rates.append((span[-1][1] - span[0][1]) / (span[-1][0] - span[0][0]))
+            records, lag = span[-1][1] - span[0][1], span[-1][2] - span[0][2]
+            if all(s[3] == executors for s in span) and records > 0 and lag > 0:
+                rates.append(records / (span[-1][0] - span[0][0]))
         return float(np.median(rates)) if rates else None
 
 
