@@ -46,6 +46,8 @@ class CapacityModel:
     observed_per_scaleout: dict[int, float] = field(default_factory=dict)
     partition_shares: dict[PartitionKey, float] = field(default_factory=dict)  # of the source's records
     backlog_floor_per_scaleout: dict[int, float] = field(default_factory=dict)  # catch-up throughput seen
+    # The highest mean throughput of a window in which the job kept up: it can certainly carry that much.
+    kept_up_per_scaleout: dict[int, float] = field(default_factory=dict)
     batches: BatchEconomics = field(default_factory=BatchEconomics)
     last_per_scaleout: tuple[float, ...] = ()  # the previous table's sizing capacities
     unconfirmed: tuple[int, int] = (0, 0)  # (direction, ticks) of a change beyond the bound not yet believed
@@ -121,9 +123,11 @@ class CapacityModel:
         if skip_first or not settled or window_start_s < held_since_s:
             return
         self.batches.learn(obs.scaleout, obs.batches)
-        if not backlog:
-            return
         throughput = _job_throughput_per_s(obs)
+        if not backlog:
+            kept_up = self.kept_up_per_scaleout.get(obs.scaleout, 0.0)
+            self.kept_up_per_scaleout[obs.scaleout] = max(kept_up, throughput)
+            return
         self._backlog_now_per_s = throughput
         old = self.backlog_floor_per_scaleout.get(obs.scaleout)
         a = BACKLOG_FLOOR_LEARNING_RATIO
@@ -202,9 +206,11 @@ class CapacityModel:
         fit = self.batches.fit(n)
         steady = fit.steady_per_s(self.config.trigger_interval_s) if fit is not None else None
         floor = self.backlog_floor_per_scaleout.get(n, 0.0)
+        kept_up = self.kept_up_per_scaleout.get(n, 0.0)
         # Without the batches' line, what the job did while a backlog waited is the best floor there is: the
-        # utilization regression misses a micro-batch job's fixed cost per batch (its CPU stays high at any load).
-        sizing = max(measured, floor) if steady is None else steady
+        # utilization regression misses a micro-batch job's fixed cost per batch (its CPU stays high at any load,
+        # and throughput / utilization then merely follows the load). Either way the job carries what it carried.
+        sizing = max(measured if steady is None else steady, kept_up if steady is not None else max(kept_up, floor))
         catch_up = max(sizing, floor)
         if fit is not None:
             catch_up = max(catch_up, fit.catch_up_per_s())
@@ -306,6 +312,7 @@ class CapacityModel:
             "observed_per_scaleout": {str(n): c for n, c in self.observed_per_scaleout.items()},
             "partition_shares": [[t, p, share] for (t, p), share in sorted(self.partition_shares.items())],
             "backlog_floor_per_scaleout": {str(n): c for n, c in self.backlog_floor_per_scaleout.items()},
+            "kept_up_per_scaleout": {str(n): c for n, c in self.kept_up_per_scaleout.items()},
             "batches": self.batches.to_state(),
             "last_per_scaleout": list(self.last_per_scaleout),
             "unconfirmed": list(self.unconfirmed),
@@ -343,6 +350,7 @@ class CapacityModel:
         model.backlog_floor_per_scaleout = _per_scaleout(
             state["backlog_floor_per_scaleout"], f"{where}.backlog_floor_per_scaleout"
         )
+        model.kept_up_per_scaleout = _per_scaleout(state["kept_up_per_scaleout"], f"{where}.kept_up_per_scaleout")
         model.batches = BatchEconomics.from_state(
             state["batches"],
             f"{where}.batches",

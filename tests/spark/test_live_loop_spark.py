@@ -294,10 +294,13 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
     print(f"ticks {len(records)}, scale-outs {len(out)}, scale-ins {len(back)}, records {appended}")
 
     # What it learned about one executor, before it scaled out, against what one executor did while saturated.
+    first_out = float(out[0]["time_s"])  # type: ignore[arg-type]
     learned = [
         float(r["evidence"]["capacity_current_per_s"])  # type: ignore[index,call-overload]
         for r in records
-        if r["current"] == 1 and "capacity_current_per_s" in r["evidence"]  # type: ignore[operator]
+        if r["current"] == 1
+        and float(r["time_s"]) <= first_out  # type: ignore[arg-type]
+        and "capacity_current_per_s" in r["evidence"]  # type: ignore[operator]
     ]
     saturated = sampler.saturated_throughput_per_s(1)
     print(f"capacity at 1 executor learned {learned[-1:]}, the job did {saturated} records/s while saturated")

@@ -251,3 +251,14 @@ def test_one_executors_samples_never_move_the_job_past_the_bound_without_a_note(
     after = tick(model, window(120.0 + n, {**normal, who: (thr[:n], util[:n])}))
     change = abs(after.current_per_s / before.current_per_s - 1)
     assert change <= bound + 1e-9 or after.notes
+
+
+def test_what_the_job_carried_while_keeping_up_is_a_floor_when_utilization_follows_the_load() -> None:
+    # CPU ~0.9 at any load (a micro-batch job's per-batch cost): throughput / utilization merely follows the load.
+    flat = [0.9] * 60
+    model = CapacityModel(CapacityConfig(max_change_ratio=0, executor_warmup_s=0))
+    tick(model, window(60.0, {"a": ([900.0] * 60, flat)}))
+    tick(model, window(120.0, {"a": ([900.0] * 60, flat)}))  # kept up with 900/s (no lag)
+    quiet = tick(model, window(180.0, {"a": ([200.0] * 60, flat)}))
+    assert model.kept_up_per_scaleout[1] == pytest.approx(900.0)
+    assert quiet.current_per_s >= 900.0  # not 200 / 0.9
