@@ -215,15 +215,16 @@ class JobSampler:
             lag, live = total(m, "daedalus_spark_lag_records"), total(m, "daedalus_spark_executors")
             self.samples.append((time.monotonic(), records, lag, live))
 
-    def saturated_throughput_per_s(self, executors: int, window: int = 10) -> float | None:
-        """Median records/s over `window`-s spans at `executors` in which batches completed and the lag still grew
-        (the job could not keep up, so it ran as fast as it can); None if there was no such span. Spans in which no
-        batch completed are stalls (the first batch, a join), not saturation."""
+    def saturated_throughput_per_s(self, executors: int, since: float, until: float, window: int = 10) -> float | None:
+        """Median records/s over `window`-s spans between `since` and `until` (monotonic; the high load) at
+        `executors` in which batches completed and the lag grew (the job could not keep up, so it ran as fast as it
+        can); None if there was no such span. Spans without a completed batch are stalls, not saturation."""
         rates = []
         for i in range(len(self.samples) - window):
             span = self.samples[i : i + window + 1]
             records, lag = span[-1][1] - span[0][1], span[-1][2] - span[0][2]
-            if all(s[3] == executors for s in span) and records > 0 and lag > 0:
+            inside = since <= span[0][0] and span[-1][0] <= until
+            if inside and all(s[3] == executors for s in span) and records > 0 and lag > 0:
                 rates.append(records / (span[-1][0] - span[0][0]))
         return float(np.median(rates)) if rates else None
 
@@ -254,6 +255,7 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
     try:
         runtime.start()
         feeder.start()
+        high_from = time.monotonic() + LOW_S
         wait_until(lambda: applied(decisions(decision_log), +1), "a scale-out", LOW_S + HIGH_S + 30, step_s=1)
 
         # SIGKILL right after a tick's save: the store must hold exactly what the runtime had
@@ -302,7 +304,7 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
         and float(r["time_s"]) <= first_out  # type: ignore[arg-type]
         and "capacity_current_per_s" in r["evidence"]  # type: ignore[operator]
     ]
-    saturated = sampler.saturated_throughput_per_s(1)
+    saturated = sampler.saturated_throughput_per_s(1, high_from, high_from + HIGH_S)
     print(f"capacity at 1 executor learned {learned[-1:]}, the job did {saturated} records/s while saturated")
     assert learned and saturated is not None
     assert 0.5 <= learned[-1] / saturated <= 2.0
