@@ -61,6 +61,13 @@ def check_version(raw: Mapping[str, Any], where: str, understood: int) -> int:
     return version
 
 
+def scaleout_key(key: Any, where: str, *, most: int = 100_000) -> int:
+    """A scale-out stored as a JSON object key ("4"): a whole number in 1..most."""
+    if not isinstance(key, str) or not key.isdigit() or not 1 <= int(key) <= most:
+        raise Damaged(f"{where}: {str(key)[:20]!r} is not a scale-out (a whole number in 1..{most})")
+    return int(key)
+
+
 def text(value: Any, where: str, *, max_len: int = 200) -> str:
     if not isinstance(value, str) or len(value) > max_len:
         raise Damaged(f"{where}: expected a string of at most {max_len} characters, got {value!r:.40}")

@@ -20,7 +20,7 @@ from typing import Any
 
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.domain import BatchWindow
-from daedalus_spark.untrusted import Damaged, mapping, number
+from daedalus_spark.untrusted import Damaged, mapping, number, scaleout_key
 
 # Batch sizes must vary this much (coefficient of variation) before the fixed cost can be told from the slope.
 MIN_BATCH_SIZE_SPREAD_RATIO = 0.1
@@ -88,19 +88,13 @@ class BatchEconomics:
     def from_state(cls, raw: Any, where: str, *, min_points: int, min_correlation_ratio: float) -> BatchEconomics:
         state = mapping(raw, where)
         fits = {
-            _scaleout(n, f"{where}.fits"): OnlineRegression.from_state(r, f"{where}.fits.{n}")
+            scaleout_key(n, f"{where}.fits"): OnlineRegression.from_state(r, f"{where}.fits.{n}")
             for n, r in mapping(state["fits"], f"{where}.fits").items()
         }
         largest = {
-            _scaleout(n, f"{where}.largest_batch_records"): number(v, f"{where}.largest_batch_records.{n}", lo=0.0)
+            scaleout_key(n, f"{where}.largest_batch_records"): number(v, f"{where}.largest_batch_records.{n}", lo=0.0)
             for n, v in mapping(state["largest_batch_records"], f"{where}.largest_batch_records").items()
         }
         if fits.keys() != largest.keys():
             raise Damaged(f"{where}: fits and largest batches name different scale-outs")
         return cls(min_points, min_correlation_ratio, fits, largest)
-
-
-def _scaleout(key: Any, where: str) -> int:
-    if not isinstance(key, str) or not key.isdigit() or not 1 <= int(key) <= 100_000:
-        raise Damaged(f"{where}: {str(key)[:20]!r} is not a scale-out")
-    return int(key)

@@ -12,7 +12,7 @@ from daedalus_spark.analyze.partitions import PartitionKey, busiest_share, even_
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import CapacityTable, ExecutorCapacity, ExecutorSeries, Observation
-from daedalus_spark.untrusted import Damaged, check_version, integer, mapping, number, text
+from daedalus_spark.untrusted import Damaged, check_version, integer, mapping, number, scaleout_key, text
 
 # Utilization slightly above 1 happens (sampling jitter, cgroup accounting); beyond this it is garbage.
 MAX_PLAUSIBLE_UTILIZATION = 1.2
@@ -210,7 +210,7 @@ class CapacityModel:
         # Without the batches' line, what the job did while a backlog waited is the best floor there is: the
         # utilization regression misses a micro-batch job's fixed cost per batch (its CPU stays high at any load,
         # and throughput / utilization then merely follows the load). Either way the job carries what it carried.
-        sizing = max(measured if steady is None else steady, kept_up if steady is not None else max(kept_up, floor))
+        sizing = max(steady, kept_up) if steady is not None else max(measured, kept_up, floor)
         catch_up = max(sizing, floor)
         if fit is not None:
             catch_up = max(catch_up, fit.catch_up_per_s())
@@ -281,17 +281,17 @@ class CapacityModel:
             notes=notes,
         )
 
-    def _busiest_shares(self) -> Any:
+    def _busiest_share(self, scaleout: int) -> float:
+        """The busiest executor's share of the load at `scaleout`, from the partitions' measured shares, else equal
+        shares of `partitions`, else (neither known) 1 / scaleout."""
         weights = self.partition_shares or even_weights(self.config.partitions)
-        rule = self.config.partition_assignment
-        return (lambda n: busiest_share(weights, n, rule)) if weights else (lambda n: 1.0 / n)
+        return busiest_share(weights, scaleout, self.config.partition_assignment) if weights else 1.0 / scaleout
 
     def _scale_factor(self, from_scaleout: int, to_scaleout: int) -> float:
         """Capacity at `to_scaleout` over capacity at `from_scaleout` by the busiest executor's share of the load."""
         if from_scaleout < 1:
             return 1.0
-        busiest = self._busiest_shares()
-        return float(busiest(from_scaleout) / busiest(to_scaleout))
+        return self._busiest_share(from_scaleout) / self._busiest_share(to_scaleout)
 
     def _extrapolate(self, current: float, scaleout: int, max_scaleout: int) -> list[float]:
         """Capacity at every scale-out 1..max as if unseen: by the busiest executor's share of the partitions' load
@@ -299,8 +299,8 @@ class CapacityModel:
 
         Either way discounted by the margin: an unseen scale-out's executors may differ from the observed ones.
         """
-        keep = 1.0 - self.config.unobserved_margin_ratio
-        return [current * self._scale_factor(scaleout, n) * keep for n in range(1, max_scaleout + 1)]
+        at_current = current * self._busiest_share(scaleout) * (1.0 - self.config.unobserved_margin_ratio)
+        return [at_current / self._busiest_share(n) for n in range(1, max_scaleout + 1)]
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -465,13 +465,7 @@ def _partition_shares(raw: Any, where: str) -> dict[PartitionKey, float]:
 
 def _per_scaleout(raw: Any, where: str) -> dict[int, float]:
     """{"n": records/s} as to_state writes it."""
-    values: dict[int, float] = {}
-    for n, c in mapping(raw, where).items():
-        at = f"{where}.{n!s:.20}"
-        if not isinstance(n, str) or not n.isdigit():
-            raise Damaged(f"{at}: the scale-out is not a whole number")
-        values[integer(int(n), at, lo=1, hi=_MAX_SCALEOUT)] = number(c, at, lo=0.0)
-    return values
+    return {scaleout_key(n, where): number(c, f"{where}.{n!s:.20}", lo=0.0) for n, c in mapping(raw, where).items()}
 
 
 def _capacities(raw: Any, where: str) -> tuple[float, ...]:
