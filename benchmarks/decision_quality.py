@@ -1,11 +1,14 @@
 """Benchmark: decision quality of every policy against the offline optimum and the oracle, on the bundled traces and
-the held-out suite (sim/suite.py); prints a table per trace and the issue-9 goals as PASS/FAIL for daedalus.
+the held-out suite (sim/suite.py); prints a table per trace and issue 17's goals as PASS/FAIL for daedalus, judged
+against the optimum held to the controller's own rescale budget (`optimum:R`, R = max_rescales_per_hour / 3 per
+20 min) and, beside it, the unlimited optimum.
 
 A measurement, not a test: it never asserts and exits 0 when goals FAIL.
   python benchmarks/decision_quality.py               # everything at full length (~2 min here)
   python benchmarks/decision_quality.py --quick       # every trace shortened 4x (~35 s here)
   python benchmarks/decision_quality.py --trace fast_cycle --trace ysb_advertising_6h_400K_max --json out/dq.json
   python benchmarks/decision_quality.py --job-model kubernetes   # Spark micro-batches, in-place rescales
+  python benchmarks/decision_quality.py --also daedalus:cost_aware  # a row for the controller with another planner
   python benchmarks/decision_quality.py --job-model local --peak-per-s 20000 --config local4.yaml
       # the local cluster's profile (fixed rates, 8 partitions) with every trace scaled to its size and a config
       # holding controller.max_scaleout at its 4 executors
@@ -35,11 +38,18 @@ from daedalus_spark.sim.runner import make_setup, run_policy
 from daedalus_spark.sim.suite import SHAPES, get_shape, shape_names
 
 BASELINES = ("hpa:0.8", "hpa:0.85", "flink")
-RATIO_GOAL = 1.10  # daedalus executor-hours <= 1.10 x the offline optimum
-RESCALE_GOAL_PER_20MIN = 1.0
+RATIO_GOAL = 1.20  # daedalus executor-hours <= 1.20 x optimum:R on every trace...
+SUITE_RATIO_GOAL = 1.10  # ...and <= 1.10 x over the suite in total
+MAX_WHILE_OVERLOADED = 0.9  # where no schedule keeps up, at the largest scale-out this share of the overload
 WALL_GOAL_S = 60.0  # one 6-h trace with all policies
 QUICK_SPEEDUP = 4
-LIMITED_OPTIMUM = "optimum:1"  # the optimum held to the rescale goal: at most 1 rescale per 20 min on average
+
+
+def limited_optimum(config: Config) -> str:
+    """`optimum:R`: the optimum held to the controller's own rescale budget, R = max_rescales_per_hour per 20 min
+    (`optimum` when the budget is off)."""
+    per_hour = config.controller.max_rescales_per_hour
+    return f"optimum:{per_hour / 3.0:g}" if per_hour > 0 else "optimum"
 
 
 @dataclass(frozen=True)
@@ -75,9 +85,15 @@ def load_workload(name: str, seed: int) -> np.ndarray:
     return get_shape(name).generate(seed)
 
 
-def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed: int) -> int:
-    """The fewest static executors that keep up (never behind; a static run has no rescale, so no violation)."""
-    setup = make_setup(workload, job_model, config, seed)
+def sized_for_ratio(name: str) -> float:
+    """The share of its peak the trace's job is sized for (below 1: a load above what max_scaleout carries)."""
+    return 1.0 if (TRACES_DIR / f"{name}.csv").exists() else get_shape(name).sized_for_ratio
+
+
+def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed: int, sized_for: float) -> int:
+    """The fewest static executors that keep up (never behind; a static run has no rescale, so no violation); the
+    maximum where none does."""
+    setup = make_setup(workload, job_model, config, seed, sized_for_per_s=sized_for)
     lo, hi = config.controller.min_scaleout, setup.max_scaleout
     while lo < hi:  # seconds behind falls as executors are added: bisect
         mid = (lo + hi) // 2
@@ -89,18 +105,27 @@ def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed:
 
 
 def run_trace(
-    name: str, *, speedup: int, job_model: JobModel, config: Config, seed: int, peak_per_s: float | None = None
+    name: str,
+    *,
+    speedup: int,
+    job_model: JobModel,
+    config: Config,
+    seed: int,
+    peak_per_s: float | None = None,
+    also: tuple[str, ...] = (),
 ) -> TraceRun:
     raw = load_workload(name, seed)
     if peak_per_s is not None and float(np.max(raw)) > 0:
         raw = raw * (peak_per_s / float(np.max(raw)))  # a profile with a fixed executor rate: fit the trace to it
     workload = compress_trace(raw, speedup)
+    sized_for = float(np.max(workload)) * sized_for_ratio(name) if len(workload) else 0.0
     start = time.perf_counter()
-    static = f"static:{best_static(workload, job_model, config, seed)}"
-    names = ["daedalus", static, *BASELINES, "oracle", "optimum"]
-    ev = evaluate(name, workload, names, job_model=job_model, config=config, seed=seed)
+    static = f"static:{best_static(workload, job_model, config, seed, sized_for)}"
+    names = ["daedalus", *also, static, *BASELINES, "oracle", "optimum"]
+    kw = {"job_model": job_model, "config": config, "seed": seed, "sized_for_per_s": sized_for}
+    ev = evaluate(name, workload, names, **kw)  # type: ignore[arg-type]
     wall = time.perf_counter() - start  # the policies' wall time: the rescale-limited yardstick is not one of them
-    limited = evaluate(name, workload, [LIMITED_OPTIMUM], job_model=job_model, config=config, seed=seed)
+    limited = evaluate(name, workload, [limited_optimum(config)], **kw)  # type: ignore[arg-type]
     ev = replace(ev, runs=ev.runs | limited.runs, metrics=ev.metrics | limited.metrics)
     hours = len(workload) / 3600.0
     return TraceRun(name, ev, static, wall, hours, full_6h=speedup == 1 and hours >= 5.9)
@@ -143,12 +168,14 @@ def table(run: TraceRun) -> str:
     return "\n".join([title, caps, line(header), *(line(r) for r in rows), *note])
 
 
-def goals(run: TraceRun, target_s: float) -> dict[str, tuple[bool, str]]:
-    """Issue 9's goals for daedalus on one trace: name -> (pass, the figure)."""
+def goals(run: TraceRun, config: Config) -> dict[str, tuple[bool, str]]:
+    """Issue 17's goals for daedalus on one trace: name -> (pass, the figure)."""
     m = run.evaluation.metrics
     d = m["daedalus"]
-    ratio = float(d["vs_optimum"])
+    target_s = config.controller.target_recovery_s
+    ratio = _vs_limited(m, config)
     rate = per_20min(d["rescales"], run.hours)
+    budget = config.controller.max_rescales_per_hour / 3.0
     # A rival counts when it meets the bar daedalus is held to: zero violations and p95 latency within the target
     # (hpa runs hours behind without a single rescale to miss, which zero violations alone would reward).
     rivals = [
@@ -157,42 +184,65 @@ def goals(run: TraceRun, target_s: float) -> dict[str, tuple[bool, str]]:
         if m[p]["recovery_violations"] == 0 and m[p]["latency_p95_s"] <= target_s
     ]
     beaten = [p for p in rivals if d["executor_hours"] >= m[p]["executor_hours"]]
+    if run.evaluation.optimum_note:  # a load above what max_scaleout carries: nothing meets the target; max is right
+        share = overloaded_share_at_max(run)
+        return {
+            "max while overloaded": (share is not None and share >= MAX_WHILE_OVERLOADED, f"{share or 0:.0%}"),
+            "rescales<=budget": (budget <= 0 or rate <= budget + 1e-9, f"{rate:.2f}/20min"),
+        }
     return {
-        "wh<=1.10xopt": (not math.isnan(ratio) and ratio <= RATIO_GOAL, _ratio(ratio)),
+        f"wh<={RATIO_GOAL:.2f}xopt:R": (not math.isnan(ratio) and ratio <= RATIO_GOAL, _ratio(ratio)),
         "0 violations": (d["recovery_violations"] == 0, str(d["recovery_violations"])),
-        "<=1 rescale/20min": (rate <= RESCALE_GOAL_PER_20MIN, f"{rate:.2f}"),
+        "rescales<=budget": (budget <= 0 or rate <= budget + 1e-9, f"{rate:.2f}/20min"),
         "p95<=target": (d["latency_p95_s"] <= target_s, f"{d['latency_p95_s']:.0f}s"),
         "beats 0-viol baselines": (not beaten, "ok" if not beaten else "not below " + ",".join(beaten)),
     }
 
 
-def _vs_limited(metrics: dict[str, dict[str, float | int]]) -> float:
-    """Daedalus' executor-hours over those of the optimum held to at most one rescale per 20 min (NaN: none)."""
-    limited = metrics.get(LIMITED_OPTIMUM)
+def overloaded_share_at_max(run: TraceRun) -> float | None:
+    """Of the seconds whose load exceeds what the largest scale-out carries, the share daedalus ran at it."""
+    daedalus = run.evaluation.runs["daedalus"]
+    caps = run.evaluation.capacity_per_scaleout_per_s
+    over = daedalus.workload_per_s > caps[-1]
+    return float(np.mean(daedalus.scaleout[over] >= len(caps))) if over.any() else None
+
+
+def _vs_limited(metrics: dict[str, dict[str, float | int]], config: Config) -> float:
+    """Daedalus' executor-hours over those of the optimum held to the controller's rescale budget (NaN: none)."""
+    limited = metrics.get(limited_optimum(config))
     if not limited or not limited["executor_hours"]:
         return math.nan
     return float(metrics["daedalus"]["executor_hours"]) / float(limited["executor_hours"])
 
 
-def goals_section(runs: list[TraceRun], target_s: float) -> str:
-    lines = ["== GOALS (daedalus)"]
-    per_trace = {r.name: goals(r, target_s) for r in runs}
+def goals_section(runs: list[TraceRun], config: Config) -> str:
+    yardstick = limited_optimum(config)
+    lines = [f"== GOALS (daedalus, planner {config.controller.planner}, against {yardstick})"]
+    per_trace = {r.name: goals(r, config) for r in runs}
     names = list(next(iter(per_trace.values()))) if per_trace else []
     width = max([len(r.name) for r in runs] + [5])
-    header = ["trace".ljust(width), *(n.rjust(max(len(n), 14)) for n in names), "optimum/oracle", "vs opt<=1/20min"]
+    header = ["trace".ljust(width), *(n.rjust(max(len(n), 14)) for n in names), "vs unlimited optimum"]
     lines.append("  ".join(header))
     for run in runs:
         g = per_trace[run.name]
         cells = [f"{'PASS' if ok else 'FAIL'} {fig}".rjust(max(len(n), 14)) for n, (ok, fig) in g.items()]
-        # what the 1.10 x optimum goal means against the per-second oracle, and daedalus against the optimum that
-        # keeps to the rescale goal too
-        m = run.evaluation.metrics
-        against = _ratio(float(m["optimum"]["vs_oracle"])) if "optimum" in m else "-"
-        limited = _vs_limited(m)
-        lines.append("  ".join([run.name.ljust(width), *cells, against.rjust(14), _ratio(limited).rjust(19)]))
+        unlimited = _ratio(float(run.evaluation.metrics["daedalus"]["vs_optimum"]))
+        lines.append("  ".join([run.name.ljust(width), *cells, unlimited.rjust(20)]))
     passed = sum(ok for g in per_trace.values() for ok, _ in g.values())
     total = sum(len(g) for g in per_trace.values())
     lines.append(f"passed {passed}/{total}  (baselines beaten: those with 0 violations and p95 within the target)")
+    feasible = [r for r in runs if not r.evaluation.optimum_note]
+    ours = sum(float(r.evaluation.metrics["daedalus"]["executor_hours"]) for r in feasible)
+    theirs = [r.evaluation.metrics.get(yardstick) for r in feasible]
+    if feasible and all(theirs):
+        ratio = ours / sum(float(t["executor_hours"]) for t in theirs if t)
+        ok = ratio <= SUITE_RATIO_GOAL
+        lines.append(
+            f"suite ({len(feasible)} traces with an optimum): daedalus {ours:.1f} executor-h, "
+            f"{ratio:.3f} x {yardstick} {'PASS' if ok else 'FAIL'} (goal <= {SUITE_RATIO_GOAL:.2f})"
+        )
+    else:
+        lines.append(f"suite: {yardstick} infeasible on some trace; no suite ratio")
     six = [r for r in runs if r.full_6h]
     if six:
         worst = max(six, key=lambda r: r.wall_s)
@@ -206,7 +256,7 @@ def goals_section(runs: list[TraceRun], target_s: float) -> str:
     return "\n".join(lines)
 
 
-def payload(runs: list[TraceRun], target_s: float, speedup: int) -> dict[str, object]:
+def payload(runs: list[TraceRun], config: Config, speedup: int) -> dict[str, object]:
     return {
         "speedup": speedup,
         "traces": [
@@ -216,10 +266,10 @@ def payload(runs: list[TraceRun], target_s: float, speedup: int) -> dict[str, ob
                 "wall_s": r.wall_s,
                 "static": r.static_name,
                 "optimum_rescales": r.evaluation.optimum.rescales if r.evaluation.optimum else None,
-                "daedalus_vs_limited_optimum": _vs_limited(r.evaluation.metrics),
+                "daedalus_vs_limited_optimum": _vs_limited(r.evaluation.metrics, config),
                 "optimum_note": r.evaluation.optimum_note,
                 "policies": r.evaluation.metrics,
-                "goals": {k: {"pass": ok, "value": v} for k, (ok, v) in goals(r, target_s).items()},
+                "goals": {k: {"pass": ok, "value": v} for k, (ok, v) in goals(r, config).items()},
             }
             for r in runs
         ],
@@ -245,6 +295,13 @@ def main(argv: list[str] | None = None) -> int:
         help="scale every trace to this peak (records/s), for job models with a fixed executor rate (e.g. local)",
     )
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="POLICY",
+        help="more rows, e.g. daedalus:cost_aware (the controller with another planner) (repeatable)",
+    )
     args = p.parse_args(argv)
     known = trace_names()
     names = args.trace or known
@@ -268,14 +325,20 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for name in names:
         run = run_trace(
-            name, speedup=speedup, job_model=job_model, config=config, seed=args.seed, peak_per_s=args.peak_per_s
+            name,
+            speedup=speedup,
+            job_model=job_model,
+            config=config,
+            seed=args.seed,
+            peak_per_s=args.peak_per_s,
+            also=tuple(args.also),
         )
         runs.append(run)
         print(table(run), flush=True)
-    print(goals_section(runs, target))
+    print(goals_section(runs, config))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(strict_json(payload(runs, target, speedup)) + "\n", encoding="utf-8")
+        Path(args.json).write_text(strict_json(payload(runs, config, speedup)) + "\n", encoding="utf-8")
     return 0
 
 

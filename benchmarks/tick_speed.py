@@ -1,8 +1,13 @@
 """Benchmark: controller tick time at 12, 48, 100 and 200 executors (two skewed source partitions each, Spark's
-Kafka placement) with the forecaster warm (p50/p95)."""
+Kafka placement) with the forecaster warm (p50/p95), for each planner asked for.
+
+  python benchmarks/tick_speed.py                                # the default planner
+  python benchmarks/tick_speed.py --planner horizon --pool process --executors 100
+"""
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import time
 from collections.abc import Callable
@@ -31,11 +36,18 @@ def window(t_end: float, scaleout: int, rng: np.random.Generator, load: np.ndarr
     return Observation.of(time_s=t_end, workload_per_s=load, executors=executors, partitions=partitions)
 
 
-def measure(scaleout: int, pool: Executor) -> tuple[list[float], list[float]]:
+def measure(scaleout: int, pool: Executor, planner: str) -> tuple[list[float], list[float]]:
     """Tick times (s) split by whether a background refit was running; ticks here run back to back, so far more of
     them overlap a refit than at one tick a minute."""
     config = parse_config(
-        {"controller": {"max_scaleout": max(scaleout, 12), "cooldown_s": 0, "recent_rescale_window_s": 0}}
+        {
+            "controller": {
+                "max_scaleout": max(scaleout, 12),
+                "cooldown_s": 0,
+                "recent_rescale_window_s": 0,
+                "planner": planner,
+            }
+        }
     )
     controller = Controller(config, refit_pool=pool)
     rng = np.random.default_rng(0)
@@ -68,6 +80,11 @@ def percentiles(times: list[float]) -> str:
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--planner", action="append", choices=("paper", "cost_aware", "horizon"))
+    parser.add_argument("--pool", action="append", choices=("process", "thread"))
+    parser.add_argument("--executors", action="append", type=int)
+    args = parser.parse_args()
     print(
         f"tick time over {MEASURED_TICKS} ticks after {WARM_TICKS} warm-up ticks (60 one-second samples per executor)"
     )
@@ -77,11 +94,12 @@ if __name__ == "__main__":
         "process": lambda: ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")),
         "thread": lambda: ThreadPoolExecutor(1, thread_name_prefix="refit"),
     }
-    for kind, make in pools.items():
-        for n in (12, 48, 100, 200):
-            with make() as pool:
-                quiet, during_refit = measure(n, pool)
-            print(
-                f"{kind:>7} {n:>4} executors: no refit running {percentiles(quiet)}; "
-                f"refit running {percentiles(during_refit)}"
-            )
+    for planner in args.planner or ["cost_aware"]:
+        for kind in args.pool or list(pools):
+            for n in args.executors or [12, 48, 100, 200]:
+                with pools[kind]() as pool:
+                    quiet, during_refit = measure(n, pool, planner)
+                print(
+                    f"{planner:>10} {kind:>7} {n:>4} executors: no refit running {percentiles(quiet)}; "
+                    f"refit running {percentiles(during_refit)}"
+                )

@@ -73,12 +73,29 @@ class ControllerConfig(_Section):
         ge=0,
         le=86400,
     )
-    planner: Literal["paper", "cost_aware"] = _field(
+    planner: Literal["paper", "cost_aware", "horizon"] = _field(
         "cost_aware",
         "-",
         "paper: Algorithm 1 as published. cost_aware: Algorithm 1 on the forecast's upper bound, and a scale-in only "
         "if the forecast says it outlasts the cool-down and the executor-seconds it saves exceed its downtime and "
-        "catch-up (docs/planning.md).",
+        "catch-up. horizon: the cheapest schedule over the forecast that keeps latency and every recovery within "
+        "the target (the offline optimum's DP), of which the first step is applied (docs/planning.md).",
+    )
+    horizon_upper_weight_ratio: float = _field(
+        0.5,
+        "ratio",
+        "horizon: the load the plan provisions for, between the forecast's point (0) and its interval's upper bound "
+        "(1).",
+        ge=0,
+        le=1,
+    )
+    horizon_target_share_ratio: float = _field(
+        0.5,
+        "ratio",
+        "horizon: the plan keeps latency and every recovery within this share of target_recovery_s; the rest is "
+        "left for what the forecast and the learned capacities and downtimes get wrong.",
+        gt=0,
+        le=1,
     )
     scale_in_lookback_s: float = _field(
         600,

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
-from daedalus_spark.config import Config
+from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.domain import Decision, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
 from daedalus_spark.plan.cost import plan_cost_aware
+from daedalus_spark.plan.horizon import plan_horizon
 
 
 class Controller:
@@ -120,7 +121,7 @@ class Controller:
                 per_hour=settings.max_rescales_per_hour,
             ),
         )
-        decision = plan(inputs, settings) if settings.planner == "paper" else plan_cost_aware(inputs, settings)
+        decision = PLANNERS[settings.planner](inputs, settings)
         return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
 
     def _measure_recovery(self, obs: Observation) -> None:
@@ -139,6 +140,11 @@ class Controller:
         return Decision(now_s, obs.scaleout, obs.scaleout, reason, dict(evidence))
 
 
+PLANNERS: dict[str, Callable[[PlanInputs, ControllerConfig], Decision]] = {
+    "paper": plan,
+    "cost_aware": plan_cost_aware,
+    "horizon": plan_horizon,
+}
 _APPLIED = frozenset(o.value for o in Outcome if o.changed_the_job)
 
 

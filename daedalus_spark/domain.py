@@ -223,6 +223,10 @@ class Reason(StrEnum):
     SCALE_IN_NOT_WORTH_IT = "scale_in_not_worth_it"
     SCALE_IN_BEST_NET_SAVING = "scale_in_best_net_saving"
     SCALE_IN_RESCALE_BUDGET = "scale_in_rescale_budget"
+    # horizon planner only (plan/horizon.py): the first step of the cheapest schedule over the forecast
+    PLAN_HOLDS = "horizon_plan_holds"
+    PLAN_SCALES_OUT = "horizon_plan_scales_out"
+    PLAN_SCALES_IN = "horizon_plan_scales_in"
     COOLDOWN = "cooldown_after_rescale"
     SKIP_MISSING_DATA = "skip_missing_data"
     SKIP_WARMUP = "skip_warmup"

@@ -44,16 +44,8 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     """Algorithm 1 with bounds and cool-down; every return carries a reason and its numbers."""
     current = inputs.current_scaleout
     forecast_max = inputs.forecast.max_within(math.inf)
-    evidence: dict[str, float | int | str | None] = {
-        "workload_avg_per_s": round(inputs.workload_avg_per_s, 3),
-        "forecast_max_per_s": round(forecast_max, 3),
-        "forecast_model": inputs.forecast.model,
-        "capacity_current_per_s": round(inputs.capacities.current_per_s, 3),
-        "capacity_catch_up_per_s": round(inputs.capacities.catch_up_at(current), 3),
-        "consumer_lag_records": round(inputs.consumer_lag_records, 3),
-    }
-    since_rescale = math.inf if inputs.last_rescale_s is None else inputs.now_s - inputs.last_rescale_s
-    evidence["since_rescale_s"] = None if math.isinf(since_rescale) else round(since_rescale, 3)
+    evidence = tick_evidence(inputs)
+    since_rescale = seconds_since_rescale(inputs)
 
     def decide(target: int, reason: Reason, notes: tuple[str, ...] = (), chosen: Candidate | None = None) -> Decision:
         if chosen is not None:
@@ -75,7 +67,7 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     )
     per_second = inputs.forecast.per_second()
     for n in range(settings.min_scaleout, settings.max_scaleout + 1):
-        cand = _candidate(inputs, n, replay, per_second)
+        cand = candidate(inputs, n, replay, per_second)
         rejection = _reject(inputs, cand, forecast_max, settings.target_recovery_s)
         if rejection is None and n == current:
             reason = Reason.SCALE_IN_DEFERRED_LAG if deferred else Reason.CURRENT_IS_SMALLEST_VALID
@@ -101,6 +93,24 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     return decide(settings.max_scaleout, Reason.NO_VALID_SCALEOUT_USE_MAX, tuple(notes))
 
 
+def seconds_since_rescale(inputs: PlanInputs) -> float:
+    return math.inf if inputs.last_rescale_s is None else inputs.now_s - inputs.last_rescale_s
+
+
+def tick_evidence(inputs: PlanInputs) -> dict[str, float | int | str | None]:
+    """The numbers every planner's decision carries."""
+    since_rescale = seconds_since_rescale(inputs)
+    return {
+        "workload_avg_per_s": round(inputs.workload_avg_per_s, 3),
+        "forecast_max_per_s": round(inputs.forecast.max_within(math.inf), 3),
+        "forecast_model": inputs.forecast.model,
+        "capacity_current_per_s": round(inputs.capacities.current_per_s, 3),
+        "capacity_catch_up_per_s": round(inputs.capacities.catch_up_at(inputs.current_scaleout), 3),
+        "consumer_lag_records": round(inputs.consumer_lag_records, 3),
+        "since_rescale_s": None if math.isinf(since_rescale) else round(since_rescale, 3),
+    }
+
+
 def _still_fine(inputs: PlanInputs, loop_interval_s: float, evidence: dict[str, float | int | str | None]) -> bool:
     next_loop_max = inputs.forecast.max_within(loop_interval_s)
     evidence["forecast_next_loop_max_per_s"] = round(next_loop_max, 3)
@@ -108,7 +118,8 @@ def _still_fine(inputs: PlanInputs, loop_interval_s: float, evidence: dict[str, 
     return capacity > inputs.workload_avg_per_s and capacity > next_loop_max
 
 
-def _candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: tuple[float, ...]) -> Candidate:
+def candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: tuple[float, ...]) -> Candidate:
+    """Scale-out n: its capacity, the downtime of going there and the predicted recovery."""
     capacity = inputs.capacities.at(n)
     # Keeping the scale-out is judged against a failure restart, which costs what a scale-out does.
     downtime = inputs.downtime_scale_in_s if n < inputs.current_scaleout else inputs.downtime_scale_out_s

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from daedalus_spark.domain import ExecutorSeries, Observation, PartitionLoad
+from daedalus_spark.plan.schedule import lindley
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.skew import SimulatedCapacity
 
@@ -32,13 +33,6 @@ class Rescale:
     stall_s: float = 0.0
     leave_s: float = 0.0
     retried_records: float = 0.0
-
-
-def lindley(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Backlog after each second of b_t = max(0, b_{t-1} + a_t - c_t), without a Python loop."""
-    s = np.cumsum(arrivals - capacity)
-    floor = np.minimum(np.minimum.accumulate(s), -backlog0)
-    return np.asarray(np.maximum(s - floor, 0.0), dtype=float)
 
 
 class SimulatedJob:

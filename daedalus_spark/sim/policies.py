@@ -43,7 +43,11 @@ class PolicyNameError(ValueError):
     """An unknown or malformed policy name on the command line."""
 
 
-KNOWN = "daedalus, static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle, optimum[:RESCALES_PER_20MIN]"
+PLANNERS = ("paper", "cost_aware", "horizon")  # daedalus:PLANNER runs the controller with that planner
+KNOWN = (
+    "daedalus[:paper|cost_aware|horizon], static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle, "
+    "optimum[:RESCALES_PER_20MIN]"
+)
 ORACLE = "oracle"
 OPTIMUM = "optimum"
 OFFLINE = frozenset({ORACLE, OPTIMUM})  # computed from the whole trace, not built by make_policy
@@ -106,10 +110,13 @@ def make_policy(name: str, config: Config) -> Policy:
 
         settings = _flink_settings(name, arg)
         return FlinkPolicy(settings, name=name, min_scaleout=config.controller.min_scaleout, max_scaleout=limit)
-    if kind == "daedalus" and not arg:
+    if kind == "daedalus" and arg in ("", *PLANNERS):
         from daedalus_spark.sim.daedalus import DaedalusPolicy
 
-        return DaedalusPolicy(config)
+        if not arg:
+            return DaedalusPolicy(config)
+        controller = config.controller.model_copy(update={"planner": arg})
+        return DaedalusPolicy(config.model_copy(update={"controller": controller}), name=name)
     raise PolicyNameError(f"unknown policy {name!r} (known: {KNOWN})")
 
 

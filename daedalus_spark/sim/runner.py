@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from daedalus_spark.config import Config
-from daedalus_spark.sim.job import Rescale, SimulatedJob, lindley
+from daedalus_spark.plan.schedule import lindley
+from daedalus_spark.sim.job import Rescale, SimulatedJob
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.policies import Policy, StaticPolicy
 from daedalus_spark.sim.skew import SimulatedCapacity, build_simulated_capacity
@@ -49,9 +50,13 @@ class SimSetup:
         return min(self.config.controller.max_scaleout, self.capacity.max_scaleout)
 
 
-def make_setup(workload_per_s: np.ndarray, job_model: JobModel, config: Config, seed: int) -> SimSetup:
+def make_setup(
+    workload_per_s: np.ndarray, job_model: JobModel, config: Config, seed: int, *, sized_for_per_s: float | None = None
+) -> SimSetup:
+    """The shared setup; the job is sized for the trace's peak, or for `sized_for_per_s` (a load it cannot carry)."""
     max_scaleout = max(config.controller.max_scaleout, job_model.reference_scaleout, 1)
     peak = float(np.max(workload_per_s)) if len(workload_per_s) else 0.0
+    peak = peak if sized_for_per_s is None else sized_for_per_s
     capacity = build_simulated_capacity(job_model, max_scaleout=max_scaleout, peak_per_s=peak)
     return SimSetup(np.asarray(workload_per_s, dtype=float), job_model, config, capacity, seed)
 

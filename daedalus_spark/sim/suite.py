@@ -28,6 +28,9 @@ class WorkloadShape:
     duration_s: int
     generator: Generator
     peak_per_s: float = DEFAULT_PEAK_PER_S
+    # The load the simulated job is sized for, as a share of the peak (1: the peak; below 1: a load above what
+    # max_scaleout carries, where the right answer is the maximum).
+    sized_for_ratio: float = 1.0
 
     def generate(self, seed: int = 1) -> np.ndarray:
         """The series for `seed` (same seed, same series), rescaled so its maximum is `peak_per_s`."""
@@ -131,6 +134,25 @@ def taylor_demand(rng: np.random.Generator, n: int) -> np.ndarray:
     return widened * (1.0 + rng.normal(0.0, 0.01, size=n))
 
 
+def weekly_compressed(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A week compressed so that one day lasts 30 minutes: five weekdays of the two-peak curve, then a weekend at
+    60 % with a single late peak; 2 % AR(1) noise."""
+    t = np.arange(n, dtype=float)
+    day_s = 1800.0
+    day, phase = np.floor(t / day_s) % 7, (t / day_s) % 1.0
+    weekend = 0.6 * (0.35 + 0.65 * np.exp(-(((phase - 0.6) / 0.15) ** 2)))
+    curve = np.where(day < 5, _daily_curve(phase), weekend)
+    return curve * (1.0 + _ar1(rng, n, phi=0.95, sigma=0.02))
+
+
+def step_above_max(rng: np.random.Generator, n: int) -> np.ndarray:
+    """40 % of the peak for an hour, then a step to the peak, which is 1.3 x what the job is sized for (its
+    `sized_for_ratio`), held 40 minutes, then back to 40 %; 2 % noise. Right answer: the maximum through the step."""
+    t = np.arange(n, dtype=float)
+    level = np.where((t >= 3600) & (t < 3600 + 2400), 1.0, 0.4)
+    return level * (1.0 + rng.normal(0.0, 0.02, size=n))
+
+
 SHAPES: tuple[WorkloadShape, ...] = (
     WorkloadShape("fast_cycle", "daily two-peak curve, one day every 5 min, 3 % noise", 3 * 3600, fast_cycle),
     WorkloadShape("flash_crowds", "plateau with six 2-min ramps to +40 % held 10 min", 4 * 3600, flash_crowds),
@@ -138,6 +160,14 @@ SHAPES: tuple[WorkloadShape, ...] = (
     WorkloadShape("slow_growth", "YSB-like rise from 25 % to 100 % over 6 h, ripples", 6 * 3600, slow_growth),
     WorkloadShape("noisy_plateau", "70 % plateau, 8 % slow wander + 5 % white noise", 3 * 3600, noisy_plateau),
     WorkloadShape("taylor_demand", "pmdarima load_taylor, 2 weeks, 1 day = 24 min", 672 * 30, taylor_demand),
+    WorkloadShape("weekly_compressed", "5 weekdays + weekend at 60 %, 1 day = 30 min", 7 * 1800, weekly_compressed),
+    WorkloadShape(
+        "step_above_max",
+        "40 %, a 40-min step to 1.3 x what max_scaleout carries, 40 %",
+        3 * 3600,
+        step_above_max,
+        sized_for_ratio=1 / 1.3,
+    ),
 )
 
 

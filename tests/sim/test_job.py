@@ -7,7 +7,8 @@ import pytest
 
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.config import CapacityConfig, Config
-from daedalus_spark.sim.job import SimulatedJob, lindley
+from daedalus_spark.plan.schedule import lindley
+from daedalus_spark.sim.job import SimulatedJob
 from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel
 from daedalus_spark.sim.runner import make_setup
 from daedalus_spark.sim.skew import build_simulated_capacity, executor_shares, partition_weights

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daedalus_spark.config import Config
+from daedalus_spark.plan.schedule import lindley
 from daedalus_spark.sim.hpa import HpaPolicy
-from daedalus_spark.sim.job import lindley
 from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel
 from daedalus_spark.sim.policies import StaticPolicy
 from daedalus_spark.sim.runner import make_setup, run_oracle, run_policy

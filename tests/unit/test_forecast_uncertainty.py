@@ -134,9 +134,10 @@ def test_arima_upper_bound_is_the_statsmodels_one_sided_quantile(level: float) -
     np.testing.assert_allclose(upper, np.maximum(expected, values), rtol=1e-6)
 
 
-def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors() -> None:
-    """Oracle: the margin at each step is numpy's quantile of (actual - forecast) over the matured forecasts."""
-    errors = _HorizonErrors("t", horizon_steps=3)
+def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors_plus_the_tracked_offset() -> None:
+    """Oracle: the margin at each step is numpy's quantile of (actual - forecast) over the matured forecasts, plus
+    that step's tracked offset."""
+    errors = _HorizonErrors("t", horizon_steps=3, level=0.8)
     rng = np.random.default_rng(0)
     actual = 100 + rng.normal(0, 10, 40)
     made = []
@@ -146,23 +147,64 @@ def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors() -> None:
         made.append((start, forecast))
         errors.observe(start, actual[start : start + 1])
     errors.observe(30, actual[30:33])
+    offsets = errors.offsets.copy()
+    assert np.any(offsets != 0)  # the bounds given so far moved them
     expected = [
-        max(0.0, float(np.quantile([actual[s + k] - f[k] for s, f in made if s + k <= 32], 0.8))) for k in range(3)
+        max(0.0, float(np.quantile([actual[s + k] - f[k] for s, f in made if s + k <= 32], 0.8)) + offsets[k])
+        for k in range(3)
     ]
-    margin = errors.margin(3, 0.8)
+    margin = errors.margin(3)
     assert margin is not None
     np.testing.assert_allclose(margin, expected)
 
 
+@pytest.mark.parametrize(
+    ("actual", "offset_after"),
+    [
+        # five errors of 1 before: mean absolute error (1 x 5 + 50) / 6; a miss moves it up by 2 x that x 0.9
+        pytest.param(50.0, 2.0 * 55 / 6 * 0.9, id="a-miss-widens-by-gain-x-error-x-0.9"),
+        # ... or (1 x 5 + 1) / 6 = 1; a cover moves it down by 2 x 1 x 0.1
+        pytest.param(1.0, -2.0 * 1.0 * 0.1, id="a-cover-narrows-by-gain-x-error-x-0.1"),
+    ],
+)
+def test_each_matured_bound_moves_its_steps_offset(actual: float, offset_after: float) -> None:
+    errors = _HorizonErrors("t", horizon_steps=1, level=0.9)
+    for start in range(5):  # five errors of 1: margin 1 from then on
+        errors.remember(start, np.array([0.0]))
+        errors.observe(start, np.array([1.0]))
+    np.testing.assert_allclose(errors.offsets, 0.0)  # no bound was given yet, so nothing moved
+    errors.remember(5, np.array([0.0]))  # its bound: 0 + margin 1
+    errors.observe(5, np.array([actual]))
+    np.testing.assert_allclose(errors.offsets, [offset_after])
+
+
+@pytest.mark.parametrize("growth", [pytest.param(2.0, id="spread-triples"), pytest.param(0.0, id="steady")])
+def test_tracked_bounds_cover_the_level_asked(growth: float) -> None:
+    """Errors whose spread triples over the run (a quantile of the last 30 trails them) or stays: the share of
+    actuals at or below the bound stays within 3 points of 90 %."""
+    rng = np.random.default_rng(4)
+    errors = _HorizonErrors("t", horizon_steps=1, level=0.9)
+    covered = []
+    n = 3000
+    for t in range(n):
+        errors.remember(t, np.array([0.0]))
+        margin = errors.margin(1)
+        actual = rng.normal(0.0, 1.0 + growth * t / n)
+        if margin is not None:
+            covered.append(actual <= margin[0])
+        errors.observe(t, np.array([actual]))
+    assert abs(float(np.mean(covered)) - 0.9) <= 0.03
+
+
 def test_no_margin_until_every_step_has_enough_errors() -> None:
-    errors = _HorizonErrors("t", horizon_steps=10)
+    errors = _HorizonErrors("t", horizon_steps=10, level=0.9)
     for start in range(4):
         errors.remember(start, np.full(10, 1.0))
         errors.observe(start, np.array([2.0]))
-    assert errors.margin(1, 0.9) is None  # 4 matured errors at step 0: fewer than 5
+    assert errors.margin(1) is None  # 4 matured errors at step 0: fewer than 5
     errors.remember(4, np.full(10, 1.0))
     errors.observe(4, np.array([2.0]))
-    assert errors.margin(1, 0.9) is not None and errors.margin(10, 0.9) is None
+    assert errors.margin(1) is not None and errors.margin(10) is None
 
 
 def test_holdout_wape_of_a_perfect_model_is_zero() -> None:
@@ -294,16 +336,49 @@ def test_damaged_new_fields_are_refused(key: str, value: object) -> None:
 
 def test_arima_upper_bound_is_its_own_recent_errors_once_they_have_matured() -> None:
     """pmdarima's interval is one error size at every load level; once every step ahead has enough matured errors,
-    the bound is the point forecast plus their quantile instead (numpy oracle), whatever the model's interval says."""
+    the bound is the point forecast plus their quantile and each step's tracked offset instead (numpy oracle),
+    whatever the model's interval says."""
     forecaster = WorkloadForecaster(CONFIG)
     per_second = _sine(1800, 300, noise=30, seed=5)
     for end in range(60, 1801, 60):
         forecaster.observe(per_second[end - 60 : end], step_s=1, end_s=end)
         errors = forecaster._arima_errors.errors.copy()  # what the next forecast's margin is made of
+        offsets = forecaster._arima_errors.offsets.copy()  # plus the offsets its bounds so far tracked
         forecast = forecaster.predict(end)
     assert forecast.model.startswith("arima") and forecast.upper_per_s
     n = len(forecast.values_per_s)
     steps = np.minimum(np.arange(n), errors.shape[1] - 1)
     assert np.isfinite(errors[:, steps]).sum(axis=0).min() >= 5  # matured: the margin is in use
-    expected = np.maximum(np.nanquantile(errors[:, : int(steps[-1]) + 1], CONFIG.interval_level, axis=0)[steps], 0)
+    # remember() clears the row the new forecast takes before the margin is read
+    errors[(forecaster._arima_errors.next_row - 1) % errors.shape[0], :] = np.nan
+    quantiles = np.nanquantile(errors[:, : int(steps[-1]) + 1], CONFIG.interval_level, axis=0)
+    expected = np.maximum(quantiles[steps] + offsets[steps], 0)
     np.testing.assert_allclose(np.subtract(forecast.upper_per_s, forecast.values_per_s), expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("offsets", "message"),
+    [
+        pytest.param([1.0], "offsets: expected", id="another-horizon"),
+        pytest.param("x", "offsets: expected a list", id="not-a-list"),
+        pytest.param(None, "offsets: expected a list", id="null"),
+    ],
+)
+def test_damaged_tracked_offsets_are_refused(offsets: object, message: str) -> None:
+    forecaster = WorkloadForecaster(CONFIG)
+    _feed(forecaster, _sine(240, 30, noise=5))
+    state = json.loads(forecaster.to_bytes())
+    state["arima_errors"]["offsets"] = offsets
+    with pytest.raises(ValueError, match=message):
+        WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)
+
+
+def test_a_store_from_before_the_tracking_restores_with_no_offsets() -> None:
+    forecaster = WorkloadForecaster(CONFIG)
+    _feed(forecaster, _sine(600, 30, noise=5))
+    state = json.loads(forecaster.to_bytes())
+    del state["arima_errors"]["offsets"]
+    state["arima_errors"]["open"] = [row[:3] for row in state["arima_errors"]["open"]]
+    restored = WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)
+    np.testing.assert_array_equal(restored._arima_errors.offsets, 0.0)
+    assert all(issued is None for *_, issued in restored._arima_errors.open)

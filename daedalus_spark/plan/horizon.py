@@ -1,0 +1,163 @@
+"""Plan: receding-horizon planning — the cheapest schedule over the forecast that keeps latency and every recovery
+within the target (plan/schedule.py, the offline optimum's DP), of which only the first step is applied."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from daedalus_spark.analyze.recovery import replay_backlog_records
+from daedalus_spark.config import ControllerConfig
+from daedalus_spark.domain import Decision, Forecast, Reason
+from daedalus_spark.plan.algorithm import (
+    PlanInputs,
+    candidate,
+    plan,
+    seconds_since_rescale,
+    tick_evidence,
+)
+from daedalus_spark.plan.schedule import QueueModel, Schedule, ScheduleInfeasible, Start, Stop, cheapest_schedule
+
+# Where the forecast exceeds the largest scale-out's capacity, the plan takes it as this share of that capacity.
+MAX_LOAD_SHARE = 0.95
+
+
+def planned_load_per_s(forecast: Forecast, upper_weight_ratio: float) -> np.ndarray:
+    """One value a second over the horizon: the point forecast, moved `upper_weight_ratio` of the way to the
+    interval's upper bound."""
+    point = np.asarray(forecast.per_second(), dtype=float)
+    upper = np.asarray(forecast.upper_bound().per_second(), dtype=float)
+    return np.asarray(point + upper_weight_ratio * (upper - point), dtype=float)
+
+
+def schedule_scaleouts(
+    capacity_at: list[float], lo: int, current: int, load_per_s: np.ndarray, need_per_s: float
+) -> tuple[int, ...]:
+    """The scale-outs worth planning with (the DP's cost grows with their number): from the largest that falls
+    short of the lowest load (nothing below it can hold for long) to one above the smallest that carries the peak
+    plus `need_per_s` (working off the backlog); always the current one."""
+    hi = lo + len(capacity_at) - 1
+    floor = max((n for n in range(lo, hi + 1) if capacity_at[n - lo] < float(load_per_s.min())), default=lo)
+    peak = float(load_per_s.max()) + need_per_s
+    top = min((n for n in range(lo, hi + 1) if capacity_at[n - lo] >= peak), default=hi)
+    return tuple(sorted(set(range(floor, min(hi, top + 1) + 1)) | {current}))
+
+
+def rescale_allowance(tokens: float, per_hour: float, horizon_s: float) -> int | None:
+    """Rescales the plan may make over the horizon: the budget's tokens now plus its refill (None: no budget)."""
+    if math.isinf(tokens) or per_hour <= 0:
+        return None
+    return max(0, math.floor(tokens + per_hour * horizon_s / 3600.0 + 1e-9))
+
+
+def describe(schedule: Schedule) -> str:
+    """The plan for people: scale-out and how long, in order."""
+    runs: list[list[int]] = []
+    for n in schedule.scaleouts:
+        if runs and runs[-1][0] == n:
+            runs[-1][1] += schedule.interval_s
+        else:
+            runs.append([n, schedule.interval_s])
+    return ", then ".join(f"{n} for {s} s" for n, s in runs)
+
+
+def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
+    """Solve the offline optimum's problem over the forecast from the job as it is now (scale-out, consumer lag,
+    learned capacities and downtimes, the rescale budget left) and apply its first interval. Where no schedule
+    keeps the target (a load above what max_scaleout carries, a lag the job cannot work off in time), Algorithm 1 on
+    the forecast's upper bound decides, and the decision says so."""
+    current = inputs.current_scaleout
+    evidence = tick_evidence(inputs)
+    evidence["planner"] = "horizon"
+    if seconds_since_rescale(inputs) < settings.cooldown_s:
+        return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
+
+    interval = max(1, round(settings.loop_interval_s))
+    lo, hi = settings.min_scaleout, settings.max_scaleout
+    problem = f"the current scale-out {current} is outside {lo}..{hi}"
+    load = planned_load_per_s(inputs.forecast, settings.horizon_upper_weight_ratio)
+    if len(load) == 0:
+        load = np.full(interval, inputs.workload_avg_per_s)
+    load[:interval] = np.maximum(load[:interval], inputs.workload_avg_per_s)  # the first interval is now
+    # Where the load exceeds what the largest scale-out carries no schedule keeps the target; plan for the largest
+    # there (the right answer) rather than give up on the whole horizon, and say so.
+    ceiling = MAX_LOAD_SHARE * inputs.capacities.at(hi)
+    attempts = (load, np.minimum(load, ceiling)) if float(load.max()) > ceiling else (load,)
+    for load in attempts if lo <= current <= hi else ():
+        allowance = rescale_allowance(inputs.rescale_tokens, settings.max_rescales_per_hour, len(load))
+        evidence.update(
+            plan_upper_weight_ratio=settings.horizon_upper_weight_ratio,
+            plan_load_max_per_s=round(float(load.max()), 3),
+            plan_rescales_allowed=allowance,
+        )
+        try:
+            schedule = _solve(inputs, settings, load, interval, allowance)
+        except ScheduleInfeasible as exc:
+            problem = f"no schedule over the {len(load)}-s forecast keeps the target: {exc}"
+        else:
+            decision = _first_step(inputs, schedule, evidence, settings)
+            if load is not attempts[0]:
+                note = f"the forecast exceeds what {hi} executors carry: planned with it capped at {ceiling:.0f}/s"
+                reason = Reason.NO_VALID_SCALEOUT_USE_MAX if decision.target_scaleout == hi else decision.reason
+                decision = replace(decision, reason=reason, notes=(*decision.notes, note))
+            return decision
+    safe = plan(replace(inputs, forecast=inputs.forecast.upper_bound()), settings)
+    notes = (f"{problem}; Algorithm 1 on the forecast's upper bound decides", *safe.notes)
+    return replace(safe, evidence={**safe.evidence, **evidence}, notes=notes)
+
+
+def _solve(
+    inputs: PlanInputs, settings: ControllerConfig, load: np.ndarray, interval: int, allowance: int | None
+) -> Schedule:
+    """The cheapest schedule from the job as it is now over `load`, with the scale-outs worth considering."""
+    lo, hi, current = settings.min_scaleout, settings.max_scaleout, inputs.current_scaleout
+    target = settings.target_recovery_s * settings.horizon_target_share_ratio
+    need = 2.0 * (inputs.consumer_lag_records + _replay(inputs, settings)) / target
+    capacity_at = [inputs.capacities.at(n) for n in range(lo, hi + 1)]
+    sizes = schedule_scaleouts(capacity_at, lo, current, load, need)
+    queue = QueueModel(
+        scaleouts=sizes,
+        capacity_per_s=tuple(capacity_at[n - lo] for n in sizes),
+        target_recovery_s=target,
+        scale_out_stop=Stop(0, math.ceil(inputs.downtime_scale_out_s)),
+        scale_in_stop=Stop(0, math.ceil(inputs.downtime_scale_in_s)),
+        replay_s=math.ceil(settings.checkpoint_interval_s),
+    )
+    behind = inputs.consumer_lag_records > load[0]  # more than a second of input waits: work it off in time
+    return cheapest_schedule(
+        load,
+        queue,
+        interval_s=interval,
+        caught_up_records=np.maximum(load, 1.0),
+        start=Start(current, inputs.consumer_lag_records, math.ceil(target) if behind else 0),
+        max_rescales=allowance,
+    )
+
+
+def _replay(inputs: PlanInputs, settings: ControllerConfig) -> float:
+    return replay_backlog_records(
+        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
+    )
+
+
+def _first_step(
+    inputs: PlanInputs, schedule: Schedule, evidence: dict[str, float | int | str | None], settings: ControllerConfig
+) -> Decision:
+    current, target = inputs.current_scaleout, schedule.scaleouts[0]
+    evidence.update(
+        plan_scaleouts=",".join(str(n) for n in schedule.scaleouts),
+        plan_interval_s=schedule.interval_s,
+        plan_executor_s=round(schedule.executor_seconds, 3),
+    )
+    reason = Reason.PLAN_HOLDS
+    if target != current:
+        reason = Reason.PLAN_SCALES_OUT if target > current else Reason.PLAN_SCALES_IN
+        chosen = candidate(inputs, target, _replay(inputs, settings), inputs.forecast.per_second())
+        evidence.update(
+            capacity_target_per_s=round(chosen.capacity_per_s, 3),
+            predicted_recovery_s=chosen.recovery_s,
+            downtime_used_s=chosen.downtime_s,
+        )
+    return Decision(inputs.now_s, current, target, reason, evidence, (f"plan: {describe(schedule)}",))

@@ -1,0 +1,266 @@
+"""The horizon planner as a table (hand-computed cases), the shared schedule DP against hand-computed queues, and a
+property: without rescale costs its first step is the optimum's (the smallest scale-out carrying the interval)."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daedalus_spark.config import ControllerConfig
+from daedalus_spark.domain import Reason
+from daedalus_spark.plan.horizon import describe, plan_horizon, rescale_allowance, schedule_scaleouts
+from daedalus_spark.plan.schedule import (
+    QueueModel,
+    Schedule,
+    ScheduleInfeasible,
+    Start,
+    Stop,
+    cheapest_schedule,
+    lindley,
+)
+from tests.unit.plan_inputs import plan_inputs as inputs
+
+# 100 records/s per executor, 60-s loop, 600-s target, 10-s checkpoints (replay: 10 s of the recent load), no budget.
+SETTINGS = ControllerConfig(
+    max_scaleout=12,
+    target_recovery_s=600,
+    checkpoint_interval_s=10,
+    loop_interval_s=60,
+    cooldown_s=180,
+    max_rescales_per_hour=0,
+    planner="horizon",
+    horizon_target_share_ratio=1.0,
+    horizon_upper_weight_ratio=1.0,
+)
+BUDGET = SETTINGS.model_copy(update={"max_rescales_per_hour": 3})
+
+
+def steps(*runs: tuple[float, int]) -> list[float]:
+    """A forecast of 10-s steps: (value, seconds) runs."""
+    return [v for v, seconds in runs for _ in range(seconds // 10)]
+
+
+CASES = [
+    # 250/s fits 3 executors; nothing in the forecast needs more.
+    pytest.param(inputs(workload=250), SETTINGS, 3, Reason.PLAN_SCALES_IN, id="flat-load-scales-in-to-the-smallest"),
+    # A 60-s dip to 150/s: a scale-in to 2 at second 0 has not recovered (15 s down, 1,500 + 5,250 records at
+    # 50/s spare) by second 60, when 350/s needs 4 again, so the plan holds through it.
+    pytest.param(
+        inputs(workload=350, forecast=steps((150, 60), (350, 840))),
+        SETTINGS,
+        4,
+        Reason.PLAN_HOLDS,
+        id="holds-through-a-dip-the-forecast-says-is-short",
+    ),
+    # 300/s now, 700/s from second 60: holding 4 (400/s) would fall behind at 60, so it scales out now; 7 carries
+    # 700/s and works off the 30-s downtime's 9,000 + 3,000 replayed records by second 60 (400/s spare).
+    pytest.param(
+        inputs(workload=300, forecast=steps((300, 60), (700, 840))),
+        SETTINGS,
+        7,
+        Reason.PLAN_SCALES_OUT,
+        id="scales-out-ahead-of-a-forecast-ramp",
+    ),
+    # 150/s fits 2, but 100,000 records of lag: at 3 (150/s spare) they take (100,000 + 15 x 150 + 1,500) / 150 =
+    # 692 s > 600; at 4 (250/s spare) 400 s. It holds.
+    pytest.param(
+        inputs(workload=150, lag=100_000), SETTINGS, 4, Reason.PLAN_HOLDS, id="never-below-what-the-lag-needs"
+    ),
+    # Without the lag the same load goes to 2.
+    pytest.param(inputs(workload=150), SETTINGS, 2, Reason.PLAN_SCALES_IN, id="same-load-without-lag-scales-in"),
+    # 200,000 records of lag: holding 4 (250/s spare) takes 800 s > 600. Scaling out now is not needed yet: 4 for
+    # 240 s leaves 140,000, and 6 from then ((140,000 + 4,500 down + 1,500 replay) / 450 + 30 = 354 s) is done by
+    # second 594. It holds now, with the scale-out in its plan (re-planned every tick).
+    pytest.param(inputs(workload=150, lag=200_000), SETTINGS, 4, Reason.PLAN_HOLDS, id="lag-needs-a-scale-out-in-time"),
+    # The budget has 0.2 tokens: 0.2 + 3 x 900 / 3600 = 0.95, no rescale over the horizon, so no scale-in.
+    pytest.param(inputs(workload=150, tokens=0.2), BUDGET, 4, Reason.PLAN_HOLDS, id="budget-spent-holds"),
+    pytest.param(inputs(workload=150, tokens=1.0), BUDGET, 2, Reason.PLAN_SCALES_IN, id="budget-left-scales-in"),
+    # Safety before budget: no rescale allowed, but 450/s does not fit 4; Algorithm 1 on the upper bound decides.
+    pytest.param(
+        inputs(workload=450, tokens=0.0), BUDGET, 5, Reason.SCALE_OUT_SMALLEST_VALID, id="budget-spent-still-scales-out"
+    ),
+    # 1,500/s is more than 12 executors carry: no schedule; Algorithm 1 says use the maximum.
+    pytest.param(inputs(workload=1500), SETTINGS, 12, Reason.NO_VALID_SCALEOUT_USE_MAX, id="load-above-max-uses-max"),
+    pytest.param(inputs(workload=150, since_rescale=60), SETTINGS, 4, Reason.COOLDOWN, id="cooldown"),
+    # Provisioning must also work off the rescale's own backlog (30 s down + 10 s replayed) within the target: at
+    # the upper bound (900/s) 9 executors have no spare capacity, 10 have 100/s; at the point forecast (500/s) 5
+    # have none, 6 have 100/s.
+    pytest.param(
+        inputs(workload=500, upper=[900] * 90), SETTINGS, 10, Reason.PLAN_SCALES_OUT, id="upper-bound-weight-1"
+    ),
+    pytest.param(
+        inputs(workload=500, upper=[900] * 90),
+        SETTINGS.model_copy(update={"horizon_upper_weight_ratio": 0.0}),
+        6,
+        Reason.PLAN_SCALES_OUT,
+        id="point-forecast-weight-0",
+    ),
+    # An upper bound above what 12 carry (1,200/s): planned at 95 % of that (1,140/s), which needs 12 now.
+    pytest.param(
+        inputs(workload=500, upper=[5000] * 90),
+        SETTINGS,
+        12,
+        Reason.NO_VALID_SCALEOUT_USE_MAX,
+        id="unreachable-bound-capped",
+    ),
+    # Above max only later: hold now (4 carries 300/s), the plan reaches 12 in time for the overload.
+    pytest.param(
+        inputs(workload=300, forecast=steps((300, 300), (5000, 600))),
+        SETTINGS,
+        4,
+        Reason.PLAN_HOLDS,
+        id="overload-later-is-planned-at-max",
+    ),
+]
+
+
+@pytest.mark.parametrize(("plan_inputs", "settings_", "target", "reason"), CASES)
+def test_horizon_planner(plan_inputs, settings_, target, reason):
+    decision = plan_horizon(plan_inputs, settings_)
+    assert (decision.target_scaleout, decision.reason) == (target, reason), decision.notes
+    assert decision.evidence["planner"] == "horizon"
+
+
+def test_the_lag_plan_scales_out_before_the_deadline():
+    decision = plan_horizon(inputs(workload=150, lag=200_000), SETTINGS)
+    assert decision.notes[0].startswith("plan: 4 for 240 s, then 6 for")
+
+
+def test_a_share_of_the_target_leaves_room_for_errors():
+    # Planning for 300 of the 600 s: 100,000 records of lag at 4 (250/s spare) would take 400 s; the plan holds one
+    # interval (85,000 left), then 6 works them off by second 292 ((85,000 + 4,500 + 1,500) / 450 + 30 + 60).
+    half = SETTINGS.model_copy(update={"horizon_target_share_ratio": 0.5})
+    decision = plan_horizon(inputs(workload=150, lag=100_000), half)
+    assert decision.notes[0].startswith("plan: 4 for 60 s, then 6 for 240 s")
+
+
+def test_a_rescale_carries_its_predicted_recovery_and_the_plan():
+    decision = plan_horizon(inputs(workload=300, forecast=steps((300, 60), (700, 840))), SETTINGS)
+    assert decision.evidence["plan_scaleouts"].split(",")[0] == "7"  # type: ignore[union-attr]
+    assert 0 < float(decision.evidence["predicted_recovery_s"]) <= 600  # type: ignore[arg-type]
+    assert decision.evidence["downtime_used_s"] == 30.0
+    assert decision.notes[0].startswith("plan: 7 for")
+
+
+def test_a_capped_plan_says_so():
+    decision = plan_horizon(inputs(workload=300, forecast=steps((300, 300), (5000, 600))), SETTINGS)
+    # 12 from second 240: its 30-s downtime and replay are worked off before the overload at 300
+    assert decision.notes[0] == "plan: 4 for 240 s, then 12 for 660 s" and "capped at 1140/s" in decision.notes[1]
+
+
+def test_no_schedule_says_why_in_the_notes_and_algorithm_1_decides():
+    # 10 million records of lag: even 12 executors (1,050/s spare) need 9,500 s
+    decision = plan_horizon(inputs(workload=150, lag=10_000_000), SETTINGS)
+    assert "no schedule" in decision.notes[0] and "Algorithm 1" in decision.notes[0]
+    assert (decision.target_scaleout, decision.reason) == (12, Reason.NO_VALID_SCALEOUT_USE_MAX)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "per_hour", "horizon_s", "allowed"),
+    [
+        pytest.param(math.inf, 3.0, 900, None, id="no-bucket"),
+        pytest.param(2.0, 0.0, 900, None, id="budget-off"),
+        pytest.param(0.2, 3.0, 900, 0, id="refill-short-of-one"),
+        pytest.param(0.25, 3.0, 900, 1, id="refill-makes-one"),
+        pytest.param(-2.0, 3.0, 900, 0, id="debt"),
+        pytest.param(3.0, 3.0, 1200, 4, id="full-bucket-and-refill"),
+    ],
+)
+def test_rescale_allowance(tokens, per_hour, horizon_s, allowed):
+    assert rescale_allowance(tokens, per_hour, horizon_s) == allowed
+
+
+@pytest.mark.parametrize(
+    ("load", "need", "current", "expected"),
+    [
+        pytest.param([250, 250], 0.0, 4, (2, 3, 4), id="from-short-of-the-low-to-one-above-the-peak"),
+        pytest.param([250, 450], 0.0, 2, (2, 3, 4, 5, 6), id="a-range-of-load"),
+        pytest.param([250, 250], 200.0, 2, (2, 3, 4, 5, 6), id="lag-to-work-off-widens-it"),
+        pytest.param([5000, 5000], 0.0, 4, (4, 6), id="above-max-keeps-the-top"),
+        pytest.param([50, 50], 0.0, 6, (1, 2, 6), id="the-current-is-always-there"),
+    ],
+)
+def test_schedule_scaleouts(load, need, current, expected):
+    assert schedule_scaleouts([100.0 * n for n in range(1, 7)], 1, current, np.asarray(load, float), need) == expected
+
+
+# The DP against hand-computed queues: 2 scale-outs (1: 10/s, 2: 20/s), a 10-s interval.
+QUEUE = QueueModel((1, 2), (10.0, 20.0), target_recovery_s=30, scale_out_stop=Stop(0, 5), scale_in_stop=Stop(0, 2))
+
+
+def _solve(load, start=None, max_rescales=None, queue=QUEUE):
+    w = np.asarray(load, dtype=float)
+    return cheapest_schedule(
+        w, queue, interval_s=10, caught_up_records=np.maximum(w, 1.0), start=start, max_rescales=max_rescales
+    )
+
+
+def test_offline_schedule_follows_the_load():
+    # 8/s, then 15/s, then 8/s: 1, 2, 1; the scale-out at 10 is down until 15: 50 records, then 5/s spare: 25 s.
+    # That recovery (by second 25) misses nothing: latency 50 / 20 + 5 s of downtime left stays within 30 s.
+    schedule = _solve([8] * 10 + [15] * 20 + [8] * 40)
+    assert schedule.scaleouts == (1, 2, 2, 1, 1, 1, 1)
+    assert schedule.executor_seconds == 10 + 2 * 20 + 40
+    assert schedule.rescales == 2
+    assert describe(schedule) == "1 for 10 s, then 2 for 20 s, then 1 for 40 s"
+
+
+def test_online_schedule_starts_where_the_job_is():
+    # Starting at 2 with 8/s throughout: scale in at second 0 (2 s down: 16 records, worked off at 2/s in 8 s).
+    assert _solve([8] * 40, start=Start(2)).scaleouts == (1, 1, 1, 1)
+    assert _solve([8] * 40, start=Start(2), max_rescales=0).scaleouts == (2, 2, 2, 2)
+
+
+def test_online_schedule_works_off_the_start_backlog_in_time():
+    # 200 records waiting at 8/s: at 1 (2/s spare) that takes 100 s > 30 s; at 2 (12/s spare) 17 s.
+    assert _solve([8] * 40, start=Start(2, 200.0, catch_up_by_s=30)).scaleouts[0] == 2
+    with pytest.raises(ScheduleInfeasible, match="max_scaleout"):
+        _solve([8] * 40, start=Start(1, 200.0, catch_up_by_s=30), max_rescales=0)
+
+
+def test_a_start_outside_the_scaleouts_is_refused():
+    with pytest.raises(ValueError, match="start scale-out 3"):
+        _solve([8] * 20, start=Start(3))
+
+
+def test_lindley_matches_the_recursion():
+    rng = np.random.default_rng(3)
+    arrivals, capacity = rng.uniform(0, 20, 200), rng.uniform(5, 15, 200)
+    backlog, expected = 7.0, []
+    for a, c in zip(arrivals, capacity, strict=True):
+        backlog = max(0.0, backlog + a - c)
+        expected.append(backlog)
+    np.testing.assert_allclose(lindley(7.0, arrivals, capacity), expected, atol=1e-9)
+    rows = lindley(7.0, arrivals, np.vstack([capacity, capacity + 1]))
+    np.testing.assert_allclose(rows[0], expected, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    # 30/s short of a multiple of 100: one executor fewer falls 70/s behind, more than a second of input per interval
+    levels=st.lists(st.integers(min_value=1, max_value=12).map(lambda k: 100.0 * k - 30.0), min_size=2, max_size=15),
+    current=st.integers(min_value=1, max_value=12),
+)
+def test_without_rescale_costs_the_first_step_is_the_optimums(levels, current):
+    """No downtime and no replay: every rescale recovers at once, so the optimum runs, in each interval, the
+    smallest scale-out that carries that interval's load; the planner's first step is that for the first."""
+    forecast = [v for v in levels for _ in range(6)]  # one level per 60-s interval
+    free = SETTINGS.model_copy(update={"checkpoint_interval_s": 0})
+    plan_inputs = inputs(current=current, workload=levels[0], forecast=forecast, downtime_out=0.0, downtime_in=0.0)
+    decision = plan_horizon(plan_inputs, free)
+    smallest = next(n for n in range(1, 13) if 100.0 * n >= levels[0])
+    assert decision.target_scaleout == smallest
+    first = decision.evidence["plan_scaleouts"]
+    expected = [next(n for n in range(1, 13) if 100.0 * n >= v) for v in levels]
+    assert [int(n) for n in str(first).split(",")] == expected
+
+
+def test_schedule_is_a_schedule():
+    assert Schedule(10, (1, 2, 2), 50.0).rescales == 1
+
+
+def test_every_reason_of_the_horizon_planner_is_covered_by_the_table():
+    covered = {case.values[3] for case in CASES}
+    assert {Reason.PLAN_HOLDS, Reason.PLAN_SCALES_OUT, Reason.PLAN_SCALES_IN} <= covered
