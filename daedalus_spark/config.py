@@ -74,7 +74,7 @@ class ControllerConfig(_Section):
         le=86400,
     )
     planner: Literal["paper", "cost_aware", "horizon"] = _field(
-        "cost_aware",
+        "horizon",
         "-",
         "paper: Algorithm 1 as published. cost_aware: Algorithm 1 on the forecast's upper bound, and a scale-in only "
         "if the forecast says it outlasts the cool-down and the executor-seconds it saves exceed its downtime and "

@@ -111,29 +111,34 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
 def _solve(
     inputs: PlanInputs, settings: ControllerConfig, load: np.ndarray, interval: int, allowance: int | None
 ) -> Schedule:
-    """The cheapest schedule from the job as it is now over `load`, with the scale-outs worth considering."""
+    """The cheapest schedule from the job as it is now over `load`, with the scale-outs worth considering, in time
+    units of the forecast's step where the loop interval is a multiple of it (the forecast has nothing finer; 10-s
+    units make the DP ten times faster than 1-s ones)."""
     lo, hi, current = settings.min_scaleout, settings.max_scaleout, inputs.current_scaleout
     target = settings.target_recovery_s * settings.horizon_target_share_ratio
     need = 2.0 * (inputs.consumer_lag_records + _replay(inputs, settings)) / target
     capacity_at = [inputs.capacities.at(n) for n in range(lo, hi + 1)]
     sizes = schedule_scaleouts(capacity_at, lo, current, load, need)
+    unit = math.gcd(interval, max(1, round(inputs.forecast.step_s)))
+    per_unit = load[: len(load) // unit * unit].reshape(-1, unit).mean(axis=1) if len(load) >= unit else load[:1]
     queue = QueueModel(
         scaleouts=sizes,
-        capacity_per_s=tuple(capacity_at[n - lo] for n in sizes),
-        target_recovery_s=target,
-        scale_out_stop=Stop(0, math.ceil(inputs.downtime_scale_out_s)),
-        scale_in_stop=Stop(0, math.ceil(inputs.downtime_scale_in_s)),
-        replay_s=math.ceil(settings.checkpoint_interval_s),
+        capacity_per_s=tuple(capacity_at[n - lo] * unit for n in sizes),  # records per unit
+        target_recovery_s=target / unit,
+        scale_out_stop=Stop(0, math.ceil(inputs.downtime_scale_out_s / unit)),
+        scale_in_stop=Stop(0, math.ceil(inputs.downtime_scale_in_s / unit)),
+        replay_s=math.ceil(settings.checkpoint_interval_s / unit),
     )
     behind = inputs.consumer_lag_records > load[0]  # more than a second of input waits: work it off in time
-    return cheapest_schedule(
-        load,
+    schedule = cheapest_schedule(
+        per_unit * unit,
         queue,
-        interval_s=interval,
-        caught_up_records=np.maximum(load, 1.0),
-        start=Start(current, inputs.consumer_lag_records, math.ceil(target) if behind else 0),
+        interval_s=max(1, interval // unit),
+        caught_up_records=np.maximum(per_unit, 1.0),  # a second of input, as everywhere
+        start=Start(current, inputs.consumer_lag_records, math.ceil(target / unit) if behind else 0),
         max_rescales=allowance,
     )
+    return Schedule(interval, schedule.scaleouts, schedule.executor_seconds * unit)
 
 
 def _replay(inputs: PlanInputs, settings: ControllerConfig) -> float:
@@ -146,6 +151,15 @@ def _first_step(
     inputs: PlanInputs, schedule: Schedule, evidence: dict[str, float | int | str | None], settings: ControllerConfig
 ) -> Decision:
     current, target = inputs.current_scaleout, schedule.scaleouts[0]
+    notes = [f"plan: {describe(schedule)}"]
+    avg = inputs.workload_avg_per_s
+    if inputs.capacities.at(target) <= avg:
+        # The plan would run into an overload now and work it off as the forecast falls. Its first step always
+        # carries the load observed now (Algorithm 1's first check): a forecast that is wrong costs no backlog.
+        lo, hi = settings.min_scaleout, settings.max_scaleout
+        carries = next((n for n in range(lo, hi + 1) if inputs.capacities.at(n) > avg), hi)
+        notes.append(f"{target} does not carry the {avg:.0f}/s observed now; {carries} does")
+        target = carries
     evidence.update(
         plan_scaleouts=",".join(str(n) for n in schedule.scaleouts),
         plan_interval_s=schedule.interval_s,
@@ -160,4 +174,4 @@ def _first_step(
             predicted_recovery_s=chosen.recovery_s,
             downtime_used_s=chosen.downtime_s,
         )
-    return Decision(inputs.now_s, current, target, reason, evidence, (f"plan: {describe(schedule)}",))
+    return Decision(inputs.now_s, current, target, reason, evidence, tuple(notes))

@@ -53,7 +53,7 @@ def test_overprovisioned_job_scales_in_to_the_smallest_valid_scaleout():
     # A load varying within the minute spreads utilization enough for the regression to be trusted.
     decisions = drive(Controller(CONFIG), 3, workload=1000 + 400 * np.sin(np.arange(60) * np.pi / 10), scaleout=8)
     first = decisions[0]
-    assert first.reason is Reason.SCALE_IN_SMALLEST_VALID
+    assert first.reason is Reason.PLAN_SCALES_IN  # the default planner: horizon
     assert first.target_scaleout == 3  # 2 x 500/s only just carries 1000/s: no headroom to recover
     assert first.evidence["capacity_current_per_s"] == pytest.approx(8 * CAPACITY, rel=0.05)
     assert decisions[1].reason is Reason.COOLDOWN
@@ -70,7 +70,7 @@ def test_steady_load_without_utilization_spread_falls_back_to_the_conservative_r
 def test_overloaded_job_scales_out_with_its_capacity_learned_online():
     controller = Controller(CONFIG)
     d = drive(controller, 1, workload=3000.0, scaleout=4)[0]
-    assert d.reason is Reason.SCALE_OUT_SMALLEST_VALID and d.target_scaleout >= 7
+    assert d.reason is Reason.PLAN_SCALES_OUT and d.target_scaleout >= 7
     assert controller.knowledge.recovery.pending is not None
     assert controller.knowledge.last_rescale_s == 60.0
 
@@ -187,7 +187,8 @@ def test_rescale_budget_off_never_holds():
 
 def test_only_applied_rescales_spend_the_budget():
     """A refused or failed rescale changed nothing: it takes no token."""
-    controller = Controller(parse_config({"controller": {"max_scaleout": 12, "max_rescales_per_hour": 1}}))
+    settings = {"max_scaleout": 12, "max_rescales_per_hour": 1, "planner": "cost_aware"}  # its budget reason
+    controller = Controller(parse_config({"controller": settings}))
     rng = np.random.default_rng(0)
     load = 1000 + 400 * np.sin(np.arange(60) * np.pi / 10)
     refused = controller.tick(window(60.0, load, 8, rng=rng), 60.0)

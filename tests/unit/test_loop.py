@@ -87,7 +87,7 @@ def test_a_rescale_counts_only_when_it_changed_the_job(outcome, counts):
     loop, _, recorder = make_loop(actuator=actuator)
     result = loop.step()
     decision, k = result.decision, loop.controller.knowledge
-    assert decision.reason is Reason.SCALE_OUT_SMALLEST_VALID and actuator.requested == [decision.target_scaleout]
+    assert decision.reason is Reason.PLAN_SCALES_OUT and actuator.requested == [decision.target_scaleout]
     assert decision.actuation == outcome.value and decision.actuation_detail == f"scripted {outcome.value}"
     assert (k.last_rescale_s == 60.0) is counts
     assert (k.recovery.pending is not None) is counts
@@ -100,7 +100,7 @@ def test_after_a_failed_rescale_the_next_tick_tries_again_without_cooldown():
     loop.step()
     clock.advance(60)
     second = loop.step()
-    assert second.decision.reason is Reason.SCALE_OUT_SMALLEST_VALID
+    assert second.decision.reason is Reason.PLAN_SCALES_OUT
     assert len(actuator.requested) == 2
 
 

@@ -76,10 +76,10 @@ def test_sidecar_ticks_publishes_serves_and_stops_clean(tmp_path):
         thread.join(timeout=30)
     assert exit_code == [0] and not thread.is_alive()
     first = json.loads((tmp_path / "decisions.jsonl").read_text().splitlines()[0])
-    assert first["reason"] == "scale_out_smallest_valid" and first["actuation"]["outcome"] == "applied"
+    assert first["reason"] == "horizon_plan_scales_out" and first["actuation"]["outcome"] == "applied"
     assert first["target"] == actuator.requested[0] and first["current"] == 4
     assert samples[("daedalus_controller_scaleout_target", ())] == first["target"]
-    assert samples[("daedalus_controller_decisions_total", (("reason", "scale_out_smallest_valid"),))] >= 1
+    assert samples[("daedalus_controller_decisions_total", (("reason", "horizon_plan_scales_out"),))] >= 1
     assert samples[("daedalus_controller_actuations_total", (("outcome", "applied"),))] >= 1
     assert samples[
         ("daedalus_controller_capacity_records_per_second", (("observed", "true"), ("scaleout", "4")))
