@@ -210,8 +210,34 @@ def our_containers(target: str) -> list[dict[str, Any]]:
         out += spec.get("template", {}).get("spec", {}).get("containers", [])
         out += spec.get("driver", {}).get("sidecars", [])
     if target == "spark-submit":
-        out += [c for c in pod_template()["spec"]["containers"] if c["name"] == "daedalus-controller"]
+        out += [c for c in pod_template()["spec"]["initContainers"] if c["name"] == "daedalus-controller"]
     return out
+
+
+def test_spark_submit_controller_is_a_native_sidecar_so_the_driver_pod_completes():
+    spec = pod_template()["spec"]
+    assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-driver"]
+    sidecars = [c for c in spec["initContainers"] if c.get("restartPolicy") == "Always"]
+    assert [c["name"] for c in sidecars] == ["daedalus-controller"]
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_one_scrape_mechanism_the_podmonitor_and_no_annotations(overlay):
+    docs = [*rendered(overlay), pod_template()] if overlay == "spark-submit" else list(rendered(overlay))
+    text = yaml.safe_dump_all(docs)
+    assert "prometheus.io/" not in text
+
+
+@needs_kubectl
+def test_podmonitor_and_rules_carry_the_release_label_kube_prometheus_stack_selects():
+    for kind in ("PodMonitor", "PrometheusRule"):
+        assert find(rendered("monitoring"), kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+@needs_kubectl
+def test_standalone_driver_service_publishes_not_ready_addresses():
+    assert find(rendered("standalone"), "Service", "wordcount-driver")["spec"]["publishNotReadyAddresses"] is True
 
 
 @needs_kubectl
@@ -242,10 +268,15 @@ def test_configs_are_valid_and_every_query_is_a_recorded_rule(overlay):
     }
     signal = "query_cpu" if config.controller.utilization_signal == "cpu" else "query_busy"
     for key in ("query_workload", "query_throughput", signal, "query_lag", "query_executors", "query_uptime"):
-        assert getattr(config.monitor, key) in recorded, f"{overlay}: monitor.{key} is not a recording rule"
+        query = getattr(config.monitor, key)
+        assert query.removesuffix("{$selector}") in recorded, f"{overlay}: monitor.{key} is not a recording rule"
+        assert query.endswith("{$selector}"), f"{overlay}: monitor.{key} does not select the job"
+    # Every job label the rules keep is selected, from the pod's own environment (downward API).
+    expected = {"namespace", "application_id"} if overlay != "standalone" else {"namespace"}
+    assert set(config.monitor.job_labels_env) == expected
     assert config.runtime.metrics_port == 9097 and config.runtime.metrics_host == "0.0.0.0"
     assert config.controller.knowledge_path.startswith("/var/lib/daedalus/")  # on the knowledge volume
-    assert config.monitor.rate_window_s == 30  # the rules' window
+    assert config.monitor.rate_window_s == 120 and config.monitor.scrape_interval_s == 30  # the rules' window
 
 
 def test_prometheusrule_carries_the_plain_rule_file():
@@ -264,6 +295,34 @@ def test_promtool_accepts_the_recording_rules():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS: 10 rules found" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed: rules not unit-tested")
+def test_recording_rules_keep_two_jobs_in_one_prometheus_apart():
+    """tests/data/promtool/rules_test.yaml: two applications, one namespace, the same executor ids."""
+    test_file = ROOT / "tests" / "data" / "promtool" / "rules_test.yaml"
+    result = subprocess.run(["promtool", "test", "rules", str(test_file)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed: queries unparsed")
+@pytest.mark.parametrize("labels", [pytest.param({}, id="no-labels"), pytest.param({"namespace": "a"}, id="labels")])
+def test_every_default_and_overlay_query_parses_with_its_selector(labels, tmp_path):
+    from daedalus_spark.config import Config
+    from daedalus_spark.monitor.prometheus import queries
+
+    configs = [Config()]
+    for overlay in ("components/spark-driver", "overlays/standalone"):
+        configs.append(parse_config(yaml.safe_load((DEPLOY / overlay / "daedalus.yaml").read_text()), overlay))
+    exprs = [
+        q for c in configs for signal in ("cpu", "busy_time") for q in queries(c.monitor, signal, labels).values()
+    ]
+    rules = [{"record": f"q:{i}", "expr": e} for i, e in enumerate(exprs)]
+    path = tmp_path / "queries.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "queries", "rules": rules}]}))
+    result = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_dockerfiles_run_as_non_root_and_the_controller_carries_no_spark():
