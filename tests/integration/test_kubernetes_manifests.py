@@ -315,9 +315,7 @@ def test_every_default_and_overlay_query_parses_with_its_selector(labels, tmp_pa
     configs = [Config()]
     for overlay in ("components/spark-driver", "overlays/standalone"):
         configs.append(parse_config(yaml.safe_load((DEPLOY / overlay / "daedalus.yaml").read_text()), overlay))
-    exprs = [
-        q for c in configs for signal in ("cpu", "busy_time") for q in queries(c.monitor, signal, labels).values()
-    ]
+    exprs = [q for c in configs for signal in ("cpu", "busy_time") for q in queries(c.monitor, signal, labels).values()]
     rules = [{"record": f"q:{i}", "expr": e} for i, e in enumerate(exprs)]
     path = tmp_path / "queries.yaml"
     path.write_text(yaml.safe_dump({"groups": [{"name": "queries", "rules": rules}]}))
