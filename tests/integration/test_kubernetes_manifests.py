@@ -329,12 +329,73 @@ def test_dockerfiles_run_as_non_root_and_the_controller_carries_no_spark():
     last_user = [line for line in controller.splitlines() if line.startswith("USER ")][-1]
     assert last_user.split()[1] not in ("root", "0") and "pyspark" not in controller.lower()
     assert 'ENTRYPOINT ["daedalus-spark"]' in controller
-    assert 'pip install ".[kubernetes]"' in controller  # the core and the client it actuates with, nothing more
+    # the core and the client it actuates with, nothing more, at the tested versions
+    assert 'pip install -c constraints.txt ".[kubernetes]"' in controller
     with (ROOT / "pyproject.toml").open("rb") as f:
         core = " ".join(tomllib.load(f)["project"]["dependencies"]).lower()
     assert not any(extra in core for extra in ("pyspark", "matplotlib", "kubernetes"))
     assert [line for line in job.splitlines() if line.startswith("USER ")][-1] == "USER 185"
     assert "spark-sql-kafka-0-10_2.13" in job  # the Kafka source is baked in: no download at submit time
+
+
+def final_stage(dockerfile: str) -> list[str]:
+    """The instructions of the last build stage, continuation lines joined."""
+    lines = dockerfile.replace("\\\n", " ").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("FROM ")]
+    return [line for line in lines[starts[-1] :] if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("name", ["Dockerfile.controller", "Dockerfile.job"])
+def test_dockerfile_base_python_meets_requires_python_and_pins_hold(name):
+    from packaging.specifiers import SpecifierSet
+
+    text = (ROOT / "deploy" / name).read_text()
+    stage = final_stage(text)
+    image = stage[0].split()[1]
+    assert image.startswith("python:"), f"{name}: the final stage is not an official Python image ({image})"
+    python = image.removeprefix("python:").split("-")[0]
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        requires = tomllib.load(f)["project"]["requires-python"]
+    assert python in SpecifierSet(requires), f"{name}: Python {python} does not meet requires-python {requires}"
+    # hadolint-style: pinned bases, no latest, apt lists removed, pip through the constraints, non-root at the end.
+    assert all(":" in line.split()[1] and ":latest" not in line for line in stage if line.startswith("FROM "))
+    for line in stage:
+        if "apt-get install" in line:
+            assert "--no-install-recommends" in line and "rm -rf /var/lib/apt/lists" in line, line
+        if "pip install" in line and "--no-deps" not in line.split("pip install")[1].split("&&")[0]:
+            assert "-c " in line and "constraints.txt" in line, f"{name}: pip install without constraints: {line}"
+    assert [line for line in stage if line.startswith("USER ")][-1].split()[1] not in ("root", "0")
+
+
+def test_job_image_spark_is_the_pyspark_the_project_installs():
+    job = (ROOT / "deploy" / "Dockerfile.job").read_text()
+    spark = next(line.split("=")[1] for line in job.splitlines() if line.startswith("ARG SPARK_VERSION="))
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line)
+    assert pins["pyspark"] == spark
+    assert "openjdk-17-jre-headless" in job and "FROM spark:${SPARK_VERSION}-scala2.13-java17" in job
+    app = yaml.safe_load((DEPLOY / "overlays" / "spark-operator" / "sparkapplication.yaml").read_text())
+    assert app["spec"]["sparkVersion"] == spark
+    assert not pins["pandas"].startswith("3."), "PySpark 4.3 does not fully support pandas 3"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["spark-operator", "standalone"])
+def test_images_are_replaced_in_one_place(overlay, tmp_path):
+    shutil.copytree(DEPLOY, tmp_path / "kubernetes")
+    component = tmp_path / "kubernetes" / "components" / "images" / "kustomization.yaml"
+    images = yaml.safe_load(component.read_text())
+    for image in images["images"]:
+        image |= {"newName": "registry.example/" + image["name"].rsplit("/", 1)[1], "newTag": "9.9"}
+    component.write_text(yaml.safe_dump(images))
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(tmp_path / "kubernetes" / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ghcr.io/daedalus-spark" not in out.stdout
+    assert out.stdout.count("registry.example/") >= 2
 
 
 def test_manifest_paths_named_in_the_docs_exist():
