@@ -336,10 +336,11 @@ class MonitorConfig(_Section):
         le=3600,
     )
     scrape_interval_s: float = _field(
-        1,
+        30,
         "s",
-        "How often the job's metrics are scraped (your Prometheus's or PodMonitor's interval; without a Prometheus, "
-        "step_s). rate_window_s must hold 4 of them (Prometheus's rule of thumb), or rate() has gaps.",
+        "How often your Prometheus scrapes the job's metrics (the scrape config's or PodMonitor's interval; 30 s is "
+        "prometheus-operator's default). With prometheus_url set, rate_window_s must hold 4 of them (Prometheus's "
+        "rule of thumb), or rate() has gaps and ticks are skipped. Without it, the monitor scrapes every step_s.",
         gt=0,
         le=3600,
     )
@@ -440,7 +441,7 @@ class MonitorConfig(_Section):
 
     @model_validator(mode="after")
     def _windows(self) -> MonitorConfig:
-        if self.rate_window_s < 4 * self.scrape_interval_s:
+        if self.prometheus_url and self.rate_window_s < 4 * self.scrape_interval_s:
             raise ValueError(
                 f"monitor.rate_window_s ({self.rate_window_s:g} s) must be at least 4 × monitor.scrape_interval_s "
                 f"({self.scrape_interval_s:g} s) = {4 * self.scrape_interval_s:g} s: rate() needs several scrapes "

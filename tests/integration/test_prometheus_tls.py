@@ -60,7 +60,9 @@ def test_certificates_are_checked_against_a_real_https_prometheus(https_promethe
     server, ca = https_prometheus
     assert server.url.startswith("https://")
     settings = {k: (str(ca) if v == "CA" else v) for k, v in settings.items()}
-    monitor = PrometheusMonitor(MonitorConfig(prometheus_url=server.url, timeout_s=5, **settings), "cpu")
+    monitor = PrometheusMonitor(
+        MonitorConfig(prometheus_url=server.url, scrape_interval_s=1, timeout_s=5, **settings), "cpu"
+    )
     try:
         with pytest.raises(MonitorError) as err:
             monitor.observe(start_s=1_000, end_s=1_010)

@@ -65,12 +65,12 @@ def test_defaults_are_the_papers():
         ),
         pytest.param([1, 2], "expected a mapping", id="not-a-mapping"),
         pytest.param(
-            {"monitor": {"scrape_interval_s": 30}},
+            {"monitor": {"prometheus_url": "http://prom:9090"}},
             "monitor: monitor.rate_window_s (5 s) must be at least 4 × monitor.scrape_interval_s (30 s) = 120 s",
-            id="rate-window-below-four-scrapes",
+            id="default-window-against-a-default-scrape",
         ),
         pytest.param(
-            {"monitor": {"scrape_interval_s": 30, "rate_window_s": 119}},
+            {"monitor": {"prometheus_url": "http://prom:9090", "rate_window_s": 119}},
             "monitor.rate_window_s (119 s) must be at least 4 × monitor.scrape_interval_s (30 s)",
             id="rate-window-just-below",
         ),
@@ -96,9 +96,9 @@ def test_config_errors_name_the_yaml_path(data, expected):
 @pytest.mark.parametrize(
     ("monitor", "window_s"),
     [
-        pytest.param({}, 5, id="defaults"),
-        pytest.param({"scrape_interval_s": 30, "rate_window_s": 120}, 120, id="exactly-four-scrapes"),
-        pytest.param({"scrape_interval_s": 5, "rate_window_s": 30}, 30, id="podmonitor-5s"),
+        pytest.param({}, 5, id="defaults-embedded-scraper"),
+        pytest.param({"prometheus_url": "http://p:9090", "rate_window_s": 120}, 120, id="exactly-four-scrapes"),
+        pytest.param({"prometheus_url": "http://p:9090", "scrape_interval_s": 5, "rate_window_s": 30}, 30, id="5s"),
     ],
 )
 def test_rate_windows_of_four_scrapes_or_more_are_accepted(monitor, window_s):

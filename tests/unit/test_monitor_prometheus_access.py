@@ -141,7 +141,9 @@ def prometheus() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 )
 def test_queries_carry_the_token_and_no_log_shows_it(prometheus, caplog, environ, error_kind):
     url, seen = prometheus
-    config = MonitorConfig(prometheus_url=url, bearer_token_env="TOK", job_labels={"namespace": "a"})
+    config = MonitorConfig(
+        prometheus_url=url, scrape_interval_s=1, bearer_token_env="TOK", job_labels={"namespace": "a"}
+    )
     monitor = PrometheusMonitor(config, "cpu", environ)
     try:
         with caplog.at_level(logging.DEBUG), pytest.raises(MonitorError) as err:
