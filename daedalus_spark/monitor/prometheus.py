@@ -85,6 +85,8 @@ def auth_headers(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str,
 
 def session(config: MonitorConfig) -> requests.Session:
     """An HTTP session that checks certificates unless `tls_verify` is off, against `ca_file` when set."""
+    if config.tls_verify and config.ca_file and not Path(config.ca_file).is_file():
+        raise ValueError(f"monitor.ca_file ({config.ca_file}): no such file")  # else every query fails alike
     http = requests.Session()
     http.verify = (config.ca_file or True) if config.tls_verify else False
     return http

@@ -72,12 +72,20 @@ def test_a_job_label_variable_that_is_missing_stops_the_start(environ):
     ("config", "verify"),
     [
         pytest.param({}, True, id="checked-by-default"),
-        pytest.param({"ca_file": "/etc/ca.pem"}, "/etc/ca.pem", id="ca-bundle"),
+        pytest.param({"ca_file": "CA"}, "CA", id="ca-bundle"),
         pytest.param({"tls_verify": False}, False, id="off-when-asked"),
     ],
 )
-def test_certificates_are_checked_unless_turned_off(config, verify):
-    assert session(MonitorConfig(**config)).verify == verify
+def test_certificates_are_checked_unless_turned_off(tmp_path, config, verify):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    config = {k: (str(ca) if v == "CA" else v) for k, v in config.items()}
+    assert session(MonitorConfig(**config)).verify == (str(ca) if verify == "CA" else verify)
+
+
+def test_a_missing_ca_bundle_stops_the_start():
+    with pytest.raises(ValueError, match=r"monitor.ca_file \(/nonexistent/ca.pem\): no such file"):
+        session(MonitorConfig(ca_file="/nonexistent/ca.pem"))
 
 
 def test_bearer_token_from_file_or_environment(tmp_path):
