@@ -214,6 +214,19 @@ def our_containers(target: str) -> list[dict[str, Any]]:
     return out
 
 
+@needs_kubectl
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_controller_container_gets_every_job_label_variable_its_config_names(overlay):
+    config = parse_config(yaml.safe_load(find(rendered(overlay), "ConfigMap")["data"]["daedalus.yaml"]), overlay)
+    controllers = [c for c in our_containers(overlay) if c["name"] in ("daedalus-controller", "controller")]
+    assert controllers
+    for container in controllers:
+        env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container["env"]}
+        for label, variable in config.monitor.job_labels_env.items():
+            assert env.get(variable), f"{overlay}: {variable} (monitor.job_labels_env.{label}) is not set"
+        assert env["DAEDALUS_NAMESPACE"] == "metadata.namespace"
+
+
 def test_spark_submit_controller_is_a_native_sidecar_so_the_driver_pod_completes():
     spec = pod_template()["spec"]
     assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-driver"]
