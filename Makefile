@@ -5,10 +5,10 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test test-spark lint typecheck bench clean
 
-$(BIN)/daedalus-spark: pyproject.toml
+$(BIN)/daedalus-spark: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'
 	touch $@
 
 demo: $(BIN)/daedalus-spark
@@ -22,7 +22,7 @@ test-spark: $(BIN)/daedalus-spark
 
 # Ruff (lint + format check) and mypy (strict on daedalus_spark/), configured in pyproject.toml.
 $(BIN)/ruff: $(BIN)/daedalus-spark
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
 lint: $(BIN)/ruff

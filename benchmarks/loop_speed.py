@@ -39,7 +39,13 @@ def config_for(executors: int, url: str) -> Config:
     return parse_config(
         {
             "controller": {"max_scaleout": max(12, executors), "loop_interval_s": WINDOW_S},
-            "monitor": {"prometheus_url": url, "step_s": 1, "rate_window_s": 5, "timeout_s": 10},
+            "monitor": {
+                "prometheus_url": url,
+                "step_s": 1,
+                "rate_window_s": 5,
+                "scrape_interval_s": 1,
+                "timeout_s": 10,
+            },
             "forecast": {"background_refit": True},
         }
     )

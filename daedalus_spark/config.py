@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -32,6 +33,9 @@ def _http_url(value: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("expected an http:// or https:// URL with a host")
     return value
+
+
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 def _nonblank(value: str) -> str:
@@ -348,59 +352,86 @@ class MonitorConfig(_Section):
         ge=1,
         le=3600,
     )
+    scrape_interval_s: float = _field(
+        30,
+        "s",
+        "How often your Prometheus scrapes the job's metrics (the scrape config's or PodMonitor's interval; 30 s is "
+        "prometheus-operator's default). With prometheus_url set, rate_window_s must hold 4 of them (Prometheus's "
+        "rule of thumb), or rate() has gaps and ticks are skipped. Without it, the monitor scrapes every step_s.",
+        gt=0,
+        le=3600,
+    )
     timeout_s: float = _field(
         5, "s", "A query or scrape slower than this fails the tick (skipped, not actuated).", gt=0, le=300
     )
+    job_labels: dict[str, str] = _field(
+        {},
+        "labels",
+        "Label values that select this job's series ($selector in the queries, e.g. namespace and application_id): "
+        "without them, several jobs on one Prometheus add up.",
+    )
+    job_labels_env: dict[str, str] = _field(
+        {},
+        "labels",
+        "Like job_labels, the value read from the named environment variable at start (e.g. application_id: "
+        "DAEDALUS_SPARK_APP_ID); an unset variable stops the start.",
+    )
+    tls_verify: bool = _field(True, "-", "Check Prometheus's TLS certificate (https URLs).")
+    ca_file: str = _field("", "path", "CA bundle (PEM) that signed Prometheus's certificate (empty: the system's).")
+    bearer_token_env: str = _field("", "-", "Environment variable holding a bearer token for Prometheus (empty: none).")
+    bearer_token_file: str = _field(
+        "", "path", "File holding a bearer token for Prometheus, read at start (empty: none; wins over the variable)."
+    )
     executor_label: str = _field("executor_id", "-", "Label that names the executor in per-executor series.")
     query_workload: str = _field(
-        f"sum(rate({names.SOURCE_LATEST_OFFSET}[$rate_window]))",
+        f"sum(rate({names.SOURCE_LATEST_OFFSET}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s arriving at the source: growth of the topic's end offsets, whoever produces.",
     )
     query_throughput: str = _field(
-        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_RECORDS)}[$rate_window]))",
+        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_RECORDS)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s each executor reads from the source.",
     )
     query_cpu: str = _field(
-        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_CPU_SECONDS)}[$rate_window])) / on (executor_id) "
-        f"{names.EXECUTOR_CPU_LIMIT_CORES}",
+        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_CPU_SECONDS)}{{$selector}}[$rate_window])) "
+        f"/ on (executor_id) {names.EXECUTOR_CPU_LIMIT_CORES}{{$selector}}",
         "PromQL",
         "CPU utilization ratio per executor (executor JVM and its Python workers) — utilization_signal cpu.",
     )
     query_busy: str = _field(
-        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_BUSY_SECONDS)}[$rate_window])) / on (executor_id) "
-        f"{names.EXECUTOR_CORES}",
+        f"sum by (executor_id) (rate({names.total(names.EXECUTOR_BUSY_SECONDS)}{{$selector}}[$rate_window])) "
+        f"/ on (executor_id) {names.EXECUTOR_CORES}{{$selector}}",
         "PromQL",
         "Busy fraction per executor (task time per core) — utilization_signal busy_time.",
     )
     query_partition_workload: str = _field(
-        f"sum by (topic, partition) (rate({names.SOURCE_LATEST_OFFSET}[$rate_window]))",
+        f"sum by (topic, partition) (rate({names.SOURCE_LATEST_OFFSET}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s arriving at each source partition (labels topic and partition): their skew decides the "
         "capacity of scale-outs never observed. Optional: without it, partitions are taken as equal.",
     )
     query_batches: str = _field(
-        f"sum(rate({names.total(names.QUERY_BATCHES)}[$rate_window]))",
+        f"sum(rate({names.total(names.QUERY_BATCHES)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Micro-batches the query completes per second. Optional, with query_batch_records and query_batch_seconds: "
         "the per-batch economics (fixed cost per batch, records per second of batch) that tell catch-up capacity "
         "from steady-state capacity.",
     )
     query_batch_records: str = _field(
-        f"sum(rate({names.total(names.QUERY_INPUT_RECORDS)}[$rate_window]))",
+        f"sum(rate({names.total(names.QUERY_INPUT_RECORDS)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s the query's batches read (numInputRows). Optional, see query_batches.",
     )
     query_batch_seconds: str = _field(
-        f"sum(rate({names.total(names.QUERY_BATCH_SECONDS)}[$rate_window]))",
+        f"sum(rate({names.total(names.QUERY_BATCH_SECONDS)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Seconds of batch execution per second (the batches' summed durations). Optional, see query_batches.",
     )
-    query_lag: str = _field(f"sum({names.LAG_RECORDS})", "PromQL", "Consumer lag in records.")
-    query_executors: str = _field(f"sum({names.EXECUTORS})", "PromQL", "Live executors (the scale-out).")
+    query_lag: str = _field(f"sum({names.LAG_RECORDS}{{$selector}})", "PromQL", "Consumer lag in records.")
+    query_executors: str = _field(f"sum({names.EXECUTORS}{{$selector}})", "PromQL", "Live executors (the scale-out).")
     query_uptime: str = _field(
-        f"max({names.UPTIME_SECONDS})",
+        f"max({names.UPTIME_SECONDS}{{$selector}})",
         "PromQL",
         "Seconds since the job (re)started processing.",
     )
@@ -416,6 +447,26 @@ class MonitorConfig(_Section):
         for url in value:
             _http_url(url)
         return value
+
+    @field_validator("job_labels", "job_labels_env")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for label in value:
+            if not _LABEL_NAME.fullmatch(label):
+                raise ValueError(f"{label!r} is not a Prometheus label name")
+        return value
+
+    @model_validator(mode="after")
+    def _windows(self) -> MonitorConfig:
+        if self.prometheus_url and self.rate_window_s < 4 * self.scrape_interval_s:
+            raise ValueError(
+                f"monitor.rate_window_s ({self.rate_window_s:g} s) must be at least 4 × monitor.scrape_interval_s "
+                f"({self.scrape_interval_s:g} s) = {4 * self.scrape_interval_s:g} s: rate() needs several scrapes "
+                "in its window"
+            )
+        if both := sorted(set(self.job_labels) & set(self.job_labels_env)):
+            raise ValueError(f"monitor.job_labels and monitor.job_labels_env both set {', '.join(both)}")
+        return self
 
     _names = field_validator(
         "executor_label",

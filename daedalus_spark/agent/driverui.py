@@ -62,15 +62,26 @@ class DriverUiReader:
     def poll_stages(self) -> None:
         """Fold finished stages' per-executor input records into the running totals."""
         for stage_id in sorted(self._pending):
-            if self._fold(stage_id):
+            if self._fold(stage_id) is not False:  # folded, or gone from the UI: never asked again
                 self._pending.discard(stage_id)
         while True:
             found = self._fold(self.next_stage)
             if found is None:
-                return
+                # A stage id may never be listed (a skipped stage, one the UI no longer retains): go on at the next
+                # id the driver lists, or wait for this one when none follows it.
+                later = self._listed_after(self.next_stage)
+                if later is None:
+                    return
+                self.next_stage = later
+                continue
             if not found:
                 self._pending.add(self.next_stage)
             self.next_stage += 1
+
+    def _listed_after(self, stage_id: int) -> int | None:
+        ids = [s.get("stageId") for s in fetch_json(f"{self.api}/stages")]
+        later = [i for i in ids if isinstance(i, int) and i > stage_id]
+        return min(later) if later else None
 
     def _fold(self, stage_id: int) -> bool | None:
         """True: folded; False: still running; None: no such stage (yet)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -54,8 +55,16 @@ def render_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
-def substitute(template: str, rate_window_s: float) -> str:
-    return template.replace("$rate_window", render_duration(rate_window_s))
+def substitute(template: str, rate_window_s: float, job_labels: Mapping[str, str] | None = None) -> str:
+    """The PromQL of a query template: `$rate_window` a duration, `$selector` the job's label matchers."""
+    return template.replace("$rate_window", render_duration(rate_window_s)).replace(
+        "$selector", selector(job_labels or {})
+    )
+
+
+def selector(job_labels: Mapping[str, str]) -> str:
+    """Exact-match PromQL label matchers, values quoted as PromQL strings (JSON's escapes are PromQL's)."""
+    return ",".join(f"{label}={json.dumps(value)}" for label, value in sorted(job_labels.items()))
 
 
 def build_observation(results: Mapping[str, Matrix], window: Window, *, executor_label: str) -> Observation:

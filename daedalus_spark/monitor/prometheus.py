@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -30,8 +32,11 @@ from daedalus_spark.monitor.port import MonitorError
 log = logging.getLogger(__name__)
 
 
-def queries(config: MonitorConfig, utilization_signal: str) -> dict[str, str]:
-    """The PromQL of each query with `$rate_window` substituted (keys: assemble.QUERIES and OPTIONAL_QUERIES)."""
+def queries(
+    config: MonitorConfig, utilization_signal: str, job_labels: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The PromQL of each query with `$rate_window` and `$selector` (`job_labels`, by default the config's)
+    substituted (keys: assemble.QUERIES and OPTIONAL_QUERIES)."""
     utilization = config.query_cpu if utilization_signal == "cpu" else config.query_busy
     templates = {
         "workload": config.query_workload,
@@ -45,20 +50,66 @@ def queries(config: MonitorConfig, utilization_signal: str) -> dict[str, str]:
         "batch_records": config.query_batch_records,
         "batch_seconds": config.query_batch_seconds,
     }
-    return {name: substitute(t, config.rate_window_s) for name, t in templates.items()}
+    labels = config.job_labels if job_labels is None else job_labels
+    return {name: substitute(t, config.rate_window_s, labels) for name, t in templates.items()}
+
+
+def job_labels(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """`job_labels` plus those of `job_labels_env` read from the environment (unset or empty: ValueError)."""
+    labels = dict(config.job_labels)
+    for label, variable in config.job_labels_env.items():
+        value = environ.get(variable, "")
+        if not value:
+            raise ValueError(f"monitor.job_labels_env.{label}: environment variable {variable} is unset or empty")
+        labels[label] = value
+    return labels
+
+
+def auth_headers(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """The Authorization header from `bearer_token_file` or `bearer_token_env` (the token is never logged)."""
+    if config.bearer_token_file:
+        source = f"monitor.bearer_token_file ({config.bearer_token_file})"
+        try:
+            token = Path(config.bearer_token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{source}: cannot read the bearer token: {type(exc).__name__}") from None
+    elif config.bearer_token_env:
+        token = environ.get(config.bearer_token_env, "").strip()
+        source = f"monitor.bearer_token_env ({config.bearer_token_env})"
+    else:
+        return {}
+    if not token:
+        raise ValueError(f"{source}: the bearer token is empty")
+    return {"Authorization": f"Bearer {token}"}
+
+
+def session(config: MonitorConfig) -> requests.Session:
+    """An HTTP session that checks certificates unless `tls_verify` is off, against `ca_file` when set."""
+    if config.tls_verify and config.ca_file and not Path(config.ca_file).is_file():
+        raise ValueError(f"monitor.ca_file ({config.ca_file}): no such file")  # else every query fails alike
+    http = requests.Session()
+    http.verify = (config.ca_file or True) if config.tls_verify else False
+    return http
 
 
 class PrometheusMonitor:
     """MetricsSource over Prometheus's HTTP API; one timeout budget covers all queries of a window."""
 
-    def __init__(self, config: MonitorConfig, utilization_signal: str) -> None:
+    def __init__(
+        self, config: MonitorConfig, utilization_signal: str, environ: Mapping[str, str] | None = None
+    ) -> None:
         if not config.prometheus_url:
             raise ValueError("monitor.prometheus_url is empty: PrometheusMonitor needs a server")
+        environ = {} if environ is None else environ
         self.config = config
-        self.queries = queries(config, utilization_signal)
+        self.queries = queries(config, utilization_signal, job_labels(config, environ))
         # No client-side retries: a failed window is skipped and the next tick asks again.
         self._client = PrometheusConnect(
-            url=config.prometheus_url.rstrip("/"), disable_ssl=True, retry=Retry(total=0, read=False)
+            url=config.prometheus_url.rstrip("/"),
+            headers=auth_headers(config, environ) or None,
+            disable_ssl=not config.tls_verify,
+            session=session(config),
+            retry=Retry(total=0, read=False),
         )
         self._pool = ThreadPoolExecutor(max_workers=len(self.queries), thread_name_prefix="promql")
 

@@ -67,8 +67,11 @@ def start_prometheus(
     scrape_interval_s: float = 1.0,
     binary: str = DEFAULT_BINARY,
     ready_timeout_s: float = 30.0,
+    tls: tuple[Path, Path, Path] | None = None,
 ) -> PrometheusServer:
-    """A Prometheus scraping `targets` (host:port, path /metrics), data in `workdir`, ready when this returns."""
+    """A Prometheus scraping `targets` (host:port, path /metrics), data in `workdir`, ready when this returns.
+
+    `tls` (certificate, key, the CA that signed it): serve HTTPS through --web.config.file."""
     executable = find_binary(binary)
     if executable is None:
         raise FileNotFoundError(f"no Prometheus binary at {binary} or on PATH (Debian: apt-get install prometheus)")
@@ -76,6 +79,12 @@ def start_prometheus(
     config = workdir / "prometheus.yml"
     config.write_text(render_config(targets, scrape_interval_s), encoding="utf-8")
     port = free_port()
+    web = []
+    if tls is not None:
+        web_config = workdir / "web.yml"
+        server_config = {"cert_file": str(tls[0]), "key_file": str(tls[1])}
+        web_config.write_text(yaml.safe_dump({"tls_server_config": server_config}), encoding="utf-8")
+        web = [f"--web.config.file={web_config}"]
     with (workdir / "prometheus.log").open("wb") as log:
         process = subprocess.Popen(  # noqa: S603 - our own arguments, no shell
             [
@@ -84,24 +93,26 @@ def start_prometheus(
                 f"--storage.tsdb.path={workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{port}",
                 "--log.level=warn",
+                *web,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=workdir,
         )
-    server = PrometheusServer(process, f"http://127.0.0.1:{port}", workdir)
+    scheme = "http" if tls is None else "https"
+    server = PrometheusServer(process, f"{scheme}://127.0.0.1:{port}", workdir)
     try:
-        _wait_ready(server, ready_timeout_s)
+        _wait_ready(server, ready_timeout_s, verify=True if tls is None else str(tls[2]))
     except BaseException:
         server.stop()
         raise
     return server
 
 
-def _wait_ready(server: PrometheusServer, timeout_s: float) -> None:
+def _wait_ready(server: PrometheusServer, timeout_s: float, *, verify: bool | str = True) -> None:
     def ready() -> bool:
         with contextlib.suppress(requests.RequestException):
-            return requests.get(server.url + "/-/ready", timeout=1).status_code == 200
+            return requests.get(server.url + "/-/ready", timeout=1, verify=verify).status_code == 200
         return False
 
     def running() -> None:

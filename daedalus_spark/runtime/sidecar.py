@@ -171,4 +171,4 @@ def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
             actuator = PendingAwareActuator(actuator, make_pod_watcher(config, environ))
         events = make_event_publisher(config, environ, scaler=scaler)
         publishers += [events] if events is not None else []
-    return Sidecar(config, make_monitor(config, clock), actuator, clock, publishers)
+    return Sidecar(config, make_monitor(config, clock, environ), actuator, clock, publishers)

@@ -72,9 +72,12 @@ def agent_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AgentC
     )
 
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
 def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(f"daedalus-{name}").config("spark.sql.shuffle.partitions", "4")
+    builder = SparkSession.builder.appName(f"daedalus-{name}")
     for setting in conf:
         key, eq, value = setting.partition("=")
         if not eq or not key:
@@ -82,7 +85,12 @@ def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSessi
         builder = builder.config(key.strip(), value.strip())
     if master:  # otherwise spark-submit's --master, or PySpark's default local[*]
         builder = builder.master(master)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    # A small default for the demo jobs only where nobody chose one: a builder setting would override what
+    # spark-submit --conf or the SparkApplication's sparkConf set (both land in the SparkContext's conf).
+    if not spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS):
+        spark.conf.set(SHUFFLE_PARTITIONS, "4")
+    return spark
 
 
 def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> StreamingQuery:

@@ -281,7 +281,7 @@ def open_harness(kind: str, signal: str) -> Iterator[Harness]:
     server = _serve(job)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     if kind == "prometheus":
-        config = MonitorConfig(prometheus_url=base, rate_window_s=RATE_WINDOW_S, timeout_s=0.5)
+        config = MonitorConfig(prometheus_url=base, rate_window_s=RATE_WINDOW_S, scrape_interval_s=1, timeout_s=0.5)
         job.promql = {q: name for name, q in queries(config, signal).items()}
         monitor: PrometheusMonitor | ScrapeMonitor = PrometheusMonitor(config, signal)
     else:
@@ -438,7 +438,9 @@ def test_factory_picks_by_prometheus_url() -> None:
     finally:
         scrape.close()
     assert scrape._thread is None
-    remote = make_monitor(Config(monitor=MonitorConfig(prometheus_url="http://127.0.0.1:9")), FakeClock(0))
+    remote = make_monitor(
+        Config(monitor=MonitorConfig(prometheus_url="http://127.0.0.1:9", scrape_interval_s=1)), FakeClock(0)
+    )
     assert isinstance(remote, PrometheusMonitor)
     remote.close()
 

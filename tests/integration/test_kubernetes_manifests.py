@@ -210,8 +210,47 @@ def our_containers(target: str) -> list[dict[str, Any]]:
         out += spec.get("template", {}).get("spec", {}).get("containers", [])
         out += spec.get("driver", {}).get("sidecars", [])
     if target == "spark-submit":
-        out += [c for c in pod_template()["spec"]["containers"] if c["name"] == "daedalus-controller"]
+        out += [c for c in pod_template()["spec"]["initContainers"] if c["name"] == "daedalus-controller"]
     return out
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_controller_container_gets_every_job_label_variable_its_config_names(overlay):
+    config = parse_config(yaml.safe_load(find(rendered(overlay), "ConfigMap")["data"]["daedalus.yaml"]), overlay)
+    controllers = [c for c in our_containers(overlay) if c["name"] in ("daedalus-controller", "controller")]
+    assert controllers
+    for container in controllers:
+        env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container["env"]}
+        for label, variable in config.monitor.job_labels_env.items():
+            assert env.get(variable), f"{overlay}: {variable} (monitor.job_labels_env.{label}) is not set"
+        assert env["DAEDALUS_NAMESPACE"] == "metadata.namespace"
+
+
+def test_spark_submit_controller_is_a_native_sidecar_so_the_driver_pod_completes():
+    spec = pod_template()["spec"]
+    assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-driver"]
+    sidecars = [c for c in spec["initContainers"] if c.get("restartPolicy") == "Always"]
+    assert [c["name"] for c in sidecars] == ["daedalus-controller"]
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_one_scrape_mechanism_the_podmonitor_and_no_annotations(overlay):
+    docs = [*rendered(overlay), pod_template()] if overlay == "spark-submit" else list(rendered(overlay))
+    text = yaml.safe_dump_all(docs)
+    assert "prometheus.io/" not in text
+
+
+@needs_kubectl
+def test_podmonitor_and_rules_carry_the_release_label_kube_prometheus_stack_selects():
+    for kind in ("PodMonitor", "PrometheusRule"):
+        assert find(rendered("monitoring"), kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+@needs_kubectl
+def test_standalone_driver_service_publishes_not_ready_addresses():
+    assert find(rendered("standalone"), "Service", "wordcount-driver")["spec"]["publishNotReadyAddresses"] is True
 
 
 @needs_kubectl
@@ -242,10 +281,15 @@ def test_configs_are_valid_and_every_query_is_a_recorded_rule(overlay):
     }
     signal = "query_cpu" if config.controller.utilization_signal == "cpu" else "query_busy"
     for key in ("query_workload", "query_throughput", signal, "query_lag", "query_executors", "query_uptime"):
-        assert getattr(config.monitor, key) in recorded, f"{overlay}: monitor.{key} is not a recording rule"
+        query = getattr(config.monitor, key)
+        assert query.removesuffix("{$selector}") in recorded, f"{overlay}: monitor.{key} is not a recording rule"
+        assert query.endswith("{$selector}"), f"{overlay}: monitor.{key} does not select the job"
+    # Every job label the rules keep is selected, from the pod's own environment (downward API).
+    expected = {"namespace", "application_id"} if overlay != "standalone" else {"namespace"}
+    assert set(config.monitor.job_labels_env) == expected
     assert config.runtime.metrics_port == 9097 and config.runtime.metrics_host == "0.0.0.0"
     assert config.controller.knowledge_path.startswith("/var/lib/daedalus/")  # on the knowledge volume
-    assert config.monitor.rate_window_s == 30  # the rules' window
+    assert config.monitor.rate_window_s == 120 and config.monitor.scrape_interval_s == 30  # the rules' window
 
 
 def test_prometheusrule_carries_the_plain_rule_file():
@@ -266,18 +310,105 @@ def test_promtool_accepts_the_recording_rules():
     assert "SUCCESS: 10 rules found" in result.stdout
 
 
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed: rules not unit-tested")
+def test_recording_rules_keep_two_jobs_in_one_prometheus_apart():
+    """tests/data/promtool/rules_test.yaml: two applications, one namespace, the same executor ids."""
+    test_file = ROOT / "tests" / "data" / "promtool" / "rules_test.yaml"
+    result = subprocess.run(["promtool", "test", "rules", str(test_file)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed: queries unparsed")
+@pytest.mark.parametrize("labels", [pytest.param({}, id="no-labels"), pytest.param({"namespace": "a"}, id="labels")])
+def test_every_default_and_overlay_query_parses_with_its_selector(labels, tmp_path):
+    from daedalus_spark.config import Config
+    from daedalus_spark.monitor.prometheus import queries
+
+    configs = [Config()]
+    for overlay in ("components/spark-driver", "overlays/standalone"):
+        configs.append(parse_config(yaml.safe_load((DEPLOY / overlay / "daedalus.yaml").read_text()), overlay))
+    exprs = [q for c in configs for signal in ("cpu", "busy_time") for q in queries(c.monitor, signal, labels).values()]
+    rules = [{"record": f"q:{i}", "expr": e} for i, e in enumerate(exprs)]
+    path = tmp_path / "queries.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "queries", "rules": rules}]}))
+    result = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_dockerfiles_run_as_non_root_and_the_controller_carries_no_spark():
     controller = (ROOT / "deploy" / "Dockerfile.controller").read_text()
     job = (ROOT / "deploy" / "Dockerfile.job").read_text()
     last_user = [line for line in controller.splitlines() if line.startswith("USER ")][-1]
     assert last_user.split()[1] not in ("root", "0") and "pyspark" not in controller.lower()
     assert 'ENTRYPOINT ["daedalus-spark"]' in controller
-    assert 'pip install ".[kubernetes]"' in controller  # the core and the client it actuates with, nothing more
+    # the core and the client it actuates with, nothing more, at the tested versions
+    assert 'pip install -c constraints.txt ".[kubernetes]"' in controller
     with (ROOT / "pyproject.toml").open("rb") as f:
         core = " ".join(tomllib.load(f)["project"]["dependencies"]).lower()
     assert not any(extra in core for extra in ("pyspark", "matplotlib", "kubernetes"))
     assert [line for line in job.splitlines() if line.startswith("USER ")][-1] == "USER 185"
     assert "spark-sql-kafka-0-10_2.13" in job  # the Kafka source is baked in: no download at submit time
+
+
+def final_stage(dockerfile: str) -> list[str]:
+    """The instructions of the last build stage, continuation lines joined."""
+    lines = dockerfile.replace("\\\n", " ").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("FROM ")]
+    return [line for line in lines[starts[-1] :] if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("name", ["Dockerfile.controller", "Dockerfile.job"])
+def test_dockerfile_base_python_meets_requires_python_and_pins_hold(name):
+    from packaging.specifiers import SpecifierSet
+
+    text = (ROOT / "deploy" / name).read_text()
+    stage = final_stage(text)
+    image = stage[0].split()[1]
+    assert image.startswith("python:"), f"{name}: the final stage is not an official Python image ({image})"
+    python = image.removeprefix("python:").split("-")[0]
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        requires = tomllib.load(f)["project"]["requires-python"]
+    assert python in SpecifierSet(requires), f"{name}: Python {python} does not meet requires-python {requires}"
+    # hadolint-style: pinned bases, no latest, apt lists removed, pip through the constraints, non-root at the end.
+    assert all(":" in line.split()[1] and ":latest" not in line for line in stage if line.startswith("FROM "))
+    for line in stage:
+        if "apt-get install" in line:
+            assert "--no-install-recommends" in line and "rm -rf /var/lib/apt/lists" in line, line
+        if "pip install" in line and "--no-deps" not in line.split("pip install")[1].split("&&")[0]:
+            assert "-c " in line and "constraints.txt" in line, f"{name}: pip install without constraints: {line}"
+    assert [line for line in stage if line.startswith("USER ")][-1].split()[1] not in ("root", "0")
+
+
+def test_job_image_spark_is_the_pyspark_the_project_installs():
+    job = (ROOT / "deploy" / "Dockerfile.job").read_text()
+    spark = next(line.split("=")[1] for line in job.splitlines() if line.startswith("ARG SPARK_VERSION="))
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line)
+    assert pins["pyspark"] == spark
+    assert "openjdk-17-jre-headless" in job and "FROM spark:${SPARK_VERSION}-scala2.13-java17" in job
+    app = yaml.safe_load((DEPLOY / "overlays" / "spark-operator" / "sparkapplication.yaml").read_text())
+    assert app["spec"]["sparkVersion"] == spark
+    assert not pins["pandas"].startswith("3."), "PySpark 4.3 does not fully support pandas 3"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["spark-operator", "standalone"])
+def test_images_are_replaced_in_one_place(overlay, tmp_path):
+    shutil.copytree(DEPLOY, tmp_path / "kubernetes")
+    component = tmp_path / "kubernetes" / "components" / "images" / "kustomization.yaml"
+    images = yaml.safe_load(component.read_text())
+    for image in images["images"]:
+        image |= {"newName": "registry.example/" + image["name"].rsplit("/", 1)[1], "newTag": "9.9"}
+    component.write_text(yaml.safe_dump(images))
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(tmp_path / "kubernetes" / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ghcr.io/daedalus-spark" not in out.stdout
+    assert out.stdout.count("registry.example/") >= 2
 
 
 def test_manifest_paths_named_in_the_docs_exist():

@@ -38,7 +38,7 @@ class Stack:
     scraper: ScrapeMonitor  # the embedded monitor, scraping the same exporter since the start
 
     def monitor(self, **overrides: object) -> PrometheusMonitor:
-        config = MonitorConfig(prometheus_url=self.prometheus.url, timeout_s=5, **overrides)  # type: ignore[arg-type]
+        config = MonitorConfig(prometheus_url=self.prometheus.url, scrape_interval_s=1, timeout_s=5, **overrides)  # type: ignore[arg-type]
         return PrometheusMonitor(config, "cpu")
 
     def instant(self, promql: str) -> list[dict]:
@@ -133,7 +133,7 @@ def test_embedded_monitor_agrees_with_prometheus(stack: Stack) -> None:
 
 def test_busy_time_signal_reads_busy_per_core(stack: Stack) -> None:
     now = time.time()
-    config = MonitorConfig(prometheus_url=stack.prometheus.url, timeout_s=5)
+    config = MonitorConfig(prometheus_url=stack.prometheus.url, scrape_interval_s=1, timeout_s=5)
     monitor = PrometheusMonitor(config, "busy_time")
     try:
         obs = monitor.observe(start_s=now - 5, end_s=now)
@@ -190,7 +190,9 @@ def test_hanging_server_is_a_timeout() -> None:
     with socket.socket() as hang:
         hang.bind(("127.0.0.1", 0))
         hang.listen(8)
-        config = MonitorConfig(prometheus_url=f"http://127.0.0.1:{hang.getsockname()[1]}", timeout_s=0.5)
+        config = MonitorConfig(
+            prometheus_url=f"http://127.0.0.1:{hang.getsockname()[1]}", scrape_interval_s=1, timeout_s=0.5
+        )
         monitor = PrometheusMonitor(config, "cpu")
         started = time.monotonic()
         with pytest.raises(MonitorError) as err:

@@ -64,6 +64,26 @@ def test_defaults_are_the_papers():
             id="inconsistent",
         ),
         pytest.param([1, 2], "expected a mapping", id="not-a-mapping"),
+        pytest.param(
+            {"monitor": {"prometheus_url": "http://prom:9090"}},
+            "monitor: monitor.rate_window_s (5 s) must be at least 4 × monitor.scrape_interval_s (30 s) = 120 s",
+            id="default-window-against-a-default-scrape",
+        ),
+        pytest.param(
+            {"monitor": {"prometheus_url": "http://prom:9090", "rate_window_s": 119}},
+            "monitor.rate_window_s (119 s) must be at least 4 × monitor.scrape_interval_s (30 s)",
+            id="rate-window-just-below",
+        ),
+        pytest.param(
+            {"monitor": {"job_labels": {"app-id": "x"}}},
+            "monitor.job_labels: 'app-id' is not a Prometheus label name",
+            id="job-label-not-a-label-name",
+        ),
+        pytest.param(
+            {"monitor": {"job_labels": {"namespace": "a"}, "job_labels_env": {"namespace": "NS"}}},
+            "monitor.job_labels and monitor.job_labels_env both set namespace",
+            id="job-label-twice",
+        ),
     ],
 )
 def test_config_errors_name_the_yaml_path(data, expected):
@@ -71,6 +91,18 @@ def test_config_errors_name_the_yaml_path(data, expected):
         parse_config(data, "my.yaml")
     assert expected in str(err.value)
     assert str(err.value).startswith("my.yaml: invalid config")
+
+
+@pytest.mark.parametrize(
+    ("monitor", "window_s"),
+    [
+        pytest.param({}, 5, id="defaults-embedded-scraper"),
+        pytest.param({"prometheus_url": "http://p:9090", "rate_window_s": 120}, 120, id="exactly-four-scrapes"),
+        pytest.param({"prometheus_url": "http://p:9090", "scrape_interval_s": 5, "rate_window_s": 30}, 30, id="5s"),
+    ],
+)
+def test_rate_windows_of_four_scrapes_or_more_are_accepted(monitor, window_s):
+    assert parse_config({"monitor": monitor}).monitor.rate_window_s == window_s
 
 
 def test_every_error_is_reported_at_once():
