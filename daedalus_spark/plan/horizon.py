@@ -22,6 +22,9 @@ from daedalus_spark.plan.schedule import QueueModel, Schedule, ScheduleInfeasibl
 
 # Where the forecast exceeds the largest scale-out's capacity, the plan takes it as this share of that capacity.
 MAX_LOAD_SHARE = 0.95
+# The DP's time grows with the square of the scale-outs it considers; at 100 executors a tick takes ~0.3 s with 60
+# of them (benchmarks/tick_speed.py), so a wide range is sampled evenly down to this many.
+MAX_SCALEOUTS = 24
 
 
 def planned_load_per_s(forecast: Forecast, upper_weight_ratio: float) -> np.ndarray:
@@ -37,12 +40,15 @@ def schedule_scaleouts(
 ) -> tuple[int, ...]:
     """The scale-outs worth planning with (the DP's cost grows with their number): from the largest that falls
     short of the lowest load (nothing below it can hold for long) to one above the smallest that carries the peak
-    plus `need_per_s` (working off the backlog); always the current one."""
+    plus `need_per_s` (working off the backlog), at most MAX_SCALEOUTS of them evenly spaced; always the current
+    one."""
     hi = lo + len(capacity_at) - 1
     floor = max((n for n in range(lo, hi + 1) if capacity_at[n - lo] < float(load_per_s.min())), default=lo)
     peak = float(load_per_s.max()) + need_per_s
-    top = min((n for n in range(lo, hi + 1) if capacity_at[n - lo] >= peak), default=hi)
-    return tuple(sorted(set(range(floor, min(hi, top + 1) + 1)) | {current}))
+    top = min(hi, min((n for n in range(lo, hi + 1) if capacity_at[n - lo] >= peak), default=hi) + 1)
+    # More than MAX_SCALEOUTS (a large cluster with a wide load range): evenly spaced ones, the ends included.
+    sizes = range(floor, top + 1) if top - floor < MAX_SCALEOUTS else np.linspace(floor, top, MAX_SCALEOUTS).round()
+    return tuple(sorted({int(n) for n in sizes} | {current}))
 
 
 def rescale_allowance(tokens: float, per_hour: float, horizon_s: float) -> int | None:
@@ -84,7 +90,10 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     # Where the load exceeds what the largest scale-out carries no schedule keeps the target; plan for the largest
     # there (the right answer) rather than give up on the whole horizon, and say so.
     ceiling = MAX_LOAD_SHARE * inputs.capacities.at(hi)
-    attempts = (load, np.minimum(load, ceiling)) if float(load.max()) > ceiling else (load,)
+    capped = np.minimum(load, ceiling)
+    peak = float(load.max())
+    # above what the largest carries, the uncapped plan cannot keep up: straight to the capped one
+    attempts = (load,) if peak <= ceiling else (load, capped) if peak <= inputs.capacities.at(hi) else (capped,)
     for load in attempts if lo <= current <= hi else ():
         allowance = rescale_allowance(inputs.rescale_tokens, settings.max_rescales_per_hour, len(load))
         evidence.update(
@@ -98,7 +107,7 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
             problem = f"no schedule over the {len(load)}-s forecast keeps the target: {exc}"
         else:
             decision = _first_step(inputs, schedule, evidence, settings)
-            if load is not attempts[0]:
+            if load is capped:
                 note = f"the forecast exceeds what {hi} executors carry: planned with it capped at {ceiling:.0f}/s"
                 reason = Reason.NO_VALID_SCALEOUT_USE_MAX if decision.target_scaleout == hi else decision.reason
                 decision = replace(decision, reason=reason, notes=(*decision.notes, note))

@@ -96,6 +96,19 @@ def _processed(backlog0: float, arrivals: np.ndarray, lag: np.ndarray) -> np.nda
     return np.asarray(np.maximum(before + arrivals - lag, 0.0), dtype=float)
 
 
+def _tails(
+    backlog0: float, arrivals: np.ndarray, lags: np.ndarray, caps: np.ndarray, downs: np.ndarray, ckpt: int
+) -> np.ndarray:
+    """tail_of for several rescales at once: the records processed in the last `ckpt` seconds of each lag row, or
+    capacity x `ckpt` where those seconds reach into the row's downtime."""
+    if ckpt <= 0:
+        return np.zeros(len(lags))
+    before = np.concatenate([np.full((len(lags), 1), backlog0), lags[:, :-1]], axis=1)
+    processed = np.maximum(before + arrivals[None, :] - lags, 0.0)
+    inside = ckpt <= lags.shape[1] - downs
+    return np.asarray(np.where(inside, processed[:, -ckpt:].sum(axis=1), caps * ckpt), dtype=float)
+
+
 def cheapest_schedule(
     arrivals: np.ndarray,
     model: QueueModel,
@@ -216,16 +229,22 @@ def cheapest_schedule(
             ok_rec = any_hit & (hit + 1 <= target)
             if recovered[i, b] > t0:  # still working off the start's backlog: a rescale does not move its deadline
                 ok_rec &= rec_at <= recovered[i, b] + 1
-            for r in np.flatnonzero(ok_lat & ok_rec):
-                j = int(others[r])
-                c = c_prev + float(sizes[j]) * seg
-                if c < new_cost[j, nb] or (c == new_cost[j, nb] and lags[r, seg - 1] < new_state[0, j, nb]):
-                    row = lags[r, :seg]
-                    processed = _processed(b_prev + tail[i, b], arr, row)
-                    new_cost[j, nb] = c
-                    tail_j = tail_of(processed, caps[j], int(downs[r]))
-                    new_state[:, j, nb] = (row[-1], tail_j, rec_at[r], rec_at[r], t0 + downs[r])
-                    parents[k, j, nb] = i
+            # every feasible target at once (each appears once for this state)
+            rows = np.flatnonzero(ok_lat & ok_rec)
+            js = others[rows]
+            c = c_prev + sizes[js].astype(float) * seg
+            end = lags[rows, seg - 1]
+            better = (c < new_cost[js, nb]) | ((c == new_cost[js, nb]) & (end < new_state[0, js, nb]))
+            rows, js, c, end = rows[better], js[better], c[better], end[better]
+            if len(rows) == 0:
+                continue
+            new_cost[js, nb] = c
+            new_state[0, js, nb] = end
+            new_state[1, js, nb] = _tails(b_prev + tail[i, b], arr, lags[rows, :seg], caps[js], downs[rows], ckpt)
+            new_state[2, js, nb] = rec_at[rows]
+            new_state[3, js, nb] = rec_at[rows]
+            new_state[4, js, nb] = t0 + downs[rows]
+            parents[k, js, nb] = i
         if not np.isfinite(new_cost).any():
             raise ScheduleInfeasible(t0, int(sizes[-1]))
         cost = new_cost

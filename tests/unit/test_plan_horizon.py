@@ -277,3 +277,10 @@ def test_schedule_is_a_schedule():
 def test_every_reason_of_the_horizon_planner_is_covered_by_the_table():
     covered = {case.values[3] for case in CASES}
     assert {Reason.PLAN_HOLDS, Reason.PLAN_SCALES_OUT, Reason.PLAN_SCALES_IN} <= covered
+
+
+def test_a_wide_range_is_sampled_evenly_with_its_ends_and_the_current():
+    caps = [100.0 * n for n in range(1, 201)]
+    sizes = schedule_scaleouts(caps, 1, 77, np.asarray([1050.0, 18000.0]), 0.0)
+    assert len(sizes) <= 25 and sizes[0] == 10 and sizes[-1] == 181 and 77 in sizes
+    assert sizes == tuple(sorted(sizes))
