@@ -51,11 +51,15 @@ class Sidecar:
             if self.config.forecast.background_refit
             else None
         )
-        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path)
+        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path, retention=self.config.knowledge)
         controller = Controller.resume(self.config, self.store, refit_pool=self.refits)
         self.metrics = ControllerMetrics(controller)
         publishers: list[Publisher] = [
-            DecisionLog(self.config.runtime.decision_log),
+            DecisionLog(
+                self.config.runtime.decision_log,
+                max_bytes=self.config.knowledge.decision_log_max_bytes,
+                backups=self.config.knowledge.decision_log_backups,
+            ),
             LogPublisher(),
             self.metrics,
             *self.extra_publishers,
