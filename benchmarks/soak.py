@@ -14,6 +14,7 @@ spawned process as fast as it can fit (one at a time); in compressed time that i
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, float]]:
             if (chunk + 1) % round(args.sample_hours) == 0 or chunk + 1 == chunks:
                 rows.append(sample(sidecar, workdir, clock.now(), tick_s, time.perf_counter() - started))
                 print_row(rows[-1], first=len(rows) == 1)
-    except KeyboardInterrupt:  # SIGINT ends the soak early; the summary covers the rows printed so far
+    except KeyboardInterrupt:  # SIGINT or SIGTERM end the soak early; the summary covers the rows so far
         print(f"interrupted at simulated day {clock.now() / DAY_S:.2f}", flush=True)
         tick_s[:] = tick_s[: int(rows[-1]["ticks"])] if rows else tick_s
     finally:
@@ -233,6 +234,7 @@ def main() -> int:
     parser.add_argument("--sample-hours", type=float, default=24.0, help="print a row every this many sim hours")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` ends the soak early, as Ctrl-C does
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         rows = run(args, Path(tmp))
     return 0 if summarize(rows, args) else 1
