@@ -203,16 +203,18 @@ def _append(conn: sqlite3.Connection, table: str, texts: Sequence[str]) -> None:
 def _prune(conn: sqlite3.Connection, table: str, retention: KnowledgeConfig) -> None:
     """Delete what is beyond the retention, oldest first, but never the newest HISTORY_LIMIT rows (`load` reads
     them). Deleted pages are reused by later rows, so the file stops growing once the retention is reached."""
-    newest = conn.execute(f"SELECT max(seq), max(time_s) FROM {table}").fetchone()  # noqa: S608 - our constant
-    if newest[0] is None:
+    # One aggregate per query: SQLite answers a lone max() from the index, two together by scanning the table.
+    newest_seq = conn.execute(f"SELECT max(seq) FROM {table}").fetchone()[0]  # noqa: S608 - our constant
+    newest_s = conn.execute(f"SELECT max(time_s) FROM {table}").fetchone()[0]  # noqa: S608 - our constant
+    if newest_seq is None:
         return
-    keep = max(retention.retention_rows, HISTORY_LIMIT) if retention.retention_rows else HISTORY_LIMIT
     if retention.retention_rows:
-        conn.execute(f"DELETE FROM {table} WHERE seq <= ?", (newest[0] - keep,))  # noqa: S608 - our constant
-    if retention.retention_days and newest[1] is not None:
+        keep = max(retention.retention_rows, HISTORY_LIMIT)
+        conn.execute(f"DELETE FROM {table} WHERE seq <= ?", (newest_seq - keep,))  # noqa: S608 - our constant
+    if retention.retention_days and newest_s is not None:
         conn.execute(
             f"DELETE FROM {table} WHERE time_s < ? AND seq <= ?",  # noqa: S608 - our constant
-            (newest[1] - retention.retention_days * 86400.0, newest[0] - HISTORY_LIMIT),
+            (newest_s - retention.retention_days * 86400.0, newest_seq - HISTORY_LIMIT),
         )
 
 

@@ -168,3 +168,27 @@ def test_decision_log_without_a_bound_never_rotates(tmp_path):
         log.publish(step_result(float(t)))
     assert [p.name for p in tmp_path.iterdir()] == ["decisions.jsonl"]
     assert len(path.read_text().splitlines()) == 50
+
+
+def test_pruning_reads_indexes_never_the_whole_table(tmp_path, monkeypatch):
+    """Each tick's pruning costs the same with 1,000 rows kept or 100,000: no statement of it scans a table."""
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite_store.sqlite3, "connect", traced)
+    store = SqliteKnowledgeStore(
+        tmp_path / "k.sqlite", retention=KnowledgeConfig(retention_days=1, retention_rows=2000)
+    )
+    recovery = json.dumps({"rescale_time_s": 30.0})
+    store.save(Snapshot(FORMAT_VERSION, COMPONENTS, b"", (decision_text(60.0),), (recovery,)))
+    pruning = [s for s in statements if s.startswith("DELETE") or "max(" in s]
+    assert {s.split()[2] for s in pruning if s.startswith("DELETE")} == {"decision", "recovery"}
+    monkeypatch.undo()
+    with sqlite3.connect(tmp_path / "k.sqlite") as conn:
+        plans = {s: [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")] for s in pruning}
+    assert not {s: p for s, p in plans.items() if any(step.startswith("SCAN") for step in p)}
