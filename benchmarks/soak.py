@@ -210,9 +210,10 @@ def summarize(rows: list[dict[str, float]], args: argparse.Namespace) -> bool:
         f"{scheduled:.0f}; compressed time leaves each fit less wall time than that)"
     )
     if end["day"] < 365:
+        year_mb = float(total.max()) + max(slope, 0.0) * (365 - end["day"])
         print(
             f"a year extrapolated from {end['day']:.1f} days: store and log stay at their bounds (pruned and "
-            f"rotated), RSS {total[-1] + slope * (365 - end['day']):.0f} MB at the slope above"
+            f"rotated); RSS at most {year_mb:.0f} MB (the last half's highest, plus its slope if rising)"
         )
     goals = {
         "store flat after the retention window (< 5 % growth)": store_growth < 0.05,
