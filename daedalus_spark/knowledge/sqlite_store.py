@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
-from daedalus_spark.knowledge.state import HISTORY_LIMIT, IncompatibleKnowledge, Snapshot
+from daedalus_spark.config import HISTORY_LIMIT, KnowledgeConfig
+from daedalus_spark.knowledge.state import IncompatibleKnowledge, Snapshot
+
+# Schema 1 keyed decisions and recoveries by a UNIQUE index on their JSON text (an index as large as the table);
+# schema 2 keys them by a 16-byte digest of that text and stamps them with their time, for age-based retention. Not
+# the time itself: a clock stepped back repeats tick times, and a store of schema 1 may already hold such rows.
+SCHEMA_VERSION = 2
+HISTORY_TABLES = {"decision": "time_s", "recovery": "rescale_time_s"}  # table -> the JSON field holding its time
+
+
+def _history_table(table: str) -> tuple[str, str]:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} (seq INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, time_s REAL, "
+        "json TEXT NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS {table}_time ON {table} (time_s)",
+    )
+
 
 TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS component (name TEXT PRIMARY KEY, json TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS forecaster (id INTEGER PRIMARY KEY CHECK (id = 1), model BLOB NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS decision (seq INTEGER PRIMARY KEY, json TEXT NOT NULL UNIQUE)",
-    "CREATE TABLE IF NOT EXISTS recovery (seq INTEGER PRIMARY KEY, json TEXT NOT NULL UNIQUE)",
+    *(statement for table in HISTORY_TABLES for statement in _history_table(table)),
 )
 OUR_TABLES = frozenset({"meta", "component", "forecaster", "decision", "recovery"})
 
@@ -25,11 +44,16 @@ class SqliteKnowledgeStore:
     """One SQLite file; every save is one transaction. Decisions and recoveries are appended, never rewritten.
 
     A database that holds tables but not our `meta` row belongs to someone else: it is refused, never written to.
+    With a `retention`, every save also deletes the decisions and recoveries beyond it (never the newest
+    HISTORY_LIMIT, which `load` reads back); a store of an older schema is migrated by the first save.
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, path: str | Path, *, busy_timeout_s: float = 5.0, retention: KnowledgeConfig | None = None
+    ) -> None:
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
+        self.retention = retention
 
     def save(self, snapshot: Snapshot) -> None:
         self._check_directory()
@@ -41,11 +65,16 @@ class SqliteKnowledgeStore:
             # One explicit transaction around the ownership check, the tables and the rows: a foreign file is
             # refused before anything is created, and a crash leaves either the old state or the new one.
             conn.execute("BEGIN IMMEDIATE")
-            if _tables(conn) and _format_version(conn) is None:
+            tables = _tables(conn)
+            if tables and _format_version(conn) is None:
                 raise self._foreign()
+            self._migrate(conn, tables)
             for statement in TABLES:
                 conn.execute(statement)
             _write(conn, snapshot)
+            if self.retention is not None:
+                for table in HISTORY_TABLES:
+                    _prune(conn, table, self.retention)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._error(exc) from None
@@ -87,6 +116,26 @@ class SqliteKnowledgeStore:
             decisions=_latest(conn, "decision"),
             recoveries=_latest(conn, "recovery"),
         )
+
+    def _migrate(self, conn: sqlite3.Connection, tables: set[str]) -> None:
+        """Bring an older schema to SCHEMA_VERSION inside the save's transaction, keeping every row and its order."""
+        if "decision" not in tables:
+            return  # a new store: created at SCHEMA_VERSION
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = "1" if row is None else row[0]  # schema 1 did not say
+        if version == str(SCHEMA_VERSION):
+            return
+        if version != "1":
+            raise IncompatibleKnowledge(f"{self.path}: knowledge schema {version!r:.20} is not one this version knows")
+        for table, time_field in HISTORY_TABLES.items():
+            conn.execute(f"ALTER TABLE {table} RENAME TO {table}_v1")
+            conn.execute(_history_table(table)[0])
+            rows = conn.execute(f"SELECT seq, json FROM {table}_v1 ORDER BY seq").fetchall()  # noqa: S608
+            conn.executemany(
+                f"INSERT INTO {table} (seq, key, time_s, json) VALUES (?, ?, ?, ?)",  # noqa: S608 - our constant
+                [(seq, _key(text), _time_s(text, time_field), text) for seq, text in rows],
+            )
+            conn.execute(f"DROP TABLE {table}_v1")
 
     def _check_directory(self) -> None:
         parent = self.path.absolute().parent
@@ -130,11 +179,57 @@ def _format_version(conn: sqlite3.Connection) -> object | None:
 
 def _write(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('format_version', ?)", (str(snapshot.format_version),))
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     conn.executemany("INSERT OR REPLACE INTO component VALUES (?, ?)", sorted(snapshot.components.items()))
     conn.execute("INSERT OR REPLACE INTO forecaster VALUES (1, ?)", (snapshot.forecaster,))
-    # Decision texts carry their time, so they are unique; re-saving the same ones adds nothing.
-    conn.executemany("INSERT OR IGNORE INTO decision (json) VALUES (?)", [(d,) for d in snapshot.decisions])
-    conn.executemany("INSERT OR IGNORE INTO recovery (json) VALUES (?)", [(r,) for r in snapshot.recoveries])
+    _append(conn, "decision", snapshot.decisions)
+    _append(conn, "recovery", snapshot.recoveries)
+
+
+def _append(conn: sqlite3.Connection, table: str, texts: Sequence[str]) -> None:
+    """Insert the texts that follow the newest stored one (normally the tick's only new row): the snapshot holds the
+    latest HISTORY_LIMIT, oldest first. Texts carry their time, so they are unique; re-saved ones add nothing."""
+    newest = conn.execute(f"SELECT json FROM {table} ORDER BY seq DESC LIMIT 1").fetchone()  # noqa: S608
+    start = 0
+    if newest is not None:
+        start = next((i + 1 for i in range(len(texts) - 1, -1, -1) if texts[i] == newest[0]), 0)
+    time_field = HISTORY_TABLES[table]
+    conn.executemany(
+        f"INSERT OR IGNORE INTO {table} (key, time_s, json) VALUES (?, ?, ?)",  # noqa: S608 - our constant
+        [(_key(text), _time_s(text, time_field), text) for text in texts[start:]],
+    )
+
+
+def _prune(conn: sqlite3.Connection, table: str, retention: KnowledgeConfig) -> None:
+    """Delete what is beyond the retention, oldest first, but never the newest HISTORY_LIMIT rows (`load` reads
+    them). Deleted pages are reused by later rows, so the file stops growing once the retention is reached."""
+    # One aggregate per query: SQLite answers a lone max() from the index, two together by scanning the table.
+    newest_seq = conn.execute(f"SELECT max(seq) FROM {table}").fetchone()[0]  # noqa: S608 - our constant
+    newest_s = conn.execute(f"SELECT max(time_s) FROM {table}").fetchone()[0]  # noqa: S608 - our constant
+    if newest_seq is None:
+        return
+    if retention.retention_rows:
+        keep = max(retention.retention_rows, HISTORY_LIMIT)
+        conn.execute(f"DELETE FROM {table} WHERE seq <= ?", (newest_seq - keep,))  # noqa: S608 - our constant
+    if retention.retention_days and newest_s is not None:
+        conn.execute(
+            f"DELETE FROM {table} WHERE time_s < ? AND seq <= ?",  # noqa: S608 - our constant
+            (newest_s - retention.retention_days * 86400.0, newest_seq - HISTORY_LIMIT),
+        )
+
+
+def _key(text: str) -> bytes:
+    """The row's key: fixed size, whatever the text's length."""
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def _time_s(text: str, field: str) -> float | None:
+    """The row's time for age-based retention; None (kept until the row bound) when the text has no usable one."""
+    try:
+        value = json.loads(text).get(field)
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def _latest(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from typing import Protocol
 from daedalus_spark.analyze.anomaly import RecoveryMonitor
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.analyze.forecast import WorkloadForecaster
-from daedalus_spark.config import Config
+from daedalus_spark.config import HISTORY_LIMIT, Config
 from daedalus_spark.domain import Decision, Reason, Recovery
 from daedalus_spark.knowledge.history import History
 from daedalus_spark.untrusted import mapping, optional_number
@@ -20,7 +20,6 @@ from daedalus_spark.untrusted import mapping, optional_number
 _log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-HISTORY_LIMIT = 1000  # decisions and recoveries kept in memory; stores may keep more
 
 
 @dataclass

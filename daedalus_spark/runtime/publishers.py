@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,18 +44,44 @@ def result_record(result: StepResult) -> dict[str, Any]:
 
 class DecisionLog:
     """Appends one JSON line per tick; a line is written whole and flushed, so a killed controller leaves at most
-    its last line cut short."""
+    its last line cut short.
 
-    def __init__(self, path: str | Path) -> None:
+    With `max_bytes`, the log rotates in-process as `logging.handlers.RotatingFileHandler` does (path -> path.1 ->
+    ... -> path.`backups`, the oldest deleted) before a line would take it past the bound: the container has no
+    logrotate to send SIGHUP, and the file is opened per line, so an outside rotation (rename) is also followed.
+    """
+
+    def __init__(self, path: str | Path, *, max_bytes: int = 0, backups: int = 1) -> None:
         self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.backups = backups
 
     def publish(self, result: StepResult) -> None:
         line = json.dumps(result_record(result), allow_nan=False, sort_keys=True) + "\n"
         try:
+            self._rotate_before(len(line.encode()))
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(line)
         except OSError as exc:
             log.error("cannot append to the decision log %s: %s", self.path, exc.strerror)
+
+    def _rotate_before(self, line_bytes: int) -> None:
+        if not self.max_bytes:
+            return
+        try:
+            status = self.path.stat()
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(status.st_mode) or status.st_size == 0 or status.st_size + line_bytes <= self.max_bytes:
+            return  # a device or a pipe (/dev/stdout) is never renamed
+        for i in range(self.backups - 1, 0, -1):
+            older = self.backup(i)
+            if older.exists():
+                older.replace(self.backup(i + 1))
+        self.path.replace(self.backup(1))
+
+    def backup(self, i: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{i}")
 
 
 class LogPublisher:

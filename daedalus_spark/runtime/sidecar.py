@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
-import multiprocessing
 import signal
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +22,7 @@ from daedalus_spark.loop import Loop, Publisher, StepResult
 from daedalus_spark.monitor.port import MetricsSource
 from daedalus_spark.runtime.health import serve_health
 from daedalus_spark.runtime.publishers import ControllerMetrics, DecisionLog, LogPublisher
+from daedalus_spark.runtime.refits import refit_pool
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +43,17 @@ class Sidecar:
     _started_s: float = 0.0
 
     def __post_init__(self) -> None:
-        # Refits in a process of their own: in a thread they held the GIL against the tick (p95 0.5 s, not 60 ms).
         # Spawned, not forked: this process already runs threads (scheduler, HTTP, queries).
-        self.refits = (
-            ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            if self.config.forecast.background_refit
-            else None
-        )
-        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path)
+        self.refits = refit_pool() if self.config.forecast.background_refit else None
+        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path, retention=self.config.knowledge)
         controller = Controller.resume(self.config, self.store, refit_pool=self.refits)
         self.metrics = ControllerMetrics(controller)
         publishers: list[Publisher] = [
-            DecisionLog(self.config.runtime.decision_log),
+            DecisionLog(
+                self.config.runtime.decision_log,
+                max_bytes=self.config.knowledge.decision_log_max_bytes,
+                backups=self.config.knowledge.decision_log_backups,
+            ),
             LogPublisher(),
             self.metrics,
             *self.extra_publishers,

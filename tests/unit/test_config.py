@@ -54,8 +54,8 @@ def test_defaults_are_the_papers():
         ),
         pytest.param(
             {"planner": {}},
-            "planner: unknown key (allowed here: actuator, agent, capacity, controller, forecast, kubernetes, "
-            "monitor, recovery, runtime)",
+            "planner: unknown key (allowed here: actuator, agent, capacity, controller, forecast, knowledge, "
+            "kubernetes, monitor, recovery, runtime)",
             id="unknown-section",
         ),
         pytest.param(
@@ -84,6 +84,46 @@ def test_defaults_are_the_papers():
             "monitor.job_labels and monitor.job_labels_env both set namespace",
             id="job-label-twice",
         ),
+        pytest.param(
+            {"knowledge": {"retention_days": 0.01}},
+            "knowledge.retention_days (0.01 days) is shorter than forecast.history_window_s (3600 s), history the "
+            "planner reads: keep at least 0.0417 days",
+            id="retention-days-below-forecast-window",
+        ),
+        pytest.param(
+            {"knowledge": {"retention_days": 0.5}, "forecast": {"history_window_s": 86400}},
+            "knowledge.retention_days (0.5 days) is shorter than forecast.history_window_s (86400 s)",
+            id="retention-days-below-longer-window",
+        ),
+        pytest.param(
+            {"knowledge": {"retention_days": 0.05}, "controller": {"scale_in_lookback_s": 7200}},
+            "knowledge.retention_days (0.05 days) is shorter than controller.scale_in_lookback_s (7200 s)",
+            id="retention-days-below-lookback",
+        ),
+        pytest.param(
+            {"knowledge": {"retention_rows": 999}},
+            "knowledge.retention_rows (999) is fewer than the 1000 rows the controller and `report` read back",
+            id="retention-rows-below-what-is-read-back",
+        ),
+        pytest.param(
+            {
+                "knowledge": {"retention_rows": 5000},
+                "controller": {"loop_interval_s": 5},
+                "forecast": {"history_window_s": 86400},
+            },
+            "knowledge.retention_rows (5000) is fewer than the 17280 rows",
+            id="retention-rows-below-one-per-tick-over-window",
+        ),
+        pytest.param(
+            {"knowledge": {"decision_log_max_bytes": -1}},
+            "knowledge.decision_log_max_bytes: Input should be greater than or equal to 0",
+            id="log-size-negative",
+        ),
+        pytest.param(
+            {"knowledge": {"decision_log_backups": 0}},
+            "knowledge.decision_log_backups: Input should be greater than or equal to 1",
+            id="log-backups-zero",
+        ),
     ],
 )
 def test_config_errors_name_the_yaml_path(data, expected):
@@ -103,6 +143,28 @@ def test_config_errors_name_the_yaml_path(data, expected):
 )
 def test_rate_windows_of_four_scrapes_or_more_are_accepted(monitor, window_s):
     assert parse_config({"monitor": monitor}).monitor.rate_window_s == window_s
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param({"knowledge": {"retention_days": 0, "retention_rows": 0}}, id="unbounded"),
+        pytest.param({"knowledge": {"retention_days": 3600 / 86400, "retention_rows": 1000}}, id="exactly-the-windows"),
+        pytest.param(
+            {"knowledge": {"retention_rows": 5000}, "controller": {"loop_interval_s": 5}}, id="rows-cover-hour-at-5s"
+        ),
+        pytest.param(
+            {
+                "knowledge": {"retention_days": 0.01},
+                "forecast": {"history_window_s": 300},
+                "controller": {"max_rescales_per_hour": 0, "scale_in_lookback_s": 300, "recent_rescale_window_s": 300},
+            },
+            id="short-days-when-every-window-is-shorter",
+        ),
+    ],
+)
+def test_retention_that_covers_the_windows_is_accepted(data):
+    assert parse_config(data).knowledge.model_dump().items() >= data["knowledge"].items()
 
 
 def test_every_error_is_reported_at_once():
