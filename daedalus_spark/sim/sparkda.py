@@ -81,7 +81,8 @@ class Allocation:
         if pending == 0:
             self.add_at_s, self._backlog_submit_s, self.to_add = None, None, 1
         elif submit_s != self._backlog_submit_s:  # a new backlog: its stage's submission starts the timer
-            self.add_at_s, self._backlog_submit_s = (submit_s or now_s) + self.s.scheduler_backlog_timeout_s, submit_s
+            since = now_s if submit_s is None else submit_s
+            self.add_at_s, self._backlog_submit_s = since + self.s.scheduler_backlog_timeout_s, submit_s
             self.to_add = 1
         needed = self.max_needed(pending, running)
         if needed < self.target:
@@ -135,7 +136,7 @@ class SparkDaPolicy:
         now = float(job.now_s)
         self._last_task_end_s[job.scaleout :] = -math.inf  # slots killed since: a new executor will be new
         self._busy_until_s[job.scaleout :] = -math.inf
-        registered = job.registered_s()
+        registered = np.maximum(job.registered_s(), 0.0)  # the initial executors registered at the start
         phases = job.task_phases(now - 1.0, now)
         highest = job.scaleout
         for k in range(1, round(1.0 / POLL_S) + 1):
