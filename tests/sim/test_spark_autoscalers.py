@@ -250,3 +250,10 @@ def test_batch_ratio_scales_out_when_batches_outlast_the_trigger() -> None:
     result = run_policy(setup, make_policy("batch-ratio", Config()))
     assert result.rescales
     assert result.rescales[0].time_s == 60 and result.rescales[0].to_scaleout > 2
+
+
+@pytest.mark.parametrize("name", ["spark-da", "batch-ratio"])
+def test_the_continuous_engine_is_refused(name: str) -> None:
+    setup = make_setup(np.full(120, 1000.0), load_job_model(None), Config(), 1)
+    with pytest.raises(ValueError, match="micro-batch job model"):
+        run_policy(setup, make_policy(name, Config()))
