@@ -69,7 +69,8 @@ class _Batch:
 @dataclass(frozen=True)
 class TaskPhase:
     """One batch's tasks as the scheduler saw them (absolute seconds): submitted together after the batch's fixed
-    cost, each started on an executor slot when a core was free; for dynamic allocation's pending/running counts."""
+    cost, each started on an executor slot when a core was free (a joining executor's first task at once: its state
+    reload runs inside it); for dynamic allocation's pending/running counts."""
 
     submit_s: float
     start_s: np.ndarray
@@ -332,7 +333,13 @@ class MicroBatchJob(SimulatedJob):
             layout = self.waves.layout(self._slots[i])
             tasks = layout.tasks(records, self._avail[i])
             u0 = self._starts[i] + self.overhead_s
-            start = np.asarray([u0 + t[1] for t in tasks])
+            # a joining executor's state reload runs inside its first task: that task runs from the phase's start
+            stalled = {j for j, a in enumerate(self._avail[i] or []) if a > 0}
+            begins = []
+            for core, begin, *_ in tasks:
+                begins.append(u0 + (0.0 if core in stalled else begin))
+                stalled.discard(core)
+            start = np.asarray(begins)
             end = np.asarray([u0 + t[2] for t in tasks])
             slot = layout.core_slot[np.asarray([t[0] for t in tasks], dtype=np.int64)]
             out.append(TaskPhase(u0, start, end, slot))

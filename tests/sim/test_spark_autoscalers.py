@@ -257,3 +257,17 @@ def test_the_continuous_engine_is_refused(name: str) -> None:
     setup = make_setup(np.full(120, 1000.0), load_job_model(None), Config(), 1)
     with pytest.raises(ValueError, match="micro-batch job model"):
         run_policy(setup, make_policy(name, Config()))
+
+
+def test_a_joining_executors_state_reload_counts_as_a_running_task() -> None:
+    setup = make_setup(np.full(120, 20000.0), load_job_model("kubernetes"), Config(), 1, sized_for_per_s=35000.0)
+    job = new_job(setup, initial_scaleout=2, rng=np.random.default_rng(1))
+    assert isinstance(job, MicroBatchJob)
+    job.advance(5)
+    job.request_scaleout(3)
+    job.advance(120)
+    joined = [p for p in job.task_phases(0.0, 120.0) if 2 in p.slot.tolist()]
+    first = joined[0]
+    mine = first.slot == 2
+    assert float(first.start_s[mine].min()) == pytest.approx(first.submit_s)  # stalled, yet running, not pending
+    assert float(first.end_s[mine].max()) - first.submit_s >= job.rescales[0].stall_s - 1e-9
