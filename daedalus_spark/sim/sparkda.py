@@ -19,7 +19,8 @@ Where the simulator stands in (the choices are ours):
   waves over the executors' cores). A task is pending from the phase's submission to its start, running to its end.
   The polls of each second run when the simulator reaches its end; the resulting allocation is applied then (at most
   1 s late); removals are checked once per second.
-- A lowered target cancels nothing: Kubernetes' ExecutorPodsAllocator deletes surplus pending pods only once they
+- A lowered target cancels nothing: Kubernetes' ExecutorPodsAllocator (resource-managers/kubernetes/core/src/main/
+  scala/org/apache/spark/scheduler/cluster/k8s/ExecutorPodsAllocator.scala) deletes surplus pending pods only once they
   have waited executorIdleTimeout, longer than our registration times, and running executors leave only through
   the idle timeout. Requests therefore follow the highest target of the second.
 - Shuffle data: the Kafka stage of a stateful query writes the shuffle its state stage reads, so an executor that
