@@ -16,7 +16,7 @@ from daedalus_spark.monitor.files import BUNDLED_TRACES, BUNDLED_TRACES_DIR, Inp
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
-from daedalus_spark.sim.policies import PolicyNameError, is_offline, parse_policy_list
+from daedalus_spark.sim.policies import KNOWN, PolicyNameError, is_offline, needs_microbatch, parse_policy_list
 
 TRACES_DIR = BUNDLED_TRACES_DIR
 DEFAULT_TRACE = BUNDLED_TRACES["wordcount"]
@@ -48,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "--trace", action="append", metavar="FILE", help=f"workload trace (repeatable; default {DEFAULT_TRACE.name})"
     )
-    p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated (default {DEFAULT_POLICIES})")
+    p.add_argument(
+        "--policies", default=DEFAULT_POLICIES, help=f"comma-separated, of: {KNOWN} (default {DEFAULT_POLICIES})"
+    )
     p.add_argument("--config", metavar="YAML", help="controller settings (daedalus-spark config)")
     p.add_argument(
         "--job-model",
@@ -123,7 +125,7 @@ def simulate(
         config = load_config(config_path)
         job_model = load_job_model(job_model_path)
         names = parse_policy_list(policies, config)
-        _check_job_model(job_model, config, job_model_path)
+        _check_job_model(job_model, config, job_model_path, names)
         paths = [Path(t) for t in (traces or [str(DEFAULT_TRACE)])]
         workloads = [_long_enough(t, compress_trace(read_trace(t), speedup), speedup, config) for t in paths]
     except ConfigError as exc:
@@ -156,9 +158,15 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _check_job_model(job_model: JobModel, config: Config, source: str | None) -> None:
+def _check_job_model(job_model: JobModel, config: Config, source: str | None, names: list[str]) -> None:
     """Settings that are valid alone but not with this config: refused rather than silently ignored."""
     where = source or "job model"
+    tasks = [n for n in names if needs_microbatch(n)]
+    if tasks and job_model.engine != "microbatch":
+        raise ValueError(
+            f"{where}: {', '.join(tasks)} read tasks and batches, which the {job_model.engine} engine does not "
+            "simulate; use a micro-batch job model (--job-model local or kubernetes)"
+        )
     max_scaleout = max(config.controller.max_scaleout, job_model.reference_scaleout)
     outside = [s for s in job_model.slow_executors if not 0 <= s < max_scaleout]
     if outside:

@@ -35,6 +35,7 @@ that completed in the window.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -63,6 +64,18 @@ class _Batch:
     avail: list[float] | None  # per core, seconds after the task phase starts before it takes tasks (stalls)
     finish: list[float]  # per core, when its last task ends (same origin)
     recs: list[float]  # per core, records
+
+
+@dataclass(frozen=True)
+class TaskPhase:
+    """One batch's tasks as the scheduler saw them (absolute seconds): submitted together after the batch's fixed
+    cost, each started on an executor slot when a core was free (a joining executor's first task at once: its state
+    reload runs inside it); for dynamic allocation's pending/running counts."""
+
+    submit_s: float
+    start_s: np.ndarray
+    end_s: np.ndarray
+    slot: np.ndarray
 
 
 class MicroBatchJob(SimulatedJob):
@@ -108,6 +121,8 @@ class MicroBatchJob(SimulatedJob):
         self._starts: list[float] = []  # per batch, in order: start, end and offset committed at its end
         self._ends: list[float] = []
         self._offs: list[float] = []
+        self._slots: list[tuple[int, ...]] = []  # per batch: the registered executors it ran on
+        self._avail: list[list[float] | None] = []  # per batch: per core, its late start (stalls), or None
         self._lag_from = 0  # first batch that may end after the last flushed second
         self._committed_before = 0.0  # offset committed by then
         self._ready = np.full(slots, -math.inf)  # when each slot's executor registered (inf: not alive)
@@ -197,6 +212,8 @@ class MicroBatchJob(SimulatedJob):
         end = start + self.overhead_s + max(finish)
         self._add_batch_intervals(start, layout, avail, finish, recs)
         self._record_batch(start, end, records)
+        self._slots.append(slots)
+        self._avail.append(avail)
         self._last = _Batch(len(self._ends) - 1, start, end, records, slots, avail, finish, recs)
         self._next_start = max(end, self._next_tick(start))
         self._vector_ok = records >= waiting - _EPS_RECORDS and end - start <= self.trigger_s + _EPS_S
@@ -270,6 +287,8 @@ class MicroBatchJob(SimulatedJob):
             self._starts.extend(starts.tolist())
             self._ends.extend(ends.tolist())
             self._offs.extend(offs.tolist())
+            self._slots.extend([slots] * len(sel))
+            self._avail.extend([None] * len(sel))
             cells = ends.astype(np.int64)
             inside = cells < self.duration_s
             np.add.at(self.batch_count, cells[inside], 1.0)
@@ -304,6 +323,32 @@ class MicroBatchJob(SimulatedJob):
         offs = np.asarray(self._offs)
         records = np.diff(np.concatenate(([0.0], offs))) if len(offs) else offs
         return np.asarray(self._starts), np.asarray(self._ends), records
+
+    def task_phases(self, t0: float, t1: float) -> list[TaskPhase]:
+        """The task phases of the batches that run in [t0, t1), in order (a scale-in's retried tasks not shown)."""
+        out: list[TaskPhase] = []
+        i = bisect.bisect_left(self._starts, t1) - 1
+        while i >= 0 and self._ends[i] > t0:
+            records = self._offs[i] - (self._offs[i - 1] if i else 0.0)
+            layout = self.waves.layout(self._slots[i])
+            tasks = layout.tasks(records, self._avail[i])
+            u0 = self._starts[i] + self.overhead_s
+            # a joining executor's state reload runs inside its first task: that task runs from the phase's start
+            stalled = {j for j, a in enumerate(self._avail[i] or []) if a > 0}
+            begins = []
+            for core, begin, *_ in tasks:
+                begins.append(u0 + (0.0 if core in stalled else begin))
+                stalled.discard(core)
+            start = np.asarray(begins)
+            end = np.asarray([u0 + t[2] for t in tasks])
+            slot = layout.core_slot[np.asarray([t[0] for t in tasks], dtype=np.int64)]
+            out.append(TaskPhase(u0, start, end, slot))
+            i -= 1
+        return out[::-1]
+
+    def registered_s(self) -> np.ndarray:
+        """When each current executor slot registered (inf: not yet)."""
+        return self._ready[: self.scaleout].copy()
 
     # ---- per-second series -------------------------------------------------------------------------------------
 
@@ -483,6 +528,8 @@ class MicroBatchJob(SimulatedJob):
             self._starts.pop()
             self._ends.pop()
             self._offs.pop()
+            self._slots.pop()
+            self._avail.pop()
             self._taken -= b.records
             self._last = None
         self.rescales.append(Rescale(self.now_s, self.scaleout, target, downtime, replay))

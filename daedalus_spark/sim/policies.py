@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from daedalus_spark.config import Config
 from daedalus_spark.sim.job import SimulatedJob
@@ -45,9 +46,10 @@ class PolicyNameError(ValueError):
 
 PLANNERS = ("paper", "cost_aware", "horizon")  # daedalus:PLANNER runs the controller with that planner
 KNOWN = (
-    "daedalus[:paper|cost_aware|horizon], static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], oracle, "
-    "optimum[:RESCALES_PER_20MIN]"
+    "daedalus[:paper|cost_aware|horizon], static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], "
+    "spark-da[:KEY=VALUE...], batch-ratio[:KEY=VALUE...], oracle, optimum[:RESCALES_PER_20MIN]"
 )
+MICROBATCH_ONLY = frozenset({"spark-da", "batch-ratio"})  # they read tasks and batches: engine microbatch only
 ORACLE = "oracle"
 OPTIMUM = "optimum"
 OFFLINE = frozenset({ORACLE, OPTIMUM})  # computed from the whole trace, not built by make_policy
@@ -110,6 +112,8 @@ def make_policy(name: str, config: Config) -> Policy:
 
         settings = _flink_settings(name, arg)
         return FlinkPolicy(settings, name=name, min_scaleout=config.controller.min_scaleout, max_scaleout=limit)
+    if kind in MICROBATCH_ONLY:
+        return _spark_policy(name, kind, arg, config)
     if kind == "daedalus" and arg in ("", *PLANNERS):
         from daedalus_spark.sim.daedalus import DaedalusPolicy
 
@@ -149,6 +153,57 @@ def _flink_settings(name: str, arg: str) -> FlinkSettings:
     if not 0 < float(values.get("target_utilization_ratio", 0.7)) <= 1:
         raise PolicyNameError(f"policy {name!r}: target utilization must be in (0, 1]")
     return FlinkSettings(**values)  # type: ignore[arg-type]
+
+
+def needs_microbatch(name: str) -> bool:
+    """Spark's own autoscalers read tasks and batches, which only the micro-batch job model has."""
+    return name.strip().partition(":")[0] in MICROBATCH_ONLY
+
+
+def _spark_policy(name: str, kind: str, arg: str, config: Config) -> Policy:
+    """`spark-da[:KEY=VALUE...]` or `batch-ratio[:KEY=VALUE...]`; min/max executors default to the controller's."""
+    from daedalus_spark.sim.batchratio import BatchRatioPolicy, BatchRatioSettings
+    from daedalus_spark.sim.sparkda import DynamicAllocationSettings, SparkDaPolicy
+
+    low, high = config.controller.min_scaleout, config.controller.max_scaleout
+    defaults: dict[str, Any] = {"min_executors": low, "max_executors": high}
+    if kind == "spark-da":
+        given = _key_values(name, arg, DynamicAllocationSettings, low, high)
+        if "scheduler_backlog_timeout_s" in given:  # Spark: the sustained timeout defaults to the first one
+            given.setdefault("sustained_backlog_timeout_s", given["scheduler_backlog_timeout_s"])
+        da = DynamicAllocationSettings(**{**defaults, **given})
+        return SparkDaPolicy(da, name=name)
+    br = BatchRatioSettings(**{**defaults, **_key_values(name, arg, BatchRatioSettings, low, high)})
+    if br.scaling_up_ratio <= br.scaling_down_ratio:
+        raise PolicyNameError(f"policy {name!r}: scaling_up_ratio must exceed scaling_down_ratio")
+    return BatchRatioPolicy(br, name=name)
+
+
+def _key_values(name: str, arg: str, settings: type, low: int, high: int) -> dict[str, Any]:
+    """KEY=VALUE parts over a settings dataclass: executors within the controller's bounds, ratios positive,
+    timeouts and intervals positive up to a week (shuffle_tracking_timeout_s may be `inf`)."""
+    values: dict[str, Any] = {}
+    fields = settings.__dataclass_fields__  # type: ignore[attr-defined]
+    for part in filter(None, arg.split(":")):
+        key, eq, raw = part.partition("=")
+        if not eq or key not in fields:
+            raise PolicyNameError(f"policy {name!r}: {part[:40]!r} is not KEY=VALUE (keys: {', '.join(fields)})")
+        if key in values:
+            raise PolicyNameError(f"policy {name!r}: {key} given twice")
+        default = getattr(settings(), key)
+        if isinstance(default, bool):
+            values[key] = _boolean(name, key, raw)
+        elif key.endswith("_executors"):
+            values[key] = _number(name, raw, int, low, high)
+        elif key.endswith("_ratio"):  # Spark: executorAllocationRatio in (0, 1]; the scaling ratios > 0
+            values[key] = _number(name, raw, float, 0.0, 1.0 if key == "allocation_ratio" else 10.0, low_open=True)
+        else:
+            limit = math.inf if key == "shuffle_tracking_timeout_s" else 86400 * 7
+            values[key] = _number(name, raw, type(default), 0, limit, low_open=True)
+    lowest, highest = values.get("min_executors", low), values.get("max_executors", high)
+    if lowest > highest:
+        raise PolicyNameError(f"policy {name!r}: min_executors {lowest} exceeds max_executors {highest}")
+    return values
 
 
 def parse_policy_list(text: str, config: Config) -> list[str]:

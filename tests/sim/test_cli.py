@@ -116,6 +116,14 @@ def test_several_traces_give_a_traces_list(tmp_path: Path, trace: Path) -> None:
             "controller.loop_interval_s",
             id="bad-config",
         ),
+        pytest.param(
+            lambda p: ["--policies", "spark-da,static:2"], "spark-da read tasks and batches", id="spark-da-continuous"
+        ),
+        pytest.param(
+            lambda p: ["--policies", "batch-ratio:scaling_up_ratio=0.2"],
+            "scaling_up_ratio must exceed scaling_down_ratio",
+            id="batch-ratio-ratios",
+        ),
     ],
 )
 def test_clear_errors(tmp_path: Path, trace: Path, capsys: pytest.CaptureFixture[str], setup, message: str) -> None:
