@@ -113,9 +113,10 @@ class ControllerConfig(_Section):
     max_rescales_per_hour: float = _field(
         3,
         "rescales",
-        "cost_aware: rescale budget, a token bucket refilled at this rate and holding at most this many: every "
-        "applied rescale takes a token, and a scale-in waits for a whole one (scale-outs never wait: safety first; "
-        "they may leave the bucket in debt). 3 = one per 20 minutes on average. 0 = off.",
+        "cost_aware and horizon: rescale budget, a token bucket refilled at this rate and holding at most this many: "
+        "every applied rescale takes a token, and a scale-in waits for a whole one (scale-outs never wait: safety "
+        "first; they may leave the bucket in debt). horizon plans with the tokens plus the refill over its horizon. "
+        "3 = one per 20 minutes on average. 0 = off.",
         ge=0,
         le=3600,
     )

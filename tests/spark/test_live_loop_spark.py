@@ -9,6 +9,7 @@ must be the one it had, and give the same next decision.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -215,19 +216,20 @@ class JobSampler:
             lag, live = total(m, "daedalus_spark_lag_records"), total(m, "daedalus_spark_executors")
             self.samples.append((time.monotonic(), records, lag, live))
 
-    def saturated_throughput_per_s(self, executors: int, since: float, until: float) -> float | None:
+    def throughput_per_s(self, executors: int, since: float, until: float) -> tuple[float, bool] | None:
         """Records/s over the first run of samples between `since` and `until` (monotonic; the high load) with
-        `executors` live, if the lag grew over it (the job could not keep up, so it ran as fast as it can); None
-        otherwise. Over the whole run, not per window: stalls and long batches are part of what the job does."""
+        `executors` live, and whether the lag grew over it (the job could not keep up, so it ran as fast as it can);
+        None without such a run of 10 s. Over the whole run, not per window: stalls and long batches are part of
+        what the job does."""
         run = []
         for sample in self.samples:
             if since <= sample[0] <= until and sample[3] == executors:
                 run.append(sample)
             elif run:
                 break
-        if len(run) < 2 or run[-1][2] <= run[0][2] or run[-1][0] - run[0][0] < 10:
+        if len(run) < 2 or run[-1][0] - run[0][0] < 10:
             return None
-        return (run[-1][1] - run[0][1]) / (run[-1][0] - run[0][0])
+        return (run[-1][1] - run[0][1]) / (run[-1][0] - run[0][0]), run[-1][2] > run[0][2]
 
 
 def expected_counts(log: LocalLog) -> dict[str, int]:
@@ -309,11 +311,12 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
         and float(r["time_s"]) <= first_out_s  # type: ignore[arg-type]
         and "capacity_current_per_s" in r["evidence"]  # type: ignore[operator]
     ]
-    saturated = sampler.saturated_throughput_per_s(1, high_from, high_from + HIGH_S)
-    if saturated is None:
-        print(
-            "high phase (s, records, lag, live):", [(round(t - high_from), r, g, n) for t, r, g, n in sampler.samples]
-        )
-    print(f"capacity at 1 executor learned {learned[-1:]}, the job did {saturated} records/s while saturated")
-    assert learned and saturated is not None
-    assert 0.5 <= learned[-1] / saturated <= 2.0
+    measured = sampler.throughput_per_s(1, high_from, high_from + HIGH_S)
+    if measured is None:  # what the job did instead: (s into the high load, records, lag, live executors)
+        print("samples:", [(round(t - high_from), r, g, n) for t, r, g, n in sampler.samples])
+    print(f"capacity at 1 executor learned {learned[-1:]}, the job did {measured} (records/s, saturated)")
+    assert learned and measured is not None
+    rate, saturated = measured
+    # Saturated, the job ran as fast as it can: the capacity is within 2x of that. Keeping up (a faster machine
+    # than the test's sizing assumes), the rate is only a lower bound on the capacity.
+    assert 0.5 <= learned[-1] / rate <= (2.0 if saturated else math.inf)
