@@ -85,6 +85,14 @@ def load_workload(name: str, seed: int) -> np.ndarray:
     return get_shape(name).generate(seed)
 
 
+def monitor_blind(name: str, speedup: int, seconds: int) -> np.ndarray | None:
+    """The seconds of the (compressed) trace the monitor cannot read (a generated shape's outages)."""
+    if (TRACES_DIR / f"{name}.csv").exists():
+        return None
+    blind = get_shape(name).monitor_blind(speedup)
+    return None if blind is None else blind[:seconds]
+
+
 def sized_for_ratio(name: str) -> float:
     """The share of its peak the trace's job is sized for (below 1: a load above what max_scaleout carries)."""
     return 1.0 if (TRACES_DIR / f"{name}.csv").exists() else get_shape(name).sized_for_ratio
@@ -122,7 +130,13 @@ def run_trace(
     start = time.perf_counter()
     static = f"static:{best_static(workload, job_model, config, seed, sized_for)}"
     names = ["daedalus", *also, static, *BASELINES, "oracle", "optimum"]
-    kw = {"job_model": job_model, "config": config, "seed": seed, "sized_for_per_s": sized_for}
+    kw = {
+        "job_model": job_model,
+        "config": config,
+        "seed": seed,
+        "sized_for_per_s": sized_for,
+        "monitor_blind": monitor_blind(name, speedup, len(workload)),
+    }
     ev = evaluate(name, workload, names, **kw)  # type: ignore[arg-type]
     wall = time.perf_counter() - start  # the policies' wall time: the rescale-limited yardstick is not one of them
     limited = evaluate(name, workload, [limited_optimum(config)], **kw)  # type: ignore[arg-type]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import Config
@@ -20,8 +21,17 @@ class SimulatedJobMonitor:
     job: SimulatedJob | None = None
 
     def observe(self, *, start_s: float, end_s: float) -> Observation:
+        """The job's samples since `start_s`; seconds the monitor is blind to come back as missing workload (NaN),
+        as a Prometheus outage leaves them."""
         assert self.job is not None and end_s == self.job.now_s
-        return self.job.observation(int(start_s))
+        obs = self.job.observation(int(start_s))
+        blind = self.job.monitor_blind
+        t0 = max(0, int(start_s))
+        if blind is None or not blind[t0 : self.job.now_s].any():
+            return obs
+        seen = blind[t0 : t0 + len(obs.workload_per_s)]
+        workload = tuple(math.nan if b else w for w, b in zip(obs.workload_per_s, seen, strict=False))
+        return replace(obs, workload_per_s=workload)
 
     def close(self) -> None:
         return None

@@ -75,9 +75,12 @@ def evaluate(
     seed: int,
     progress: PolicyProgress | None = None,
     sized_for_per_s: float | None = None,
+    monitor_blind: np.ndarray | None = None,
 ) -> TraceEvaluation:
     config = controller_config(config, job_model)
-    setup = make_setup(workload_per_s, job_model, config, seed, sized_for_per_s=sized_for_per_s)
+    setup = make_setup(
+        workload_per_s, job_model, config, seed, sized_for_per_s=sized_for_per_s, monitor_blind=monitor_blind
+    )
     oracle = run_oracle(setup)
     # The optimum is the yardstick of every row (vs_optimum), so it is solved even when its own row is not asked for;
     # the DP takes ~0.1 s on a 6-h trace at a 60-s loop interval.

@@ -38,6 +38,9 @@ class Rescale:
 class SimulatedJob:
     """The job's state and its per-second history; policies read it, `advance` moves it forward."""
 
+    # Seconds the monitor cannot read (set by runner.new_job; None: it reads every second).
+    monitor_blind: np.ndarray | None = None
+
     def __init__(
         self,
         workload_per_s: np.ndarray,

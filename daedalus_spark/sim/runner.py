@@ -44,6 +44,8 @@ class SimSetup:
     config: Config
     capacity: SimulatedCapacity
     seed: int
+    # Seconds whose metrics the monitor cannot read (a Prometheus outage; the load still arrives): True where blind.
+    monitor_blind: np.ndarray | None = None
 
     @property
     def max_scaleout(self) -> int:
@@ -51,14 +53,23 @@ class SimSetup:
 
 
 def make_setup(
-    workload_per_s: np.ndarray, job_model: JobModel, config: Config, seed: int, *, sized_for_per_s: float | None = None
+    workload_per_s: np.ndarray,
+    job_model: JobModel,
+    config: Config,
+    seed: int,
+    *,
+    sized_for_per_s: float | None = None,
+    monitor_blind: np.ndarray | None = None,
 ) -> SimSetup:
-    """The shared setup; the job is sized for the trace's peak, or for `sized_for_per_s` (a load it cannot carry)."""
+    """The shared setup; the job is sized for the trace's peak, or for `sized_for_per_s` (a load it cannot carry);
+    `monitor_blind` marks the seconds the monitor cannot read."""
     max_scaleout = max(config.controller.max_scaleout, job_model.reference_scaleout, 1)
     peak = float(np.max(workload_per_s)) if len(workload_per_s) else 0.0
     peak = peak if sized_for_per_s is None else sized_for_per_s
     capacity = build_simulated_capacity(job_model, max_scaleout=max_scaleout, peak_per_s=peak)
-    return SimSetup(np.asarray(workload_per_s, dtype=float), job_model, config, capacity, seed)
+    if monitor_blind is not None and len(monitor_blind) != len(workload_per_s):
+        raise ValueError(f"monitor_blind has {len(monitor_blind)} seconds, the trace {len(workload_per_s)}")
+    return SimSetup(np.asarray(workload_per_s, dtype=float), job_model, config, capacity, seed, monitor_blind)
 
 
 def policy_rng(seed: int, name: str) -> np.random.Generator:
@@ -78,7 +89,7 @@ def new_job(setup: SimSetup, *, initial_scaleout: int, rng: np.random.Generator)
         from daedalus_spark.sim.microbatch import MicroBatchJob
 
         engine = MicroBatchJob
-    return engine(
+    job = engine(
         setup.workload_per_s,
         setup.job_model,
         setup.capacity,
@@ -86,6 +97,8 @@ def new_job(setup: SimSetup, *, initial_scaleout: int, rng: np.random.Generator)
         cpu_signal=_cpu_signal(setup),
         rng=rng,
     )
+    job.monitor_blind = setup.monitor_blind
+    return job
 
 
 def run_policy(setup: SimSetup, policy: Policy, progress: Progress | None = None) -> RunResult:

@@ -31,6 +31,17 @@ class WorkloadShape:
     # The load the simulated job is sized for, as a share of the peak (1: the peak; below 1: a load above what
     # max_scaleout carries, where the right answer is the maximum).
     sized_for_ratio: float = 1.0
+    # Seconds (start, end) whose metrics the monitor cannot read, a Prometheus outage; the load still arrives.
+    monitor_gaps_s: tuple[tuple[int, int], ...] = ()
+
+    def monitor_blind(self, speedup: int = 1) -> np.ndarray | None:
+        """True for each second of the (compressed) series the monitor cannot read; None without gaps."""
+        if not self.monitor_gaps_s:
+            return None
+        blind = np.zeros(-(-self.duration_s // speedup), dtype=bool)
+        for start, end in self.monitor_gaps_s:
+            blind[start // speedup : -(-end // speedup)] = True
+        return blind
 
     def generate(self, seed: int = 1) -> np.ndarray:
         """The series for `seed` (same seed, same series), rescaled so its maximum is `peak_per_s`."""
@@ -161,6 +172,13 @@ SHAPES: tuple[WorkloadShape, ...] = (
     WorkloadShape("noisy_plateau", "70 % plateau, 8 % slow wander + 5 % white noise", 3 * 3600, noisy_plateau),
     WorkloadShape("taylor_demand", "pmdarima load_taylor, 2 weeks, 1 day = 24 min", 672 * 30, taylor_demand),
     WorkloadShape("weekly_compressed", "5 weekdays + weekend at 60 %, 1 day = 30 min", 7 * 1800, weekly_compressed),
+    WorkloadShape(
+        "gaps_in_data",
+        "fast_cycle's 5-min day with 4 monitor outages of 2-15 min",
+        3 * 3600,
+        fast_cycle,
+        monitor_gaps_s=((1800, 1920), (3600, 4200), (6000, 6900), (8400, 8700)),
+    ),
     WorkloadShape(
         "step_above_max",
         "40 %, a 40-min step to 1.3 x what max_scaleout carries, 40 %",

@@ -57,3 +57,41 @@ def test_written_trace_reads_back_through_read_trace(tmp_path: object) -> None:
     path = Path(str(tmp_path)) / "steps.csv"
     write_trace(str(path), y)
     np.testing.assert_allclose(read_trace(path), y, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("speedup", "blind_seconds"),
+    [pytest.param(1, [(100, 160), (300, 301)], id="full-length"), pytest.param(4, [(25, 40), (75, 76)], id="4x")],
+)
+def test_monitor_gaps_become_a_blind_mask_at_any_speedup(speedup: int, blind_seconds: list[tuple[int, int]]) -> None:
+    shape = WorkloadShape("g", "gaps", 400, lambda rng, n: np.ones(n), monitor_gaps_s=((100, 160), (300, 301)))
+    blind = shape.monitor_blind(speedup)
+    assert blind is not None and len(blind) == -(-400 // speedup)
+    expected = np.zeros(len(blind), dtype=bool)
+    for start, end in blind_seconds:
+        expected[start:end] = True
+    np.testing.assert_array_equal(blind, expected)
+    assert WorkloadShape("n", "none", 10, lambda rng, n: np.ones(n)).monitor_blind() is None
+
+
+def test_the_controller_skips_what_the_monitor_cannot_read_and_resumes() -> None:
+    """gaps_in_data, 4x shorter: every tick whose window touches an outage is skipped as missing data and rescales
+    nothing; the ticks after it decide again."""
+    from daedalus_spark.config import Config
+    from daedalus_spark.domain import Reason
+    from daedalus_spark.sim.evaluate import compress_trace
+    from daedalus_spark.sim.jobmodel import load_job_model
+    from daedalus_spark.sim.policies import make_policy
+    from daedalus_spark.sim.runner import make_setup, run_policy
+
+    shape = get_shape("gaps_in_data")
+    workload = compress_trace(shape.generate(1), 4)
+    blind = shape.monitor_blind(4)
+    assert blind is not None
+    setup = make_setup(workload, load_job_model(None), Config(), 1, monitor_blind=blind[: len(workload)])
+    policy = make_policy("daedalus", setup.config)
+    run_policy(setup, policy)
+    interval = round(setup.config.controller.loop_interval_s)
+    touched = [d for d in policy.decisions if blind[max(0, int(d.time_s) - interval) : int(d.time_s)].any()]
+    assert touched and all(d.reason is Reason.SKIP_MISSING_DATA and not d.rescale for d in touched)
+    assert any(d.reason is not Reason.SKIP_MISSING_DATA for d in policy.decisions if not blind[int(d.time_s) - 1])
