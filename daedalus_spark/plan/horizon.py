@@ -51,6 +51,15 @@ def schedule_scaleouts(
     return tuple(sorted({int(n) for n in sizes} | {current}))
 
 
+def planning_target_s(inputs: PlanInputs, settings: ControllerConfig) -> float:
+    """The share of the recovery target the plan keeps to, but never so short that the learned downtimes alone
+    (plus a loop interval) exceed it: then no rescale could ever be planned (a live run learned a 22-s scale-in
+    downtime against a 40-s target's 20-s share, and never scaled in again)."""
+    full = settings.target_recovery_s
+    downtime = max(inputs.downtime_scale_out_s, inputs.downtime_scale_in_s) + settings.loop_interval_s
+    return min(full, max(full * settings.horizon_target_share_ratio, downtime))
+
+
 def rescale_allowance(tokens: float, per_hour: float, horizon_s: float) -> int | None:
     """Rescales the plan may make over the horizon: the budget's tokens now plus its refill (None: no budget)."""
     if math.isinf(tokens) or per_hour <= 0:
@@ -124,7 +133,7 @@ def _solve(
     units of the forecast's step where the loop interval is a multiple of it (the forecast has nothing finer; 10-s
     units make the DP ten times faster than 1-s ones)."""
     lo, hi, current = settings.min_scaleout, settings.max_scaleout, inputs.current_scaleout
-    target = settings.target_recovery_s * settings.horizon_target_share_ratio
+    target = planning_target_s(inputs, settings)
     need = 2.0 * (inputs.consumer_lag_records + _replay(inputs, settings)) / target
     capacity_at = [inputs.capacities.at(n) for n in range(lo, hi + 1)]
     sizes = schedule_scaleouts(capacity_at, lo, current, load, need)

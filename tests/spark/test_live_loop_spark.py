@@ -71,6 +71,7 @@ def live_config(root: Path, agent_url: str, exporter_url: str) -> Config:
             checkpoint_interval_s=1,
             recent_rescale_window_s=20,
             scale_in_lookback_s=20,  # compressed like the other windows (the default 600 s outlasts the whole test)
+            max_rescales_per_hour=36,  # the budget compressed 12x like the loop (3 an hour spent in the first minute)
             cooldown_s=10,
             warmup_s=5,
             knowledge_path=str(root / "knowledge.sqlite"),
@@ -283,7 +284,12 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
         assert next_decision(config, store_path, 2, now) == expected
         runtime.start()  # resumes from the store
 
-        wait_until(lambda: scale_ins_after(first_out_s), "a scale-in after the load fell", TAIL_S + 60, step_s=1)
+        try:
+            wait_until(lambda: scale_ins_after(first_out_s), "a scale-in after the load fell", TAIL_S + 60, step_s=1)
+        except TimeoutError:
+            for d in decisions(decision_log):  # why not, tick by tick
+                print(d["time_s"], d["current"], d["target"], d["reason"], d.get("notes", [""])[:1])
+            raise
         feeder.join(timeout=TAIL_S + 120)
         appended = sum(log.latest_offsets(TOPIC).values())
         wait_until(lambda: total(scrape(agent_url), "daedalus_spark_lag_records") == 0, "lag back to 0", 120)

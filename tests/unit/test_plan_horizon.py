@@ -152,6 +152,14 @@ def test_a_share_of_the_target_leaves_room_for_errors():
     assert decision.notes[0].startswith("plan: 4 for 60 s, then 6 for 240 s")
 
 
+def test_a_downtime_longer_than_the_share_still_leaves_room_to_rescale():
+    # Half of 600 s is 300, but scale-ins have been taking 400 s: the plan keeps to 400 + 60 s instead, so with no
+    # load left it can still scale in (at a share of 300 s no rescale would ever be feasible).
+    half = SETTINGS.model_copy(update={"horizon_target_share_ratio": 0.5})
+    decision = plan_horizon(inputs(workload=0.0, forecast=[0.0] * 90, downtime_in=400), half)
+    assert (decision.target_scaleout, decision.reason) == (1, Reason.PLAN_SCALES_IN)
+
+
 def test_a_rescale_carries_its_predicted_recovery_and_the_plan():
     decision = plan_horizon(inputs(workload=300, forecast=steps((300, 60), (700, 840))), SETTINGS)
     assert decision.evidence["plan_scaleouts"].split(",")[0] == "7"  # type: ignore[union-attr]
@@ -260,14 +268,18 @@ def test_lindley_matches_the_recursion():
     current=st.integers(min_value=1, max_value=12),
 )
 def test_without_rescale_costs_the_first_step_is_the_optimums(levels, current):
-    """No downtime and no replay: the optimum's first interval runs the smallest scale-out that carries its load
-    (anything smaller falls behind at once), and so does the planner's first step."""
+    """No downtime, no replay and a load that never falls: nothing recovers from an overload later, so the optimum
+    runs, in each interval, the smallest scale-out that carries it; the plan is that schedule and its first step is
+    the optimum's. (Where the load falls, a rescale may run into an overload it recovers from within the target, at
+    the same cost or, as the DP keeps one path per state, a little more; docs/simulator.md.)"""
+    levels = sorted(levels)
     forecast = [v for v in levels for _ in range(6)]  # one level per 60-s interval
     free = SETTINGS.model_copy(update={"checkpoint_interval_s": 0})
     plan_inputs = inputs(current=current, workload=levels[0], forecast=forecast, downtime_out=0.0, downtime_in=0.0)
     decision = plan_horizon(plan_inputs, free)
-    smallest = next(n for n in range(1, 13) if 100.0 * n >= levels[0])
-    assert decision.target_scaleout == smallest
+    smallest = [next(n for n in range(1, 13) if 100.0 * n >= v) for v in levels]
+    assert decision.target_scaleout == smallest[0]
+    assert [int(n) for n in str(decision.evidence["plan_scaleouts"]).split(",")] == smallest
 
 
 def test_schedule_is_a_schedule():
