@@ -35,7 +35,7 @@ from daedalus_spark.sim.jobmodel import JobModel, JobModelError, load_job_model
 from daedalus_spark.sim.metrics import seconds_behind
 from daedalus_spark.sim.policies import StaticPolicy
 from daedalus_spark.sim.runner import make_setup, run_policy
-from daedalus_spark.sim.suite import SHAPES, get_shape, shape_names
+from daedalus_spark.sim.suite import SHAPES, WorkloadShape, get_shape, shape_names
 
 BASELINES = ("hpa:0.8", "hpa:0.85", "flink")
 RATIO_GOAL = 1.20  # daedalus executor-hours <= 1.20 x optimum:R on every trace...
@@ -78,24 +78,14 @@ def trace_names() -> list[str]:
     return [p.stem for p in sorted(TRACES_DIR.glob("*.csv"))] + shape_names()
 
 
+def generated_shape(name: str) -> WorkloadShape | None:
+    """The suite's shape of that name, None for a bundled trace."""
+    return None if (TRACES_DIR / f"{name}.csv").exists() else get_shape(name)
+
+
 def load_workload(name: str, seed: int) -> np.ndarray:
-    path = TRACES_DIR / f"{name}.csv"
-    if path.exists():
-        return read_trace(path)  # the same reader as `simulate`
-    return get_shape(name).generate(seed)
-
-
-def monitor_blind(name: str, speedup: int, seconds: int) -> np.ndarray | None:
-    """The seconds of the (compressed) trace the monitor cannot read (a generated shape's outages)."""
-    if (TRACES_DIR / f"{name}.csv").exists():
-        return None
-    blind = get_shape(name).monitor_blind(speedup)
-    return None if blind is None else blind[:seconds]
-
-
-def sized_for_ratio(name: str) -> float:
-    """The share of its peak the trace's job is sized for (below 1: a load above what max_scaleout carries)."""
-    return 1.0 if (TRACES_DIR / f"{name}.csv").exists() else get_shape(name).sized_for_ratio
+    shape = generated_shape(name)
+    return read_trace(TRACES_DIR / f"{name}.csv") if shape is None else shape.generate(seed)  # `simulate`'s reader
 
 
 def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed: int, sized_for: float) -> int:
@@ -126,7 +116,10 @@ def run_trace(
     if peak_per_s is not None and float(np.max(raw)) > 0:
         raw = raw * (peak_per_s / float(np.max(raw)))  # a profile with a fixed executor rate: fit the trace to it
     workload = compress_trace(raw, speedup)
-    sized_for = float(np.max(workload)) * sized_for_ratio(name) if len(workload) else 0.0
+    shape = generated_shape(name)
+    # a shape may size the job below its peak, and may blind the monitor for a while (None: neither)
+    sized_for = float(np.max(workload)) * (shape.sized_for_ratio if shape else 1.0) if len(workload) else 0.0
+    blind = shape.monitor_blind(speedup) if shape else None
     start = time.perf_counter()
     static = f"static:{best_static(workload, job_model, config, seed, sized_for)}"
     names = ["daedalus", *also, static, *BASELINES, "oracle", "optimum"]
@@ -135,7 +128,7 @@ def run_trace(
         "config": config,
         "seed": seed,
         "sized_for_per_s": sized_for,
-        "monitor_blind": monitor_blind(name, speedup, len(workload)),
+        "monitor_blind": None if blind is None else blind[: len(workload)],
     }
     ev = evaluate(name, workload, names, **kw)  # type: ignore[arg-type]
     wall = time.perf_counter() - start  # the policies' wall time: the rescale-limited yardstick is not one of them

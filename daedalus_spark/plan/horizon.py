@@ -103,19 +103,19 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     peak = float(load.max())
     # above what the largest carries, the uncapped plan cannot keep up: straight to the capped one
     attempts = (load,) if peak <= ceiling else (load, capped) if peak <= inputs.capacities.at(hi) else (capped,)
+    allowance = rescale_allowance(inputs.rescale_tokens, settings.max_rescales_per_hour, len(load))
+    replay = replay_backlog_records(
+        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
+    )
+    evidence.update(plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance)
     for load in attempts if lo <= current <= hi else ():
-        allowance = rescale_allowance(inputs.rescale_tokens, settings.max_rescales_per_hour, len(load))
-        evidence.update(
-            plan_upper_weight_ratio=settings.horizon_upper_weight_ratio,
-            plan_load_max_per_s=round(float(load.max()), 3),
-            plan_rescales_allowed=allowance,
-        )
+        evidence["plan_load_max_per_s"] = round(float(load.max()), 3)
         try:
-            schedule = _solve(inputs, settings, load, interval, allowance)
+            schedule = _solve(inputs, settings, load, interval, allowance, replay)
         except ScheduleInfeasible as exc:
             problem = f"no schedule over the {len(load)}-s forecast keeps the target: {exc}"
         else:
-            decision = _first_step(inputs, schedule, evidence, settings)
+            decision = _first_step(inputs, schedule, evidence, settings, replay)
             if load is capped:
                 note = f"the forecast exceeds what {hi} executors carry: planned with it capped at {ceiling:.0f}/s"
                 reason = Reason.NO_VALID_SCALEOUT_USE_MAX if decision.target_scaleout == hi else decision.reason
@@ -127,14 +127,19 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
 
 
 def _solve(
-    inputs: PlanInputs, settings: ControllerConfig, load: np.ndarray, interval: int, allowance: int | None
+    inputs: PlanInputs,
+    settings: ControllerConfig,
+    load: np.ndarray,
+    interval: int,
+    allowance: int | None,
+    replay: float,
 ) -> Schedule:
     """The cheapest schedule from the job as it is now over `load`, with the scale-outs worth considering, in time
     units of the forecast's step where the loop interval is a multiple of it (the forecast has nothing finer; 10-s
     units make the DP ten times faster than 1-s ones)."""
     lo, hi, current = settings.min_scaleout, settings.max_scaleout, inputs.current_scaleout
     target = planning_target_s(inputs, settings)
-    need = 2.0 * (inputs.consumer_lag_records + _replay(inputs, settings)) / target
+    need = 2.0 * (inputs.consumer_lag_records + replay) / target
     capacity_at = [inputs.capacities.at(n) for n in range(lo, hi + 1)]
     sizes = schedule_scaleouts(capacity_at, lo, current, load, need)
     unit = math.gcd(interval, max(1, round(inputs.forecast.step_s)))
@@ -159,14 +164,12 @@ def _solve(
     return Schedule(interval, schedule.scaleouts, schedule.executor_seconds * unit)
 
 
-def _replay(inputs: PlanInputs, settings: ControllerConfig) -> float:
-    return replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
-
-
 def _first_step(
-    inputs: PlanInputs, schedule: Schedule, evidence: dict[str, float | int | str | None], settings: ControllerConfig
+    inputs: PlanInputs,
+    schedule: Schedule,
+    evidence: dict[str, float | int | str | None],
+    settings: ControllerConfig,
+    replay: float,
 ) -> Decision:
     current, target = inputs.current_scaleout, schedule.scaleouts[0]
     notes = [f"plan: {describe(schedule)}"]
@@ -186,7 +189,7 @@ def _first_step(
     reason = Reason.PLAN_HOLDS
     if target != current:
         reason = Reason.PLAN_SCALES_OUT if target > current else Reason.PLAN_SCALES_IN
-        chosen = candidate(inputs, target, _replay(inputs, settings), inputs.forecast.per_second())
+        chosen = candidate(inputs, target, replay, inputs.forecast.per_second())
         evidence.update(
             capacity_target_per_s=round(chosen.capacity_per_s, 3),
             predicted_recovery_s=chosen.recovery_s,

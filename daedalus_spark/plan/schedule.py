@@ -90,17 +90,13 @@ def lindley(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.n
     return np.asarray(np.maximum(s - floor, 0.0), dtype=float)
 
 
-def _processed(backlog0: float, arrivals: np.ndarray, lag: np.ndarray) -> np.ndarray:
-    """Records processed each second, from the backlog before, the arrivals and the backlog after (Lindley)."""
-    before = np.concatenate(([backlog0], lag[:-1]))
-    return np.asarray(np.maximum(before + arrivals - lag, 0.0), dtype=float)
-
-
 def _tails(
     backlog0: float, arrivals: np.ndarray, lags: np.ndarray, caps: np.ndarray, downs: np.ndarray, ckpt: int
 ) -> np.ndarray:
-    """tail_of for several rescales at once: the records processed in the last `ckpt` seconds of each lag row, or
-    capacity x `ckpt` where those seconds reach into the row's downtime."""
+    """Upper bound of the replay of a rescale at the end of an interval, for each row of lags (backlog after each
+    second, from `backlog0` before): the records processed in its last `ckpt` seconds, or capacity x `ckpt` where
+    those seconds reach into the row's downtime (the job, whose downtime may be shorter than the worst case, may
+    already process there)."""
     if ckpt <= 0:
         return np.zeros(len(lags))
     before = np.concatenate([np.full((len(lags), 1), backlog0), lags[:, :-1]], axis=1)
@@ -148,15 +144,6 @@ def cheapest_schedule(
     restart = np.zeros((nsz, levels))  # second processing (re)starts after the last rescale
     parents = np.full((segments, nsz, levels), -1, dtype=np.int64)  # the previous interval's scale-out index
 
-    def tail_of(processed: np.ndarray, cap: float, downtime_end: int = 0) -> float:
-        """Upper bound of the replay of a rescale at the end of this interval. Within a downtime the job (whose
-        downtime may be shorter than the worst case) may already process, so there the bound is capacity."""
-        if ckpt <= 0:
-            return 0.0
-        if ckpt <= len(processed) - downtime_end:
-            return float(processed[-ckpt:].sum())
-        return cap * ckpt
-
     first = 0  # the first interval decided in the loop
     if start is None:  # first interval: any scale-out, processing from t=0 with an empty backlog
         first = 1
@@ -164,10 +151,9 @@ def cheapest_schedule(
         arr0 = w[:end0]
         rows0 = lindley(0.0, arr0, np.repeat(caps[:, None], end0, axis=1))
         lat0 = base + rows0 / caps[:, None]
-        for j in range(nsz):
-            if float(lat0[j].max(initial=0.0)) <= target and bool((rows0[j] <= floor_[:end0]).all()):
-                cost[j, 0], backlog[j, 0] = float(sizes[j]) * end0, float(rows0[j, -1])
-                tail[j, 0] = tail_of(_processed(0.0, arr0, rows0[j]), caps[j])
+        ok = (lat0.max(axis=1, initial=0.0) <= target) & (rows0 <= floor_[:end0]).all(axis=1)
+        cost[ok, 0], backlog[ok, 0] = sizes[ok].astype(float) * end0, rows0[ok, -1]
+        tail[ok, 0] = _tails(0.0, arr0, rows0[ok], caps[ok], np.zeros(int(ok.sum())), ckpt)
     else:
         matches = np.flatnonzero(sizes == start.scaleout)
         if len(matches) != 1:
@@ -199,9 +185,8 @@ def cheapest_schedule(
             if float((base + wait + lag / caps[i]).max()) <= target and not behind.any():
                 c = c_prev + float(sizes[i]) * seg
                 if c < new_cost[i, b] or (c == new_cost[i, b] and lag[-1] < new_state[0, i, b]):
-                    processed = _processed(b_prev, arr, lag)
                     new_cost[i, b] = c
-                    tail_i = tail_of(processed, caps[i], down_left)
+                    tail_i = _tails(b_prev, arr, lag[None, :], caps[i : i + 1], np.array([down_left]), ckpt)[0]
                     new_state[:, i, b] = (lag[-1], tail_i, recovered[i, b], gate[i, b], restart[i, b])
                     parents[k, i, b] = i
             # rescale i -> j, only once the previous rescale has recovered and while the budget allows

@@ -44,7 +44,6 @@ class PolicyNameError(ValueError):
     """An unknown or malformed policy name on the command line."""
 
 
-PLANNERS = ("paper", "cost_aware", "horizon")  # daedalus:PLANNER runs the controller with that planner
 KNOWN = (
     "daedalus[:paper|cost_aware|horizon], static:N, hpa:TARGET, flink[:TARGET][:KEY=VALUE...], "
     "spark-da[:KEY=VALUE...], batch-ratio[:KEY=VALUE...], oracle, optimum[:RESCALES_PER_20MIN]"
@@ -114,9 +113,12 @@ def make_policy(name: str, config: Config) -> Policy:
         return FlinkPolicy(settings, name=name, min_scaleout=config.controller.min_scaleout, max_scaleout=limit)
     if kind in MICROBATCH_ONLY:
         return _spark_policy(name, kind, arg, config)
-    if kind == "daedalus" and arg in ("", *PLANNERS):
+    if kind == "daedalus":  # daedalus:PLANNER runs the controller with that planner
+        from daedalus_spark.controller import PLANNERS
         from daedalus_spark.sim.daedalus import DaedalusPolicy
 
+        if arg and arg not in PLANNERS:
+            raise PolicyNameError(f"unknown policy {name!r} (known: {KNOWN})")
         if not arg:
             return DaedalusPolicy(config)
         controller = config.controller.model_copy(update={"planner": arg})
