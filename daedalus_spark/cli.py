@@ -110,7 +110,7 @@ def _demo(args: argparse.Namespace) -> int:
         return demo(args.out, args.config)
     from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 
-    plan = DemoPlan(duration_s=args.duration, use_prometheus=not args.no_prometheus)
+    plan = DemoPlan(duration_s=args.duration, use_prometheus=not args.no_prometheus, autoscaler=args.autoscaler)
     try:
         return run_demo(args.out, plan, config_path=args.config or DEMO_CONFIG)
     except (RuntimeError, TimeoutError) as exc:  # everything it started is already stopped
@@ -181,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, default=480.0, help="wall seconds of the load cycle (default 480)")
     p.add_argument("--no-prometheus", action="store_true", help="use the embedded scraper even if prometheus exists")
     p.add_argument("--simulated", action="store_true", help="the simulator on the bundled trace instead (~25 s)")
+    p.add_argument(
+        "--autoscaler",
+        choices=("daedalus", "spark-da", "batch-ratio", "static"),
+        default="daedalus",
+        help="ours, or what Spark users run today: dynamic allocation, the DStreams batch-duration rule, static max",
+    )
     p.set_defaults(handler=_demo)
 
     register_simulate(sub)

@@ -78,13 +78,15 @@ class ControllerConfig(_Section):
         ge=0,
         le=86400,
     )
-    planner: Literal["paper", "cost_aware", "horizon"] = _field(
+    planner: Literal["paper", "cost_aware", "horizon", "batch_ratio"] = _field(
         "horizon",
         "-",
         "paper: Algorithm 1 as published. cost_aware: Algorithm 1 on the forecast's upper bound, and a scale-in only "
         "if the forecast says it outlasts the cool-down and the executor-seconds it saves exceed its downtime and "
         "catch-up. horizon: the cheapest schedule over the forecast that keeps latency and every recovery within "
-        "the target (the offline optimum's DP), of which the first step is applied (docs/planning.md).",
+        "the target (the offline optimum's DP), of which the first step is applied (docs/planning.md). "
+        "batch_ratio: not ours but Spark's DStreams batch-duration rule, a baseline to compare against, one scaling "
+        "round per tick (plan/batchratio.py).",
     )
     horizon_upper_weight_ratio: float = _field(
         0.5,

@@ -14,6 +14,7 @@ from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
+from daedalus_spark.plan.batchratio import plan_batch_ratio
 from daedalus_spark.plan.cost import plan_cost_aware
 from daedalus_spark.plan.horizon import plan_horizon
 
@@ -120,6 +121,9 @@ class Controller:
                 now_s,
                 per_hour=settings.max_rescales_per_hour,
             ),
+            batches_completed=obs.batches.batches if obs.batches is not None else 0.0,
+            batch_seconds=obs.batches.duration_s if obs.batches is not None else 0.0,
+            trigger_interval_s=self.config.capacity.trigger_interval_s,
         )
         decision = PLANNERS[settings.planner](inputs, settings)
         return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
@@ -144,6 +148,7 @@ PLANNERS: dict[str, Callable[[PlanInputs, ControllerConfig], Decision]] = {
     "paper": plan,
     "cost_aware": plan_cost_aware,
     "horizon": plan_horizon,
+    "batch_ratio": plan_batch_ratio,
 }
 _APPLIED = frozenset(o.value for o in Outcome if o.changed_the_job)
 

@@ -227,6 +227,10 @@ class Reason(StrEnum):
     PLAN_HOLDS = "horizon_plan_holds"
     PLAN_SCALES_OUT = "horizon_plan_scales_out"
     PLAN_SCALES_IN = "horizon_plan_scales_in"
+    # batch_ratio planner only (plan/batchratio.py): Spark's DStreams batch-duration rule, a baseline
+    BATCH_RATIO_HOLDS = "batch_ratio_holds"
+    BATCH_RATIO_SCALES_OUT = "batch_ratio_scales_out"
+    BATCH_RATIO_SCALES_IN = "batch_ratio_scales_in"
     COOLDOWN = "cooldown_after_rescale"
     SKIP_MISSING_DATA = "skip_missing_data"
     SKIP_WARMUP = "skip_warmup"

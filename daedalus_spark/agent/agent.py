@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -16,7 +17,9 @@ from daedalus_spark.agent.driverui import DriverUiReader, live_executors
 from daedalus_spark.agent.queries import LatestOffsets, ProgressTracker
 from daedalus_spark.agent.scaler import ExecutorScaler
 from daedalus_spark.agent.server import Routes, serve
+from daedalus_spark.agent.targets import TargetRefused
 
+_log = logging.getLogger(__name__)
 LOCALHOST = "127.0.0.1"
 SURPLUS_GRACE_S = 30.0
 
@@ -41,6 +44,7 @@ class Agent:
     scaler: ExecutorScaler
     registry: CollectorRegistry
     server: Any = None
+    refusal: str = ""  # why this job's mode cannot take targets ('' = it can): see `unservable_mode`
     _stop: threading.Event = field(default_factory=threading.Event)
     _errors: int = 0
 
@@ -74,7 +78,8 @@ class Agent:
             if pending is not None:
                 pending = self._apply_initial(pending)
             self.poll_once()
-            surplus_since = self._reconcile(surplus_since, time.monotonic())
+            if not self.refusal:
+                surplus_since = self._reconcile(surplus_since, time.monotonic())
             self._stop.wait(self.config.poll_s)
 
     def _reconcile(self, surplus_since: float | None, now: float) -> float | None:
@@ -112,9 +117,12 @@ class Agent:
             "executors": live,
             "min": self.config.min_executors,
             "max": self.config.max_executors,
+            "refusing": self.refusal,
         }
 
     def apply(self, target: int) -> dict[str, Any]:
+        if self.refusal:
+            raise TargetRefused(self.refusal)
         leaving = self.scaler.apply(target)
         return {"current": self.scaler.current(), "target": target, "leaving": leaving}
 
@@ -123,6 +131,19 @@ class Agent:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+def unservable_mode(master: str, dynamic_allocation: str) -> str:
+    """Why a driver with this master and `spark.dynamicAllocation.enabled` cannot take executor targets ('' if it can).
+
+    In `local[*]` mode there are no executors to request: Spark logs that requesting executors is not supported and
+    returns false. With dynamic allocation on, Spark's ExecutorAllocationManager owns the count: an absolute target
+    would fight it, and killExecutors refuses to run beside it."""
+    if master.strip().lower().startswith("local"):
+        return f"the job runs in local mode (master {master}): it has no executors to scale; metrics only"
+    if dynamic_allocation.strip().lower() == "true":
+        return "Spark's dynamic allocation manages the executors (spark.dynamicAllocation.enabled=true); metrics only"
+    return ""
 
 
 def start_agent(
@@ -145,11 +166,16 @@ def start_agent(
     )
     registry = CollectorRegistry()
     registry.register(collector)
-    agent = Agent(config, reader, tracker, collector, scaler, registry)
+    refusal = unservable_mode(sc.master or "", sc.getConf().get("spark.dynamicAllocation.enabled", "false") or "")
+    agent = Agent(config, reader, tracker, collector, scaler, registry, refusal=refusal)
     routes = Routes(registry, agent.status, agent.apply, config.min_executors, config.max_executors, config.token)
     agent.server = serve(routes, config.host, config.port)
     # Set before executors register, the initial target also caps what the standalone master launches; a driver
     # too busy to answer its UI yet gets it from the poll thread instead of failing the job.
-    pending = agent._apply_initial(config.initial_target) if config.initial_target is not None else None
+    initial = None if refusal else config.initial_target
+    if refusal:
+        ignored = "" if config.initial_target is None else f" (initial target {config.initial_target} ignored)"
+        _log.warning("daedalus agent refuses executor targets%s: %s", ignored, refusal)
+    pending = agent._apply_initial(initial) if initial is not None else None
     threading.Thread(target=agent._loop, args=(pending,), name="daedalus-agent-poll", daemon=True).start()
     return agent

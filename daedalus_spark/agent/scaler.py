@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daedalus_spark.agent.driverui import ExecutorInfo, live_executors
+from daedalus_spark.agent.targets import TargetRefused
 
 
 def choose_victims(executors: Sequence[ExecutorInfo], count: int) -> list[str]:
@@ -30,14 +31,18 @@ class ExecutorScaler:
         return len(live_executors(self.executors()))
 
     def apply(self, target: int) -> list[str]:
-        """Set the absolute target; returns the ids of executors asked to leave."""
+        """Set the absolute target; returns the ids of executors asked to leave.
+
+        Both developer-API calls return whether the cluster manager took the request; a `false` (no backend that
+        can scale, e.g. `local[*]`) raises TargetRefused, and the target is not remembered."""
         with self._lock:
             executors = self.executors()
             current = len(live_executors(executors))
             victims = choose_victims(executors, current - target) if target < current else []
-            if victims:
-                self.jsc.killExecutors(self.jvm.PythonUtils.toSeq(victims))
+            if victims and not self.jsc.killExecutors(self.jvm.PythonUtils.toSeq(victims)):
+                raise TargetRefused(f"Spark declined to remove executors {', '.join(victims)} (killExecutors: false)")
             empty = self.jvm.PythonUtils.toScalaMap(self.jvm.java.util.HashMap())
-            self.jsc.requestTotalExecutors(target, 0, empty)
+            if not self.jsc.requestTotalExecutors(target, 0, empty):
+                raise TargetRefused(f"Spark declined the target of {target} executors (requestTotalExecutors: false)")
             self.target = target
             return victims

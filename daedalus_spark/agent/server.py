@@ -12,7 +12,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from daedalus_spark.agent.targets import TargetError, parse_target
+from daedalus_spark.agent.targets import TargetError, TargetRefused, parse_target
 from daedalus_spark.httpserve import MAX_CONNECTIONS, BoundedHTTPServer, send_body, start
 
 MAX_BODY_BYTES = 4096
@@ -76,6 +76,8 @@ def make_handler(routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S) -> t
                 return
             try:
                 self._json(200, routes.apply(target))
+            except TargetRefused as exc:  # the job's mode or Spark said no: a retry will not help
+                self._json(409, {"error": str(exc)})
             except Exception as exc:  # noqa: BLE001 - the driver refused; report it, keep serving
                 self._json(503, {"error": f"could not apply target {target}: {exc}"})
 

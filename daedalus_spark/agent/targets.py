@@ -9,6 +9,10 @@ class TargetError(ValueError):
     """An invalid target; the message says why and nothing was changed."""
 
 
+class TargetRefused(RuntimeError):
+    """A valid target the agent will not apply in the job's mode, or that Spark declined; nothing was changed."""
+
+
 def parse_target(body: bytes, *, min_executors: int, max_executors: int) -> int:
     """The integer target of a JSON body `{"target": n}`, within [min_executors, max_executors]."""
     try:

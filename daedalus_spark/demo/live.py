@@ -1,7 +1,9 @@
-"""Demo: WordCount on a local standalone cluster, the generator replaying a compressed trace, and `daedalus-spark run`.
+"""Demo: WordCount on a local standalone cluster, the generator replaying a compressed trace, and an autoscaler.
 
-Everything it starts is stopped at the end, also on Ctrl-C or failure. `out/demo/` receives the decision log, the
-knowledge store, its report, a timeline (CSV + PNG) and a summary.
+The autoscaler is ours (`daedalus-spark run`) by default, or one a Spark user runs today for the live comparison
+(benchmarks/live_compare.py): Spark's dynamic allocation switched on in the job, the DStreams batch-duration rule as
+the loop's `batch_ratio` planner, or a static count. Everything it starts is stopped at the end, also on Ctrl-C or
+failure. `out/demo/` receives the decision log, the knowledge store, its report, a timeline (CSV + PNG) and a summary.
 """
 
 from __future__ import annotations
@@ -48,10 +50,36 @@ class DemoPlan:
     scale: float = 0.015  # peak 40,000 x 0.015 x 22.5 (compression) = 13,500 lines/s: ~3 of the 4 executors here
     initial_executors: int = 2
     use_prometheus: bool = True
+    autoscaler: str = "daedalus"  # one of AUTOSCALERS
+    drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
 
     @property
     def compression(self) -> float:
         return self.trace_seconds / self.duration_s
+
+
+AUTOSCALERS = ("daedalus", "spark-da", "batch-ratio", "static")
+
+
+def autoscaler_job_args(plan: DemoPlan) -> list[str]:
+    """The WordCount job's arguments that hand its executors to the autoscaler.
+
+    spark-da: Spark's dynamic allocation as a user switches it on without an external shuffle service (shuffle
+    tracking), bounded like ours, its other settings Spark's defaults except the idle timeout, compressed like the
+    demo's loop (60 s -> 10 s); the agent then refuses targets (metrics only). static: the largest scale-out, held.
+    The others: the agent sets the initial count and the controller the rest."""
+    if plan.autoscaler == "spark-da":
+        settings = {
+            "enabled": "true",
+            "shuffleTracking.enabled": "true",
+            "minExecutors": "1",
+            "maxExecutors": str(plan.max_scaleout),
+            "initialExecutors": str(plan.initial_executors),
+            "executorIdleTimeout": "10s",
+        }
+        return [arg for key, value in settings.items() for arg in ("--conf", f"spark.dynamicAllocation.{key}={value}")]
+    initial = plan.max_scaleout if plan.autoscaler == "static" else plan.initial_executors
+    return ["--initial-executors", str(initial)]
 
 
 def free_port() -> int:
@@ -60,12 +88,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_processes(condition: Callable[[], bool], what: str, timeout_s: float, processes: Processes) -> None:
-    """Wait for `condition`, failing at once when one of the demo's processes has exited."""
+def wait_for_processes(
+    condition: Callable[[], bool], what: str, timeout_s: float, processes: Processes, may_exit: tuple[str, ...] = ()
+) -> None:
+    """Wait for `condition`, failing at once when one of the demo's processes (but `may_exit`) has exited."""
 
     def none_exited() -> None:
         for name, p in processes.started:
-            if p.poll() is not None:
+            if p.poll() is not None and name not in may_exit:
                 raise RuntimeError(
                     f"{name} exited with {p.returncode} while waiting for {what}; "
                     f"see {processes.log_dir / (name + '.log')}"
@@ -108,6 +138,9 @@ def controller_config(
 
 
 def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CONFIG, log: Any = print) -> int:
+    if plan.autoscaler not in AUTOSCALERS:
+        raise ValueError(f"autoscaler {plan.autoscaler!r}: expected one of {', '.join(AUTOSCALERS)}")
+    controlled = plan.autoscaler in ("daedalus", "batch-ratio")
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("knowledge.sqlite", "decisions.jsonl"):
         (out / stale).unlink(missing_ok=True)
@@ -121,6 +154,8 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
     )
     prometheus: PrometheusServer | None = None
     sampler: Sampler | None = None
+    agent_answer: dict[str, Any] = {}
+    load_ended_s, drained = math.inf, False
     started = time.monotonic()
     try:
         log(
@@ -150,8 +185,7 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
             str(config_path),
             "--max-executors",
             str(plan.max_scaleout),
-            "--initial-executors",
-            str(plan.initial_executors),
+            *autoscaler_job_args(plan),
             "--conf",
             "spark.executor.cores=1",
             "--conf",
@@ -162,7 +196,7 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
         log("demo: WordCount starting with the agent ...")
         wait_for_processes(lambda: answers(f"{agent}/healthz"), "the agent", 180, processes)
         prometheus_url = ""
-        if plan.use_prometheus and find_binary() is not None:
+        if controlled and plan.use_prometheus and find_binary() is not None:
             targets = [u.removeprefix("http://").removesuffix("/metrics") for u in (f"{agent}/metrics", exporter_url)]
             prometheus = start_prometheus([*targets, f"127.0.0.1:{controller_port}"], workdir=work / "prometheus")
             prometheus_url = prometheus.url
@@ -175,6 +209,10 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
             metrics_port=controller_port,
             max_scaleout=plan.max_scaleout,
         )
+        if plan.autoscaler == "batch-ratio":
+            config = config.model_copy(
+                update={"controller": config.controller.model_copy(update={"planner": "batch_ratio"})}
+            )
         (out / "demo-config.yaml").write_text(render_yaml(config))
         processes.python(
             "generator",
@@ -195,16 +233,26 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
             "--partitions",
             str(plan.partitions),
         )
-        processes.start(
-            "controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")]
-        )
+        if controlled:
+            processes.start(
+                "controller",
+                [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")],
+            )
         sampler = Sampler(f"{agent}/metrics").start()
+        agent_answer = _agent_status(agent)
         log(
-            f"demo: load cycle of {plan.duration_s:.0f} s running; monitor: "
-            f"{'Prometheus ' + prometheus_url if prometheus_url else 'embedded scraper'}; "
-            f"controller metrics on 127.0.0.1:{controller_port}; logs in {out}"
+            f"demo: load cycle of {plan.duration_s:.0f} s running; autoscaler {plan.autoscaler}"
+            + (
+                f"; monitor: {'Prometheus ' + prometheus_url if prometheus_url else 'embedded scraper'}; "
+                f"controller metrics on 127.0.0.1:{controller_port}"
+                if controlled
+                else f"; the agent: {agent_answer.get('refusing') or 'takes targets'}"
+            )
+            + f"; logs in {out}"
         )
         _wait_out(plan.duration_s, processes, log)
+        load_ended_s = time.monotonic() - sampler.started
+        drained = _drain(sampler, plan.drain_s, processes, log)
     except KeyboardInterrupt:
         log("demo: interrupted; stopping everything")
     finally:
@@ -215,7 +263,43 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
             prometheus.stop()
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return _finish(out, plan, sampler.samples if sampler else [], time.monotonic() - started, log)
+    run = LiveRun(sampler.samples if sampler else [], load_ended_s, drained, agent_answer)
+    return _finish(out, plan, run, time.monotonic() - started, log)
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """What one run saw: the samples, when the load cycle ended (s since sampling began), whether the lag was then
+    worked off within the drain time, and the agent's first answer on /executors."""
+
+    samples: list[Any]
+    load_ended_s: float
+    drained: bool
+    agent: dict[str, Any]
+
+
+def _agent_status(agent_url: str) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(f"{agent_url}/executors", timeout=5) as r:  # noqa: S310 - loopback
+            answer = json.load(r)
+    except (OSError, ValueError):
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def _drain(sampler: Sampler, drain_s: float, processes: Processes, log: Any) -> bool:
+    """After the load cycle: wait until the job has read every record appended (lag 0, records out = in)."""
+
+    def worked_off() -> bool:
+        last = sampler.samples[-1] if sampler.samples else None
+        return last is not None and last.lag_records == 0 and last.records_in == last.records_out
+
+    try:
+        wait_for_processes(worked_off, "the lag to be worked off", drain_s, processes, may_exit=("generator",))
+    except TimeoutError:
+        log(f"demo: the lag was not worked off within {drain_s:.0f} s after the load cycle")
+        return False
+    return True
 
 
 def _wait_out(duration_s: float, processes: Processes, log: Any) -> None:
@@ -231,26 +315,60 @@ def _wait_out(duration_s: float, processes: Processes, log: Any) -> None:
         time.sleep(1)
 
 
-def _finish(out: Path, plan: DemoPlan, samples: list[Any], wall_s: float, log: Any) -> int:
+def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any) -> int:
     decisions = (
         [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines() if line.strip()]
         if (out / "decisions.jsonl").exists()
         else []
     )
-    if samples:
-        write_csv(samples, out / "timeline.csv")
-        plot(samples, out / "timeline.png", f"daedalus-spark demo: WordCount, {plan.max_scaleout} executors max")
-    summary = summarize(plan, samples, decisions, wall_s)
+    if run.samples:
+        write_csv(run.samples, out / "timeline.csv")
+        plot(
+            run.samples,
+            out / "timeline.png",
+            f"daedalus-spark demo: WordCount, {plan.max_scaleout} executors max, autoscaler {plan.autoscaler}",
+        )
+    summary = summarize(plan, run, decisions, wall_s)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
-    report = _report(out)
+    report = _report(out) if plan.autoscaler in ("daedalus", "batch-ratio") else ""
     log(format_summary(summary) + (f"\nreport: {report}" if report else ""))
-    return 0 if summary["scale_outs"] and summary["scale_ins"] else 1
+    if not summary["records_exact"]:
+        return 1
+    return 0 if plan.autoscaler != "daedalus" or (summary["scale_outs"] and summary["scale_ins"]) else 1
 
 
-def summarize(plan: DemoPlan, samples: list[Any], decisions: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
-    t = np.array([s.t_s for s in samples]) if samples else np.zeros(0)
-    live = np.array([s.executors for s in samples]) if samples else np.zeros(0)
-    lag = np.array([s.lag_records for s in samples]) if samples else np.zeros(0)
+SETTLE_S = 10.0  # a live count held this long is a level; passing levels (executors joining one by one) are not
+
+
+def settled_rescales(t: np.ndarray, live: np.ndarray, settle_s: float = SETTLE_S) -> int:
+    """Changes between the live executor counts held for `settle_s` or more: one per rescale, however the executors
+    joined or left, the same for every autoscaler."""
+    levels: list[float] = []
+    start = 0
+    for i in range(1, len(live) + 1):
+        if i == len(live) or live[i] != live[start]:
+            if t[i - 1] - t[start] >= settle_s and (not levels or levels[-1] != live[start]):
+                levels.append(float(live[start]))
+            start = i
+    return max(0, len(levels) - 1)
+
+
+def lag_seconds(t: np.ndarray, records_in: np.ndarray, lag: np.ndarray) -> np.ndarray:
+    """How old the oldest unread record is at each sample: the time since the source's end offset was where the
+    query's committed offset is now (records in, minus the lag), from the sampled history of records in."""
+    committed = records_in - lag
+    appended_at = np.interp(committed, records_in, t)  # records in only grows: an inverse by interpolation
+    delay: np.ndarray = np.maximum(0.0, t - appended_at)
+    return delay
+
+
+def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    """The run's figures over its load cycle (samples up to its end), and its record counts after the drain."""
+    samples = [s for s in run.samples if s.t_s <= run.load_ended_s]
+    t, live, lag, records_in = (
+        np.array([getattr(s, name) for s in samples], dtype=float)
+        for name in ("t_s", "executors", "lag_records", "records_in")
+    )
     ok = np.isfinite(live)
     executor_s = float(np.sum(live[ok][:-1] * np.diff(t[ok]))) if ok.sum() > 1 else 0.0
     span_s = float(t[ok][-1] - t[ok][0]) if ok.sum() > 1 else 0.0
@@ -258,9 +376,20 @@ def summarize(plan: DemoPlan, samples: list[Any], decisions: list[dict[str, Any]
     reasons: dict[str, int] = {}
     for d in decisions:
         reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
-    finite_lag = lag[np.isfinite(lag)]
+    seen = np.isfinite(lag) & np.isfinite(records_in)
+    lag_s = lag_seconds(t[seen], records_in[seen], lag[seen]) if seen.sum() > 1 else np.zeros(0)
+    finite_lag = lag[seen]
+    last = run.samples[-1] if run.samples else None
+    records_in_total = last.records_in if last is not None and math.isfinite(last.records_in) else None
+    records_out_total = last.records_out if last is not None and math.isfinite(last.records_out) else None
+
+    def stat(values: np.ndarray, q: float) -> float | None:
+        return round(float(np.percentile(values, q)), 1) if values.size else None
+
     return {
+        "autoscaler": plan.autoscaler,
         "wall_s": round(wall_s, 1),
+        "load_s": round(span_s, 1),
         "ticks": len(decisions),
         "decisions_by_reason": reasons,
         "scale_outs": sum(1 for d in applied if d["target"] > d["current"]),
@@ -268,11 +397,19 @@ def summarize(plan: DemoPlan, samples: list[Any], decisions: list[dict[str, Any]
         "rescales_failed_or_refused": sum(
             1 for d in decisions if d.get("actuation") and d["actuation"]["outcome"] in ("failed", "refused")
         ),
+        "rescales_live": settled_rescales(t[ok], live[ok]),
+        "agent_refusing": run.agent.get("refusing", ""),
         "executor_seconds": round(executor_s, 1),
         "static_max_executor_seconds": round(plan.max_scaleout * span_s, 1),
         "executor_seconds_vs_static_max": round(executor_s / (plan.max_scaleout * span_s), 3) if span_s else None,
-        "lag_p95_records": round(float(np.percentile(finite_lag, 95)), 1) if finite_lag.size else None,
-        "lag_max_records": round(float(finite_lag.max()), 1) if finite_lag.size else None,
+        "lag_p95_records": stat(finite_lag, 95),
+        "lag_max_records": stat(finite_lag, 100),
+        "lag_p95_s": stat(lag_s, 95),
+        "lag_max_s": stat(lag_s, 100),
+        "drained": run.drained,
+        "records_in": records_in_total,
+        "records_out": records_out_total,
+        "records_exact": bool(run.drained and records_in_total is not None and records_in_total == records_out_total),
         "executors_over_time": [
             [round(float(a), 1), int(b)] for a, b in zip(t[ok], live[ok], strict=True) if not math.isnan(b)
         ][::15],
@@ -280,15 +417,22 @@ def summarize(plan: DemoPlan, samples: list[Any], decisions: list[dict[str, Any]
 
 
 def format_summary(s: dict[str, Any]) -> str:
+    counts = (
+        f"records in {s['records_in']:.0f}, out {s['records_out']:.0f}"
+        if s["records_in"] is not None and s["records_out"] is not None
+        else "records not counted"
+    )
     return "\n".join(
         [
-            f"demo: {s['ticks']} ticks in {s['wall_s']:.0f} s; "
+            f"demo ({s['autoscaler']}): {s['ticks']} ticks in {s['wall_s']:.0f} s; "
             f"scale-outs {s['scale_outs']}, scale-ins {s['scale_ins']}, "
-            f"failed/refused {s['rescales_failed_or_refused']}",
+            f"failed/refused {s['rescales_failed_or_refused']}; live rescales {s['rescales_live']}",
             f"  decisions: {', '.join(f'{k} {v}' for k, v in sorted(s['decisions_by_reason'].items()))}",
             f"  executor-seconds {s['executor_seconds']:.0f} vs {s['static_max_executor_seconds']:.0f} static at the "
             f"largest scale-out ({s['executor_seconds_vs_static_max']})",
-            f"  consumer lag p95 {s['lag_p95_records']} records, max {s['lag_max_records']}",
+            f"  consumer lag p95 {s['lag_p95_records']} records ({s['lag_p95_s']} s of input), "
+            f"max {s['lag_max_records']} ({s['lag_max_s']} s)",
+            f"  {counts}: {'exact' if s['records_exact'] else 'NOT exact' if s['drained'] else 'lag not worked off'}",
         ]
     )
 

@@ -16,6 +16,7 @@ from daedalus_spark import metricnames as names
 from daedalus_spark.domain import SPARK_DRIVER_ID
 
 OFFSETS, RECORDS = names.SOURCE_LATEST_OFFSET, names.total(names.EXECUTOR_RECORDS)
+QUERY_RECORDS = names.total(names.QUERY_INPUT_RECORDS)
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,13 @@ class Sample:
     executors: float
     target: float
     lag_records: float
+    records_in: float = math.nan  # appended to the source so far (its end offsets, summed)
+    records_out: float = math.nan  # read by the query's completed batches so far (numInputRows, summed)
 
 
 def totals(text: str) -> dict[str, float]:
     """Sums over labels of the agent's metrics that the timeline shows."""
-    wanted = {OFFSETS, RECORDS, names.EXECUTORS, names.EXECUTORS_TARGET, names.LAG_RECORDS}
+    wanted = {OFFSETS, RECORDS, QUERY_RECORDS, names.EXECUTORS, names.EXECUTORS_TARGET, names.LAG_RECORDS}
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -48,7 +51,7 @@ class Sampler:
     samples: list[Sample] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _previous: tuple[float, dict[str, float]] | None = None
-    _started: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=time.monotonic)
 
     def start(self) -> Sampler:
         threading.Thread(target=self._run, name="demo-sampler", daemon=True).start()
@@ -58,7 +61,7 @@ class Sampler:
         while not self._stop.wait(self.period_s):
             try:
                 with urllib.request.urlopen(self.agent_metrics_url, timeout=2) as r:  # noqa: S310 - loopback
-                    self.add(time.monotonic() - self._started, totals(r.read().decode()))
+                    self.add(time.monotonic() - self.started, totals(r.read().decode()))
             except (OSError, ValueError):
                 continue  # the driver is busy or restarting: a gap in the plot, not an error
 
@@ -81,6 +84,8 @@ class Sampler:
                     executors=now.get(names.EXECUTORS, math.nan),
                     target=target if target >= 0 else math.nan,
                     lag_records=now.get(names.LAG_RECORDS, math.nan),
+                    records_in=now.get(OFFSETS, math.nan),
+                    records_out=now.get(QUERY_RECORDS, math.nan),
                 )
             )
         self._previous = (t_s, now)

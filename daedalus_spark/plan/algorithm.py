@@ -30,6 +30,11 @@ class PlanInputs:
     lookback_workload_per_s: tuple[float, ...] = ()
     lookback_step_s: float = 10.0
     rescale_tokens: float = math.inf  # the rescale budget's bucket now (read by the cost_aware planner only)
+    # The query's micro-batches completed in the observation's window and their summed seconds, and its trigger
+    # interval (read by the batch_ratio planner only; 0 batches: the monitor reported none).
+    batches_completed: float = 0.0
+    batch_seconds: float = 0.0
+    trigger_interval_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -15,48 +15,18 @@ It requires scalingUpRatio > scalingDownRatio and minExecutors <= maxExecutors.
 Where the simulator stands in: a batch's processing time is its duration in the micro-batch job (start to commit,
 sim/microbatch.py batch_log); the batch interval is the trigger; the executors are the job's scale-out (those
 requested, registered or not); the simulated job kills its highest slot rather than a random one. The continuous
-job model (sim/job.py) has no batches: the policy refuses it (sim/policies.py checks before a run).
+job model (sim/job.py) has no batches: the policy refuses it (sim/policies.py checks before a run). The rule itself
+lives in plan/batchratio.py, shared with the live loop's `batch_ratio` planner.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from daedalus_spark.plan.batchratio import BatchRatioSettings, average_ratio, batch_ratio_target
 from daedalus_spark.sim.job import SimulatedJob
 
-
-@dataclass(frozen=True)
-class BatchRatioSettings:
-    """spark.streaming.dynamicAllocation.* (Spark's defaults; min/max executors default to the controller's)."""
-
-    min_executors: int = 1  # minExecutors (Spark: max(1, receivers))
-    max_executors: int = 12  # maxExecutors (Spark: Int.MaxValue)
-    scaling_interval_s: int = 60  # scalingInterval
-    scaling_up_ratio: float = 0.9  # scalingUpRatio
-    scaling_down_ratio: float = 0.3  # scalingDownRatio
-
-
-def batch_ratio_target(*, current: int, ratio: float | None, s: BatchRatioSettings) -> int:
-    """The executors after one scaling round (`ratio` None: no batch completed in the interval)."""
-    if ratio is None:
-        return current
-    if ratio >= s.scaling_up_ratio:
-        added = max(math.floor(ratio + 0.5), 1)
-        return max(min(s.max_executors, current + added), s.min_executors)
-    if ratio <= s.scaling_down_ratio and current > s.min_executors:
-        return current - 1
-    return current
-
-
-def average_ratio(durations_s: np.ndarray, trigger_s: float) -> float | None:
-    """Mean processing time (integer milliseconds, as Spark sums and divides Longs) over the batch interval."""
-    if not len(durations_s):
-        return None
-    ms = np.rint(np.asarray(durations_s) * 1000.0).astype(np.int64)
-    return float(int(ms.sum()) // len(ms)) / (trigger_s * 1000.0)
+__all__ = ["BatchRatioPolicy", "BatchRatioSettings", "average_ratio", "batch_ratio_target"]
 
 
 @dataclass

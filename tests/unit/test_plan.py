@@ -146,7 +146,13 @@ def test_every_reason_of_the_planner_is_covered_by_the_table():
         Reason.SCALE_IN_RESCALE_BUDGET,
     }
     horizon_only = {Reason.PLAN_HOLDS, Reason.PLAN_SCALES_OUT, Reason.PLAN_SCALES_IN}  # test_plan_horizon.py
-    planner_reasons = set(Reason) - {Reason.SKIP_MISSING_DATA, Reason.SKIP_WARMUP} - cost_aware_only - horizon_only
+    batch_ratio_only = {  # test_plan_batchratio.py
+        Reason.BATCH_RATIO_HOLDS,
+        Reason.BATCH_RATIO_SCALES_OUT,
+        Reason.BATCH_RATIO_SCALES_IN,
+    }
+    skips = {Reason.SKIP_MISSING_DATA, Reason.SKIP_WARMUP}
+    planner_reasons = set(Reason) - skips - cost_aware_only - horizon_only - batch_ratio_only
     assert planner_reasons <= covered
 
 
