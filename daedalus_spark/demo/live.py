@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from daedalus_spark.config import Config, load_config, render_yaml
+from daedalus_spark.demo.counts import WordCounts, word_counts
 from daedalus_spark.demo.processes import Processes
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.monitor.files import BUNDLED_TRACES
@@ -34,6 +35,7 @@ from daedalus_spark.waiting import wait_until
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = ROOT / "deploy" / "demo.yaml"
 TRACE = BUNDLED_TRACES["wordcount"]
+TOPIC = "wordcount"  # the pipeline's and the generator's default topic
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
     prometheus: PrometheusServer | None = None
     sampler: Sampler | None = None
     agent_answer: dict[str, Any] = {}
-    load_ended_s, drained = math.inf, False
+    load_ended_s, drained, counts = math.inf, False, None
     started = time.monotonic()
     try:
         log(
@@ -176,7 +178,9 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
             "--partitions",
             str(plan.partitions),
             "--sink",
-            "noop",
+            "files",
+            "--sink-path",
+            str(work / "counts"),
             "--checkpoint",
             str(work / "checkpoint"),
             "--agent-port",
@@ -246,13 +250,15 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
                 f"; monitor: {'Prometheus ' + prometheus_url if prometheus_url else 'embedded scraper'}; "
                 f"controller metrics on 127.0.0.1:{controller_port}"
                 if controlled
-                else f"; the agent: {agent_answer.get('refusing') or 'takes targets'}"
+                else f"; the agent: {_mode(agent_answer)}"
             )
             + f"; logs in {out}"
         )
         _wait_out(plan.duration_s, processes, log)
         load_ended_s = time.monotonic() - sampler.started
         drained = _drain(sampler, plan.drain_s, processes, log)
+        if drained:
+            counts = word_counts(work / "log", TOPIC, work / "counts")
     except KeyboardInterrupt:
         log("demo: interrupted; stopping everything")
     finally:
@@ -263,24 +269,31 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
             prometheus.stop()
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
-    run = LiveRun(sampler.samples if sampler else [], load_ended_s, drained, agent_answer)
+    run = LiveRun(sampler.samples if sampler else [], load_ended_s, drained, agent_answer, counts)
     return _finish(out, plan, run, time.monotonic() - started, log)
 
 
 @dataclass(frozen=True)
 class LiveRun:
     """What one run saw: the samples, when the load cycle ended (s since sampling began), whether the lag was then
-    worked off within the drain time, and the agent's first answer on /executors."""
+    worked off within the drain time, the agent's first answer on /executors, and the words in against counted."""
 
     samples: list[Any]
     load_ended_s: float
     drained: bool
     agent: dict[str, Any]
+    counts: WordCounts | None = None
+
+
+def _mode(answer: dict[str, Any]) -> str:
+    if "refusing" not in answer:
+        return "no answer on /executors"
+    return str(answer["refusing"] or "takes targets")
 
 
 def _agent_status(agent_url: str) -> dict[str, Any]:
     try:
-        with urllib.request.urlopen(f"{agent_url}/executors", timeout=5) as r:  # noqa: S310 - loopback
+        with urllib.request.urlopen(f"{agent_url}/executors", timeout=30) as r:  # noqa: S310 - loopback
             answer = json.load(r)
     except (OSError, ValueError):
         return {}
@@ -290,9 +303,9 @@ def _agent_status(agent_url: str) -> dict[str, Any]:
 def _drain(sampler: Sampler, drain_s: float, processes: Processes, log: Any) -> bool:
     """After the load cycle: wait until the job has read every record appended (lag 0, records out = in)."""
 
-    def worked_off() -> bool:
+    def worked_off() -> bool:  # records read (numInputRows) may exceed records in: a stage retry reads again
         last = sampler.samples[-1] if sampler.samples else None
-        return last is not None and last.lag_records == 0 and last.records_in == last.records_out
+        return last is not None and last.lag_records == 0 and last.records_out >= last.records_in
 
     try:
         wait_for_processes(worked_off, "the lag to be worked off", drain_s, processes, may_exit=("generator",))
@@ -380,8 +393,8 @@ def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wal
     lag_s = lag_seconds(t[seen], records_in[seen], lag[seen]) if seen.sum() > 1 else np.zeros(0)
     finite_lag = lag[seen]
     last = run.samples[-1] if run.samples else None
-    records_in_total = last.records_in if last is not None and math.isfinite(last.records_in) else None
-    records_out_total = last.records_out if last is not None and math.isfinite(last.records_out) else None
+    records_read = last.records_out if last is not None and math.isfinite(last.records_out) else None
+    counts = run.counts
 
     def stat(values: np.ndarray, q: float) -> float | None:
         return round(float(np.percentile(values, q)), 1) if values.size else None
@@ -407,9 +420,11 @@ def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wal
         "lag_p95_s": stat(lag_s, 95),
         "lag_max_s": stat(lag_s, 100),
         "drained": run.drained,
-        "records_in": records_in_total,
-        "records_out": records_out_total,
-        "records_exact": bool(run.drained and records_in_total is not None and records_in_total == records_out_total),
+        "lines_in": counts.lines_in if counts else None,
+        "lines_read": records_read,  # numInputRows summed: a stage retried after a lost executor reads again
+        "records_in": counts.words_in if counts else None,  # words appended...
+        "records_out": counts.words_out if counts else None,  # ...and counted: the sink's final counts, summed
+        "records_exact": bool(counts and counts.exact),
         "executors_over_time": [
             [round(float(a), 1), int(b)] for a, b in zip(t[ok], live[ok], strict=True) if not math.isnan(b)
         ][::15],
@@ -418,9 +433,9 @@ def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wal
 
 def format_summary(s: dict[str, Any]) -> str:
     counts = (
-        f"records in {s['records_in']:.0f}, out {s['records_out']:.0f}"
-        if s["records_in"] is not None and s["records_out"] is not None
-        else "records not counted"
+        f"words in {s['records_in']}, counted {s['records_out']}"
+        if s["records_in"] is not None
+        else "words not counted"
     )
     return "\n".join(
         [

@@ -40,7 +40,8 @@ def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, default=4, help="partitions of a new local topic")
     p.add_argument("--bootstrap-servers", default="localhost:9092", help="Kafka bootstrap servers (source kafka)")
     p.add_argument("--topic", default=pipeline.name)
-    p.add_argument("--sink", choices=("console", "memory", "noop", "kafka"), default="console")
+    p.add_argument("--sink", choices=("console", "memory", "noop", "files", "kafka"), default="console")
+    p.add_argument("--sink-path", default="", help="directory of the files sink (Parquet per micro-batch)")
     p.add_argument("--sink-topic", default=f"{pipeline.name}-out")
     p.add_argument("--checkpoint", default="", help="checkpoint directory (required for kafka sink)")
     p.add_argument("--trigger-s", type=float, default=1.0, help="micro-batch trigger interval, seconds")
@@ -114,6 +115,7 @@ def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> 
         trigger_s=args.trigger_s,
         bootstrap=args.bootstrap_servers,
         topic=args.sink_topic,
+        path=args.sink_path,
     )
     return writer.start()
 

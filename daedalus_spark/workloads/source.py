@@ -120,13 +120,23 @@ def write_stream(
     trigger_s: float,
     bootstrap: str = "",
     topic: str = "",
+    path: str = "",
 ) -> DataStreamWriter:
-    """A configured (not started) writer to console, memory or Kafka."""
+    """A configured (not started) writer to console, memory, Kafka, or `files`: each micro-batch's output rows as
+    Parquet under `path`/batch=<id>, overwritten when a batch runs again (idempotent per batch id: exactly once)."""
     writer = frame.writeStream.queryName(name).outputMode(output_mode).trigger(processingTime=f"{trigger_s} seconds")
     if checkpoint:
         writer = writer.option("checkpointLocation", checkpoint)
     if sink in ("console", "memory", "noop"):
         return writer.format(sink)
+    if sink == "files":
+        if not path:
+            raise ValueError("sink files needs a path")
+
+        def write_batch(batch: DataFrame, batch_id: int) -> None:
+            batch.write.mode("overwrite").parquet(f"{path}/batch={batch_id:010d}")
+
+        return writer.foreachBatch(write_batch)
     if sink == "kafka":
         out = frame.selectExpr("to_json(struct(*)) AS value").writeStream.queryName(name).outputMode(output_mode)
         return (
@@ -136,4 +146,4 @@ def write_stream(
             .option("checkpointLocation", checkpoint)
             .trigger(processingTime=f"{trigger_s} seconds")
         )
-    raise ValueError(f"unknown sink {sink!r} (console, memory, noop or kafka)")
+    raise ValueError(f"unknown sink {sink!r} (console, memory, noop, files or kafka)")

@@ -157,14 +157,15 @@ def test_records_and_lag_match_the_query(job: Job) -> None:
     assert all(b == 0 for b, _, _ in lag(job).values())
     processed = sum(p["numInputRows"] for p in job.query.recentProgress)
     assert processed == gen.keeper.produced
-    wait_until(
-        lambda: (
-            abs(total(scrape(job.agent.url), "daedalus_spark_executor_records_processed_total") - processed)
-            <= 0.02 * processed
-        ),
-        "executor records within 2 %",
-        30,
-    )
+
+    def executor_records() -> float:
+        return total(scrape(job.agent.url), "daedalus_spark_executor_records_processed_total")
+
+    # The stages' records reach the agent a poll after the driver's UI lists them finished: slow on a busy machine.
+    try:
+        wait_until(lambda: abs(executor_records() - processed) <= 0.02 * processed, "executor records within 2 %", 90)
+    except TimeoutError:
+        pytest.fail(f"executor records {executor_records():.0f} against {processed} read by the query")
     assert counted(job) == dict(expected_counts(job.log))
 
 
