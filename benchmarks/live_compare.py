@@ -102,7 +102,7 @@ def verdict(rows: dict[str, dict[str, Any]], target_s: float) -> list[str]:
         saving = 1 - ours["executor_seconds"] / r["executor_seconds"] if r["executor_seconds"] else math.nan
         kept = r["lag_p95_s"] is not None and r["lag_p95_s"] <= target_s
         lines.append(
-            f"  vs {name}: {saving:+.0%} executor-seconds"
+            f"  daedalus against {name}: {abs(saving):.0%} {'fewer' if saving >= 0 else 'MORE'} executor-seconds"
             + ("" if kept else f" (its lag p95 {_n(r['lag_p95_s'], 1)} s misses the {target_s:g}-s target)")
         )
     return lines
