@@ -81,7 +81,7 @@ def percentiles(times: list[float]) -> str:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--planner", action="append", choices=("paper", "cost_aware", "horizon"))
+    parser.add_argument("--planner", action="append", choices=("paper", "cost_aware", "horizon", "batch_ratio"))
     parser.add_argument("--pool", action="append", choices=("process", "thread"))
     parser.add_argument("--executors", action="append", type=int)
     args = parser.parse_args()
@@ -94,7 +94,7 @@ if __name__ == "__main__":
         "process": lambda: ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")),
         "thread": lambda: ThreadPoolExecutor(1, thread_name_prefix="refit"),
     }
-    for planner in args.planner or ["cost_aware"]:
+    for planner in args.planner or ["horizon"]:
         for kind in args.pool or list(pools):
             for n in args.executors or [12, 48, 100, 200]:
                 with pools[kind]() as pool:

@@ -57,6 +57,10 @@ class CapacityModel:
     # This tick's findings, between `learn` and `table` (not knowledge: each tick sets them again).
     _backlog_now_per_s: float | None = field(default=None, repr=False)
     _trusted_now: bool = field(default=False, repr=False)
+    # The window's plausible samples per executor, found once per observation (learn and table both read them).
+    _window: tuple[Observation, dict[str, list[tuple[int, float, float, float]]]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.batches.min_points = self.config.min_points
@@ -74,11 +78,10 @@ class CapacityModel:
         # windows feed the backlog floor, not the regressions that size the job.
         backlog = self._backlog(observation)
         learned = 0
-        for executor in observation.executors:
-            executor_id = executor.executor_id
+        for executor_id, samples in self._plausible(observation).items():
             regression = self.regressions.setdefault(executor_id, OnlineRegression())
             self.last_seen_s[executor_id] = observation.time_s
-            for i, t, x, y in _plausible_samples(executor, times):
+            for i, t, x, y in samples:
                 if y > 0:
                     self.active_since_s.setdefault(executor_id, t)
                 # No records: a stalled executor (CPU busy) or an idle one; neither says what it can carry.
@@ -93,23 +96,47 @@ class CapacityModel:
         self._forget_gone_executors(observation.time_s)
         return learned
 
+    def _plausible(self, observation: Observation) -> dict[str, list[tuple[int, float, float, float]]]:
+        """Executor id -> (index, time, utilization, throughput) of its plausible samples in this window."""
+        if self._window is None or self._window[0] is not observation:
+            times = _sample_times(observation)
+            self._window = (observation, {w.executor_id: _plausible_samples(w, times) for w in observation.executors})
+        return self._window[1]
+
+    def _current_executors(self, observation: Observation) -> dict[str, list[float]]:
+        """Executor id -> its plausible throughput samples in this window (all of them, warm-up included)."""
+        return {w: [y for _, _, _, y in samples] for w, samples in self._plausible(observation).items()}
+
     def settled(self, executor_id: str, time_s: float) -> bool:
         """Past its warm-up at `time_s`: it has read records for `executor_warmup_s`."""
         since = self.active_since_s.get(executor_id)
         return since is not None and time_s - since >= self.config.executor_warmup_s
 
     def _stall(self, reg: OnlineRegression, x: float, y: float) -> bool:
-        """Far below a trusted fit: CPU busy with few records (state loads, retried tasks), not capacity."""
+        """Far below a trusted fit: CPU busy with few records (state loads, retried tasks), not capacity.
+
+        Runs for every sample of every executor (6,000 a tick at 100 executors): `_trusted` and `predict` are
+        inlined here, each moment read once, with the same arithmetic."""
         k = self.config.outlier_stddevs
-        if k <= 0 or not self._trusted(reg):
+        n, m2_x, m2_y, c_xy = reg.n, reg.m2_x, reg.m2_y, reg.c_xy
+        if k <= 0 or n < self.config.min_points or m2_x <= 0:  # m2_x 0: slope 0, never trusted
             return False
-        expected = reg.predict(min(x, 1.0))
-        residual_sd = math.sqrt(max(reg.m2_y / reg.n * (1.0 - reg.correlation**2), 0.0))
+        slope = c_xy / m2_x
+        denominator = math.sqrt(m2_x * m2_y)
+        correlation = c_xy / denominator if denominator > 0 else 0.0
+        if (
+            math.sqrt(m2_x / n) < self.config.min_utilization_stddev_ratio
+            or slope <= 0
+            or correlation < self.config.min_correlation_ratio
+        ):
+            return False
+        expected = (reg.mean_y - slope * reg.mean_x) + slope * min(x, 1.0)
+        residual_sd = math.sqrt(max(m2_y / n * (1.0 - correlation**2), 0.0))
         return y < expected - k * max(residual_sd, _MIN_RESIDUAL_RATIO * abs(expected))
 
     def _backlog(self, obs: Observation) -> bool:
         """The window ends with more lag than `backlog_floor_lag_s` seconds of the job's throughput."""
-        throughput = _job_throughput_per_s(obs)
+        throughput = _job_throughput_per_s(self._current_executors(obs))
         lag_s = self.config.backlog_floor_lag_s
         return lag_s > 0 and throughput > 0 and obs.consumer_lag_records >= lag_s * throughput
 
@@ -123,7 +150,7 @@ class CapacityModel:
         if skip_first or not settled or window_start_s < held_since_s:
             return
         self.batches.learn(obs.scaleout, obs.batches)
-        throughput = _job_throughput_per_s(obs)
+        throughput = _job_throughput_per_s(self._current_executors(obs))
         if not backlog:
             kept_up = self.kept_up_per_scaleout.get(obs.scaleout, 0.0)
             self.kept_up_per_scaleout[obs.scaleout] = max(kept_up, throughput)
@@ -182,7 +209,7 @@ class CapacityModel:
 
         Call once per tick, after `learn`: a change beyond the bound counts the ticks it has held.
         """
-        samples = _current_executors(observation)
+        samples = self._current_executors(observation)
         settled = [w for w in samples if self.settled(w, observation.time_s)]
         owns = {w: self.own_capacity(w) for w in settled}
         shares = _load_shares({w: samples[w] for w in settled}) if settled else {}
@@ -420,9 +447,9 @@ def _sample_times(observation: Observation) -> list[float]:
     return [observation.time_s - (n - 1 - i) * observation.step_s for i in range(n)]
 
 
-def _job_throughput_per_s(observation: Observation) -> float:
+def _job_throughput_per_s(executors: dict[str, list[float]]) -> float:
     """Mean records/s of the whole job over the window (executors' plausible samples)."""
-    means = [sum(ys) / len(ys) for ys in _current_executors(observation).values() if ys]
+    means = [sum(ys) / len(ys) for ys in executors.values() if ys]
     return sum(means)
 
 
@@ -434,12 +461,6 @@ def _plausible_samples(executor: ExecutorSeries, times: list[float]) -> list[tup
         for i, (t, x, y) in enumerate(samples)
         if math.isfinite(x) and math.isfinite(y) and 0.0 <= x <= MAX_PLAUSIBLE_UTILIZATION and y >= 0.0
     ]
-
-
-def _current_executors(observation: Observation) -> dict[str, list[float]]:
-    """Executor id -> its plausible throughput samples in this window (all of them, warm-up included)."""
-    times = _sample_times(observation)
-    return {w.executor_id: [y for _, _, _, y in _plausible_samples(w, times)] for w in observation.executors}
 
 
 def _load_shares(executors: dict[str, list[float]]) -> dict[str, float]:

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pmdarima as pm
-from threadpoolctl import threadpool_limits
 
-from daedalus_spark.analyze.forecast import NO_PARAMETER_COVARIANCE, WorkloadForecaster, wape
+from daedalus_spark.analyze.forecast import NO_PARAMETER_COVARIANCE, WorkloadForecaster, single_threaded_blas, wape
 from daedalus_spark.config import ForecastConfig
 
 
@@ -132,7 +131,7 @@ def baseline_wapes(
     wapes: list[float] = []
     model: pm.ARIMA | None = None
     fitted_at = 0
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_threaded_blas():
         for end in range(tick, len(actual) + 1, tick):
             if end < first_fit:
                 continue
