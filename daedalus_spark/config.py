@@ -525,6 +525,9 @@ class RuntimeConfig(_Section):
         "One JSON line per tick: time, reason, scale-outs, evidence, actuation.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _field("INFO", "-", "Logging level.")
+    log_format: Literal["text", "json"] = _field(
+        "text", "-", "Log lines on stderr: text, or json (one object per line: time in UTC, level, logger, message)."
+    )
 
     _log = field_validator("decision_log")(_nonblank)
 
