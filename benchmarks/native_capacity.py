@@ -140,7 +140,7 @@ def measure(args: argparse.Namespace, url: str, generator: Generator, stop: thre
             shown = f"{ratio:.3f}" if ratio is not None else "-"
             load = os.getloadavg()[0]
             print(
-                f"t={now - started:5.0f} s  agent {agent:8.0f}/s  native {native:8.0f}/s  ratio {shown}  load {load:.1f}"
+                f"t={now - started:5.0f} s  agent {agent:8.0f}/s  native {native:8.0f}/s  ratio {shown} load {load:.1f}"
             )
             rows.append({"t_s": round(now - started), **{f"{m}_per_s": c for m, c in capacity.items()}, "ratio": ratio})
             next_tick += args.loop_s
