@@ -389,7 +389,7 @@ class MonitorConfig(_Section):
         "-",
         "Whose metrics the default queries read: agent (the in-driver agent's), or native (Spark's own "
         "PrometheusServlet and executor metrics, with kafka-exporter for the topic; no agent in the job: "
-        "docs/attach.md). A query_* set here wins over either set.",
+        "docs/attach.md). A query_* changed from its default is kept with either.",
     )
     source_labels: dict[str, str] = _field(
         {},

@@ -54,14 +54,16 @@ def queries(
     """The PromQL of each query with `$rate_window`, `$selector` (`job_labels`, by default the config's),
     `$source_selector` and `$group_selector` substituted (keys: assemble.QUERIES and OPTIONAL_QUERIES).
 
-    With `metrics: native`, a query the config leaves at its default comes from monitor/native.py instead (the CPU
-    signal stays: cAdvisor or the CPU exporter, not Spark), and the batch queries, which Spark cannot answer, go.
+    With `metrics: native`, a query that still reads the agent's default comes from monitor/native.py instead (the
+    CPU signal stays: cAdvisor or the CPU exporter, not Spark), and the batch queries, which Spark cannot answer, go.
+    A query changed in the config is kept either way.
     """
     fields = {**QUERY_FIELDS, "utilization": "query_cpu" if utilization_signal == "cpu" else "query_busy"}
     templates = {}
     for name, field in fields.items():
         template: str | None = getattr(config, field)
-        if config.metrics == "native" and field not in config.model_fields_set and field != "query_cpu":
+        agent_default = template == MonitorConfig.model_fields[field].default
+        if config.metrics == "native" and agent_default and field != "query_cpu":
             template = NATIVE_QUERIES.get(name)
         if template is not None:
             templates[name] = template

@@ -19,6 +19,7 @@ from daedalus_spark.monitor.prometheus import queries
 from daedalus_spark.monitor.promserver import render_config
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.logexporter import LogOffsetsCollector
+from tests.conftest import ROOT
 
 URL = "http://prometheus:9090"
 
@@ -57,6 +58,13 @@ def test_native_queries(signal, monitor, expected):
     for name, fragment in expected.items():
         assert fragment in got[name], got[name]
     assert not any("$" in q for q in got.values())  # every placeholder substituted
+
+
+def test_a_config_that_spells_out_the_agent_defaults_still_gets_the_native_set():
+    """deploy/daedalus.yaml (validate-config's output) lists every query at its default value."""
+    spelled = yaml.safe_load((ROOT / "deploy" / "daedalus.yaml").read_text())
+    spelled["monitor"] |= {"prometheus_url": URL, "rate_window_s": 120, "metrics": "native"}
+    assert queries(parse_config(spelled).monitor, "busy_time") == queries(native(), "busy_time")
 
 
 def test_the_agent_set_is_unchanged_by_the_native_keys():
