@@ -115,16 +115,18 @@ def observe(job: NativeJob, metrics: str, window_s: float = 20.0) -> Observation
 
 
 def steady(job: NativeJob) -> Observation:
-    """A window in which both executors ran the job throughout (the first batches start slow)."""
+    """A window in which both executors ran the job throughout, a minute after the first scrapes, caught up with
+    the backlog the slow first batches left (within 3 s of the rate)."""
 
     def ready() -> bool:
         try:
             obs = observe(job, "native")
         except MonitorError:  # not yet: a query without series for the whole window
             return False
-        return obs.scaleout == 2 and len(obs.workload_per_s) >= 15 and min(obs.workload_per_s) > 0
+        full = obs.scaleout == 2 and len(obs.workload_per_s) >= 15 and min(obs.workload_per_s) > 0
+        return full and obs.uptime_s >= 60 and obs.consumer_lag_records < 3 * RATE_PER_S
 
-    wait_until(ready, "a full native window with 2 executors", timeout_s=240, step_s=2.0)
+    wait_until(ready, "a full native window with 2 executors, caught up", timeout_s=300, step_s=2.0)
     return observe(job, "native")
 
 
@@ -134,7 +136,7 @@ def test_the_native_query_set_observes_the_job_from_sparks_own_endpoints(job: Na
     workload = sum(obs.workload_per_s) / len(obs.workload_per_s)
     assert workload == pytest.approx(RATE_PER_S, rel=0.2)  # the log's end offsets grow at the generator's rate
     job_throughput = [sum(col) for col in zip(*(e.throughput_per_s for e in obs.executors), strict=True)]
-    assert sum(job_throughput) / len(job_throughput) == pytest.approx(workload, rel=0.3)  # keeping up
+    assert sum(job_throughput) / len(job_throughput) == pytest.approx(workload, rel=0.3), obs  # keeping up
     assert all(0 < u <= 1.0 for e in obs.executors for u in e.utilization_per_s[-5:])
     assert 0 <= obs.consumer_lag_records < 20 * RATE_PER_S  # a few batches behind, not growing without bound
     assert 0 < obs.uptime_s <= time.time() - job.started_s + 600  # from the driver's first scrape, not the epoch
