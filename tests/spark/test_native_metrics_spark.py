@@ -137,7 +137,7 @@ def test_the_native_query_set_observes_the_job_from_sparks_own_endpoints(job: Na
     assert workload == pytest.approx(RATE_PER_S, rel=0.2)  # the log's end offsets grow at the generator's rate
     job_throughput = [sum(col) for col in zip(*(e.throughput_per_s for e in obs.executors), strict=True)]
     assert sum(job_throughput) / len(job_throughput) == pytest.approx(workload, rel=0.3), obs  # keeping up
-    assert all(0 < u <= 1.0 for e in obs.executors for u in e.utilization_per_s[-5:])
+    assert all(0 < u <= 1.0 for e in obs.executors for u in e.utilization_ratio[-5:])
     assert 0 <= obs.consumer_lag_records < 20 * RATE_PER_S  # a few batches behind, not growing without bound
     assert 0 < obs.uptime_s <= time.time() - job.started_s + 600  # from the driver's first scrape, not the epoch
 
@@ -146,8 +146,8 @@ def test_native_and_agent_see_the_same_executors_busy_time_and_throughput(job: N
     native = steady(job)
     agent = observe(job, "agent")
     assert native.scaleout == agent.scaleout == 2
-    busy_native = {e.executor_id: sum(e.utilization_per_s) / len(e.utilization_per_s) for e in native.executors}
-    busy_agent = {e.executor_id: sum(e.utilization_per_s) / len(e.utilization_per_s) for e in agent.executors}
+    busy_native = {e.executor_id: sum(e.utilization_ratio) / len(e.utilization_ratio) for e in native.executors}
+    busy_agent = {e.executor_id: sum(e.utilization_ratio) / len(e.utilization_ratio) for e in agent.executors}
     assert busy_native.keys() == busy_agent.keys()
     for executor_id, busy in busy_native.items():  # both are Spark's totalDuration, read by two routes
         assert busy == pytest.approx(busy_agent[executor_id], abs=0.1)
