@@ -131,7 +131,7 @@ def measure(args: argparse.Namespace, url: str, generator: Generator, stop: thre
     started = time.time()
     try:
         next_tick = started + args.loop_s
-        while next_tick - started <= generator.keeper.pacer.duration_s + args.loop_s:
+        while next_tick - started <= generator.keeper.pacer.duration_s:  # windows under load only
             time.sleep(max(0.0, next_tick + 2 - time.time()))  # the last scrapes are in
             now = float(int(next_tick))
             capacity = {m: tick(m, monitors[m], controllers[m], now, args.loop_s) for m in monitors}
@@ -159,7 +159,7 @@ def summarize(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str,
         "step_s": args.step_s,
         "loop_interval_s": args.loop_s,
         "ticks": rows,
-        "final_ratio": ratios[-1] if ratios else None,
+        "final_ratio": ratios[-1] if ratios else None,  # after the highest step: the most evidence
         "median_ratio": statistics.median(ratios) if ratios else None,
         "within_10_percent_share": sum(abs(r - 1) <= 0.1 for r in ratios) / len(ratios) if ratios else None,
     }
