@@ -67,16 +67,27 @@ def config(url: str, metrics: str, loop_s: float, partitions: int) -> Config:
     )
 
 
-def tick(name: str, monitor: PrometheusMonitor, controller: Controller, now: float, loop_s: float) -> float | None:
-    """One window into the controller; the capacity it then holds at the current scale-out (None: none yet)."""
+def tick(name: str, monitor: PrometheusMonitor, controller: Controller, now: float, loop_s: float) -> dict[str, Any]:
+    """One window into the controller: the job's mean throughput and busy fraction it saw, and the capacity it then
+    holds at the current scale-out and per executor (None: none yet)."""
     try:
         obs = monitor.observe(start_s=now - loop_s, end_s=now)
     except MonitorError as exc:
         print(f"  {name}: window skipped ({exc.kind}: {exc})")
-        return None
+        return {"capacity_per_s": None}
     controller.conclude(controller.tick(obs, now))
     table = controller.knowledge.history.latest_table
-    return None if table is None else table.current_per_s
+    return {
+        "throughput_per_s": sum(statistics.fmean(e.throughput_per_s) for e in obs.executors),
+        "busy_ratio": statistics.fmean(u for e in obs.executors for u in e.utilization_ratio),
+        "capacity_per_s": None if table is None else table.current_per_s,
+        "executors": {}
+        if table is None
+        else {
+            e.executor_id: {"capacity_per_s": e.capacity_per_s, "load_share_ratio": e.load_share_ratio}
+            for e in table.executors
+        },
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -134,15 +145,16 @@ def measure(args: argparse.Namespace, url: str, generator: Generator, stop: thre
         while next_tick - started <= generator.keeper.pacer.duration_s:  # windows under load only
             time.sleep(max(0.0, next_tick + 2 - time.time()))  # the last scrapes are in
             now = float(int(next_tick))
-            capacity = {m: tick(m, monitors[m], controllers[m], now, args.loop_s) for m in monitors}
-            ratio = capacity["native"] / capacity["agent"] if capacity["agent"] and capacity["native"] else None
-            agent, native = (capacity[m] or 0.0 for m in ("agent", "native"))
-            shown = f"{ratio:.3f}" if ratio is not None else "-"
-            load = os.getloadavg()[0]
+            seen = {m: tick(m, monitors[m], controllers[m], now, args.loop_s) for m in monitors}
+            agent, native = (seen[m]["capacity_per_s"] for m in ("agent", "native"))
+            ratio = native / agent if agent and native else None
             print(
-                f"t={now - started:5.0f} s  agent {agent:8.0f}/s  native {native:8.0f}/s  ratio {shown} load {load:.1f}"
+                f"t={now - started:5.0f} s  capacity agent {agent or 0:6.0f}/s native {native or 0:6.0f}/s"
+                f"  ratio {f'{ratio:.3f}' if ratio is not None else '-'}  throughput "
+                + " ".join(f"{m} {seen[m].get('throughput_per_s', 0):5.0f}/s" for m in seen)
+                + f"  load {os.getloadavg()[0]:.1f}"
             )
-            rows.append({"t_s": round(now - started), **{f"{m}_per_s": c for m, c in capacity.items()}, "ratio": ratio})
+            rows.append({"t_s": round(now - started), **seen, "ratio": ratio})
             next_tick += args.loop_s
     finally:
         for monitor in monitors.values():
