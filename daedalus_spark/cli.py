@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
 
 from daedalus_spark.cliargs import OneLineParser, integer, number
@@ -79,13 +80,13 @@ def _forecast_evaluate(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """The sidecar: the loop against a live job until SIGTERM/SIGINT."""
-    import logging
     import os
 
+    from daedalus_spark.runtime.logsetup import configure_logging
     from daedalus_spark.runtime.sidecar import build_sidecar
 
     config = load_config(args.config)
-    logging.basicConfig(level=config.runtime.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(config.runtime.log_level, config.runtime.log_format)
     try:
         sidecar = build_sidecar(config, dry_run=args.dry_run, environ=os.environ)
     except IncompatibleKnowledge:
@@ -120,6 +121,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="daedalus-spark", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('daedalus-spark')}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("validate-config", help="check a YAML config and print the effective one")

@@ -386,6 +386,25 @@ class MonitorConfig(_Section):
     bearer_token_file: str = _field(
         "", "path", "File holding a bearer token for Prometheus, read at start (empty: none; wins over the variable)."
     )
+    metrics: Literal["agent", "native"] = _field(
+        "agent",
+        "-",
+        "Whose metrics the default queries read: agent (the in-driver agent's), or native (Spark's own "
+        "PrometheusServlet and executor metrics, with kafka-exporter for the topic; no agent in the job: "
+        "docs/attach.md). A query_* changed from its default is kept with either.",
+    )
+    source_labels: dict[str, str] = _field(
+        {},
+        "labels",
+        "metrics native: label values that select the job's topic in kafka-exporter's series ($source_selector, "
+        "e.g. topic: orders).",
+    )
+    consumer_group: str = _field(
+        "",
+        "-",
+        "metrics native: the consumer group whose lag kafka-exporter reports for the job ($group_selector; empty: "
+        "every group on the topic).",
+    )
     executor_label: str = _field("executor_id", "-", "Label that names the executor in per-executor series.")
     query_workload: str = _field(
         f"sum(rate({names.SOURCE_LATEST_OFFSET}{{$selector}}[$rate_window]))",
@@ -452,7 +471,7 @@ class MonitorConfig(_Section):
             _http_url(url)
         return value
 
-    @field_validator("job_labels", "job_labels_env")
+    @field_validator("job_labels", "job_labels_env", "source_labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         for label in value:
@@ -467,6 +486,10 @@ class MonitorConfig(_Section):
                 f"monitor.rate_window_s ({self.rate_window_s:g} s) must be at least 4 × monitor.scrape_interval_s "
                 f"({self.scrape_interval_s:g} s) = {4 * self.scrape_interval_s:g} s: rate() needs several scrapes "
                 "in its window"
+            )
+        if self.metrics == "native" and not self.prometheus_url:
+            raise ValueError(
+                "monitor.metrics native needs monitor.prometheus_url: Spark's metrics are read through Prometheus"
             )
         if both := sorted(set(self.job_labels) & set(self.job_labels_env)):
             raise ValueError(f"monitor.job_labels and monitor.job_labels_env both set {', '.join(both)}")
@@ -527,6 +550,9 @@ class RuntimeConfig(_Section):
         "One JSON line per tick: time, reason, scale-outs, evidence, actuation.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = _field("INFO", "-", "Logging level.")
+    log_format: Literal["text", "json"] = _field(
+        "text", "-", "Log lines on stderr: text, or json (one object per line: time in UTC, level, logger, message)."
+    )
 
     _log = field_validator("decision_log")(_nonblank)
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
 from daedalus_spark.config import Config, ControllerConfig
-from daedalus_spark.domain import Decision, Observation, Reason
+from daedalus_spark.domain import Decision, Forecast, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
@@ -100,6 +100,7 @@ class Controller:
                 arima_order=k.forecaster.arima_order,
                 refits=k.forecaster.refits,
                 last_wape=k.forecaster.last_wape,
+                planned_per_s=provisioned_per_s(forecast, settings),
             )
         )
         inputs = PlanInputs(
@@ -142,6 +143,16 @@ class Controller:
 
     def _hold(self, obs: Observation, now_s: float, reason: Reason, **evidence: float | str) -> Decision:
         return Decision(now_s, obs.scaleout, obs.scaleout, reason, dict(evidence))
+
+
+def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
+    """The load per forecast step the configured planner provisions for: the point forecast (paper), the interval's
+    upper bound (cost_aware), or the point moved `horizon_upper_weight_ratio` of the way to it (horizon)."""
+    if settings.planner == "paper":
+        return forecast.values_per_s
+    if settings.planner == "cost_aware":
+        return forecast.upper_bound().values_per_s
+    return forecast.toward_upper(settings.horizon_upper_weight_ratio).values_per_s
 
 
 PLANNERS: dict[str, Callable[[PlanInputs, ControllerConfig], Decision]] = {

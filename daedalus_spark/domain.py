@@ -145,6 +145,12 @@ class Forecast:
         upper = tuple(max(u, v) for u, v in zip(self.upper_per_s, self.values_per_s, strict=True))
         return Forecast(self.start_s, self.step_s, upper, self.model, self.upper_per_s)
 
+    def toward_upper(self, weight_ratio: float) -> Forecast:
+        """The point forecast moved `weight_ratio` of the way to the interval's upper bound (0: point, 1: upper)."""
+        upper = self.upper_bound().values_per_s
+        moved = tuple(v + weight_ratio * (u - v) for v, u in zip(self.values_per_s, upper, strict=True))
+        return Forecast(self.start_s, self.step_s, moved, self.model, self.upper_per_s)
+
     def max_within(self, seconds: float) -> float:
         """Highest predicted workload over the next `seconds` (at least the first step)."""
         if not self.values_per_s:

@@ -29,6 +29,10 @@ class ForecastRecord:
     start_s: float
     step_s: float
     values_per_s: tuple[float, ...]
+    # The interval's upper bound per step, and the load the planner provisioned for (empty in stores saved before
+    # they were kept).
+    upper_per_s: tuple[float, ...] = ()
+    planned_per_s: tuple[float, ...] = ()
 
 
 @dataclass
@@ -77,6 +81,8 @@ class History:
                     start_s=float(f["start_s"]),
                     step_s=float(f["step_s"]),
                     values_per_s=tuple(float(v) for v in f["values_per_s"]),
+                    upper_per_s=tuple(float(v) for v in f.get("upper_per_s", ())),
+                    planned_per_s=tuple(float(v) for v in f.get("planned_per_s", ())),
                 )
             )
         history.workload.extend((float(t), float(v)) for t, v in raw.get("workload", []))
@@ -86,7 +92,13 @@ class History:
 
 
 def forecast_record(
-    time_s: float, forecast: Forecast, *, arima_order: tuple[int, int, int] | None, refits: int, last_wape: float | None
+    time_s: float,
+    forecast: Forecast,
+    *,
+    arima_order: tuple[int, int, int] | None,
+    refits: int,
+    last_wape: float | None,
+    planned_per_s: tuple[float, ...] = (),
 ) -> ForecastRecord:
     return ForecastRecord(
         time_s,
@@ -96,8 +108,14 @@ def forecast_record(
         last_wape,
         forecast.start_s,
         forecast.step_s,
-        tuple(round(v, 3) for v in forecast.values_per_s),
+        _rounded(forecast.values_per_s),
+        _rounded(forecast.upper_bound().values_per_s),
+        _rounded(planned_per_s),
     )
+
+
+def _rounded(values: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(round(v, 3) for v in values)
 
 
 def _table_to_json(t: CapacityTable) -> dict[str, Any]:

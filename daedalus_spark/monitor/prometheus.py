@@ -25,33 +25,57 @@ from daedalus_spark.monitor.assemble import (
     Window,
     build_observation,
     render_duration,
+    selector,
     substitute,
 )
+from daedalus_spark.monitor.native import NATIVE_QUERIES, group_selector
 from daedalus_spark.monitor.port import MonitorError
 
 log = logging.getLogger(__name__)
 
 
+# The config field that holds each query's template.
+QUERY_FIELDS = {
+    "workload": "query_workload",
+    "throughput": "query_throughput",
+    "lag": "query_lag",
+    "executors": "query_executors",
+    "uptime": "query_uptime",
+    "partitions": "query_partition_workload",
+    "batches": "query_batches",
+    "batch_records": "query_batch_records",
+    "batch_seconds": "query_batch_seconds",
+}
+
+
 def queries(
     config: MonitorConfig, utilization_signal: str, job_labels: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The PromQL of each query with `$rate_window` and `$selector` (`job_labels`, by default the config's)
-    substituted (keys: assemble.QUERIES and OPTIONAL_QUERIES)."""
-    utilization = config.query_cpu if utilization_signal == "cpu" else config.query_busy
-    templates = {
-        "workload": config.query_workload,
-        "throughput": config.query_throughput,
-        "utilization": utilization,
-        "lag": config.query_lag,
-        "executors": config.query_executors,
-        "uptime": config.query_uptime,
-        "partitions": config.query_partition_workload,
-        "batches": config.query_batches,
-        "batch_records": config.query_batch_records,
-        "batch_seconds": config.query_batch_seconds,
-    }
+    """The PromQL of each query with `$rate_window`, `$selector` (`job_labels`, by default the config's),
+    `$source_selector` and `$group_selector` substituted (keys: assemble.QUERIES and OPTIONAL_QUERIES).
+
+    With `metrics: native`, a query that still reads the agent's default comes from monitor/native.py instead (the
+    CPU signal stays: cAdvisor or the CPU exporter, not Spark), and the batch queries, which Spark cannot answer, go.
+    A query changed in the config is kept either way.
+    """
+    fields = {**QUERY_FIELDS, "utilization": "query_cpu" if utilization_signal == "cpu" else "query_busy"}
+    templates = {}
+    for name, field in fields.items():
+        template: str | None = getattr(config, field)
+        agent_default = template == MonitorConfig.model_fields[field].default
+        if config.metrics == "native" and agent_default and field != "query_cpu":
+            template = NATIVE_QUERIES.get(name)
+        if template is not None:
+            templates[name] = template
     labels = config.job_labels if job_labels is None else job_labels
-    return {name: substitute(t, config.rate_window_s, labels) for name, t in templates.items()}
+    source = {
+        "$source_selector": selector(config.source_labels),
+        "$group_selector": group_selector(config.consumer_group),
+    }
+    rendered = {name: substitute(t, config.rate_window_s, labels) for name, t in templates.items()}
+    for variable, value in source.items():
+        rendered = {name: promql.replace(variable, value) for name, promql in rendered.items()}
+    return rendered
 
 
 def job_labels(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str, str]:

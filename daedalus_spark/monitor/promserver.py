@@ -8,6 +8,7 @@ import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 import yaml
@@ -29,11 +30,22 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def render_config(targets: list[str], scrape_interval_s: float) -> str:
+    """`host:port` targets are scraped at /metrics (job `daedalus`); `http://host:port/path` ones at their path
+    (one job per path: Spark serves its executors' and its driver's metrics at two)."""
     interval = f"{max(1, round(scrape_interval_s * 1000))}ms"
+    jobs: dict[str, list[str]] = {"/metrics": []}
+    for target in targets:
+        parts = urlsplit(target) if "://" in target else None
+        path = parts.path if parts is not None else "/metrics"
+        jobs.setdefault(path, []).append(parts.netloc if parts is not None else target)
+    scrape_configs = []
+    for path, hosts in jobs.items():
+        job = {"job_name": "daedalus"} if path == "/metrics" else {"job_name": f"daedalus{path}", "metrics_path": path}
+        scrape_configs.append({**job, "static_configs": [{"targets": hosts}]})
     return yaml.safe_dump(
         {
             "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
-            "scrape_configs": [{"job_name": "daedalus", "static_configs": [{"targets": targets}]}],
+            "scrape_configs": scrape_configs,
         },
         sort_keys=False,
     )

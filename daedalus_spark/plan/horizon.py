@@ -30,9 +30,7 @@ MAX_SCALEOUTS = 24
 def planned_load_per_s(forecast: Forecast, upper_weight_ratio: float) -> np.ndarray:
     """One value a second over the horizon: the point forecast, moved `upper_weight_ratio` of the way to the
     interval's upper bound."""
-    point = np.asarray(forecast.per_second(), dtype=float)
-    upper = np.asarray(forecast.upper_bound().per_second(), dtype=float)
-    return np.asarray(point + upper_weight_ratio * (upper - point), dtype=float)
+    return np.asarray(forecast.toward_upper(upper_weight_ratio).per_second(), dtype=float)
 
 
 def schedule_scaleouts(

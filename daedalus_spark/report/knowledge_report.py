@@ -6,7 +6,9 @@ import argparse
 import json
 from collections import Counter
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from daedalus_spark.analyze.forecast import wape
@@ -27,29 +29,88 @@ def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
     return restore(snapshot, config or Config())
 
 
+def iso(time_s: float) -> str:
+    """Wall-clock time, ISO 8601 in UTC, to the second."""
+    return datetime.fromtimestamp(time_s, UTC).isoformat(timespec="seconds")
+
+
+def covered_steps(record: ForecastRecord, actual: dict[float, float]) -> list[tuple[int, float]]:
+    """(step index, its end time) of the steps of a forecast whose actual workload has been seen."""
+    times = [record.start_s + (i + 1) * record.step_s for i in range(len(record.values_per_s))]
+    return [(i, t) for i, t in enumerate(times) if t in actual]
+
+
 def scored_forecast(k: Knowledge) -> tuple[ForecastRecord, list[float], list[float]] | None:
     """The newest forecast whose whole horizon has come, with the actual workload at its steps (or the newest
     partly covered one): (forecast, predicted, actual)."""
     actual = dict(k.history.workload)
-    if not actual:
-        return None
-    last_seen = max(actual)
-    best = None
+    best: tuple[ForecastRecord, list[tuple[int, float]]] | None = None
     for record in reversed(k.history.forecasts):
-        times = [record.start_s + (i + 1) * record.step_s for i in range(len(record.values_per_s))]
-        pairs = [(p, actual[t]) for p, t in zip(record.values_per_s, times, strict=True) if t in actual]
-        if pairs and (best is None or len(pairs) > len(best[1])):
-            best = (record, pairs)
-        if pairs and times[-1] <= last_seen:
+        steps = covered_steps(record, actual)
+        if steps and (best is None or len(steps) > len(best[1])):
+            best = (record, steps)
+        if len(steps) == len(record.values_per_s) > 0:
             break
     if best is None:
         return None
-    return best[0], [p for p, _ in best[1]], [a for _, a in best[1]]
+    record, steps = best
+    return record, [record.values_per_s[i] for i, _ in steps], [actual[t] for _, t in steps]
+
+
+def _scored_json(k: Knowledge) -> dict[str, Any] | None:
+    scored = scored_forecast(k)
+    if scored is None:
+        return None
+    record, predicted, actual = scored
+    steps = covered_steps(record, dict(k.history.workload))
+    return {
+        "time_s": record.time_s,
+        "time": iso(record.time_s),
+        "model": record.model,
+        "step_times": [iso(t) for _, t in steps],
+        "step_times_s": [t for _, t in steps],
+        "predicted_per_s": predicted,
+        "upper_per_s": _at(record.upper_per_s, steps),
+        "planned_per_s": _at(record.planned_per_s, steps),
+        "actual_per_s": actual,
+        "wape": wape(actual, predicted),
+    }
+
+
+def _at(values: tuple[float, ...], steps: list[tuple[int, float]]) -> list[float] | None:
+    return [values[i] for i, _ in steps] if values else None
+
+
+def forecast_accuracy(k: Knowledge) -> list[dict[str, Any]]:
+    """Every kept forecast whose whole horizon has come: its WAPE, and the share of steps whose actual workload
+    stayed at or below the interval's upper bound and below the load the planner provisioned for."""
+    actual = dict(k.history.workload)
+    rows = []
+    for record in k.history.forecasts:
+        steps = covered_steps(record, actual)
+        if not steps or len(steps) < len(record.values_per_s):
+            continue
+        came = [actual[t] for _, t in steps]
+        rows.append(
+            {
+                "time_s": record.time_s,
+                "time": iso(record.time_s),
+                "wape": wape(came, record.values_per_s),
+                "upper_coverage_ratio": _coverage(came, record.upper_per_s),
+                "planned_coverage_ratio": _coverage(came, record.planned_per_s),
+            }
+        )
+    return rows
+
+
+def _coverage(came: list[float], bound: tuple[float, ...]) -> float | None:
+    if len(bound) != len(came):
+        return None  # a store saved before the bounds were kept
+    return sum(a <= b + 1e-9 for a, b in zip(came, bound, strict=True)) / len(came)
 
 
 def build(k: Knowledge) -> dict[str, Any]:
     table = k.history.latest_table
-    scored = scored_forecast(k)
     models = [
         f
         for i, f in enumerate(k.history.forecasts)
@@ -77,18 +138,12 @@ def build(k: Knowledge) -> dict[str, Any]:
             },
             "forecast": {
                 "latest": asdict(k.history.forecasts[-1]) if k.history.forecasts else None,
-                "scored": None
-                if scored is None
-                else {
-                    "time_s": scored[0].time_s,
-                    "model": scored[0].model,
-                    "predicted_per_s": scored[1],
-                    "actual_per_s": scored[2],
-                    "wape": wape(scored[2], scored[1]),
-                },
+                "scored": _scored_json(k),
+                "accuracy": forecast_accuracy(k),
                 "model_history": [
                     {
                         "time_s": f.time_s,
+                        "time": iso(f.time_s),
                         "model": f.model,
                         "arima_order": f.arima_order,
                         "refits": f.refits,
@@ -103,6 +158,7 @@ def build(k: Knowledge) -> dict[str, Any]:
                 "rescales": [
                     {
                         "time_s": d.time_s,
+                        "time": iso(d.time_s),
                         "from": d.current_scaleout,
                         "to": d.target_scaleout,
                         "reason": d.reason.value,
@@ -115,6 +171,7 @@ def build(k: Knowledge) -> dict[str, Any]:
                 "latest": [
                     {
                         "time_s": d.time_s,
+                        "time": iso(d.time_s),
                         "current": d.current_scaleout,
                         "target": d.target_scaleout,
                         "reason": d.reason.value,
@@ -126,10 +183,11 @@ def build(k: Knowledge) -> dict[str, Any]:
             "recovery": {
                 "downtime_scale_out_s": k.recovery.downtime_scale_out_s,
                 "downtime_scale_in_s": k.recovery.downtime_scale_in_s,
-                "measured": [asdict(r) for r in k.recoveries],
+                "measured": [{**asdict(r), "rescale_time": iso(r.rescale_time_s)} for r in k.recoveries],
                 "pending": None if k.recovery.pending is None else asdict(k.recovery.pending),
             },
             "last_rescale_s": k.last_rescale_s,
+            "last_rescale": None if k.last_rescale_s is None else iso(k.last_rescale_s),
         }
     )
     return report
@@ -175,14 +233,21 @@ def format_text(r: dict[str, Any]) -> str:
     if f["scored"] and f["scored"]["wape"] is not None:
         s = f["scored"]
         lines.append(
-            f"  forecast made at {s['time_s']:.0f} s vs what came: WAPE {s['wape']:.1%} over "
-            f"{len(s['actual_per_s'])} steps"
+            f"  forecast made at {s['time']} vs what came: WAPE {s['wape']:.1%} over {len(s['actual_per_s'])} steps"
+        )
+    scored = [a for a in f["accuracy"] if a["wape"] is not None]
+    if scored:
+        covered = [a["planned_coverage_ratio"] for a in scored if a["planned_coverage_ratio"] is not None]
+        lines.append(
+            f"  {len(scored)} forecasts scored since {scored[0]['time']}: median WAPE "
+            f"{median(a['wape'] for a in scored):.1%}"
+            + (f", workload within the planned load at {sum(covered) / len(covered):.1%} of steps" if covered else "")
         )
     lines.append(f"  model changes: {len(f['model_history'])}")
     d = r["decisions"]
     lines.append(f"decisions: {d['count']} ({', '.join(f'{k} {v}' for k, v in sorted(d['by_reason'].items()))})")
     for x in d["rescales"][-10:]:
-        lines.append(f"  {x['time_s']:.0f} s: {x['from']} -> {x['to']} {x['reason']} [{x['actuation']}] {x['detail']}")
+        lines.append(f"  {x['time']}: {x['from']} -> {x['to']} {x['reason']} [{x['actuation']}] {x['detail']}")
     rec = r["recovery"]
     lines.append(
         f"downtime estimates: scale-out {rec['downtime_scale_out_s']:.1f} s, "
@@ -190,8 +255,7 @@ def format_text(r: dict[str, Any]) -> str:
     )
     for m in rec["measured"][-5:]:
         lines.append(
-            f"  {m['rescale_time_s']:.0f} s {m['direction']} {m['from_scaleout']}->{m['to_scaleout']}: "
-            f"{m['recovery_s']:.0f} s"
+            f"  {m['rescale_time']} {m['direction']} {m['from_scaleout']}->{m['to_scaleout']}: {m['recovery_s']:.0f} s"
         )
     return "\n".join(lines)
 
@@ -206,24 +270,52 @@ def plot_capacity(r: dict[str, Any], ax: Any) -> None:
     ax.set(xlabel="scale-out (executors)", ylabel="records/s", title="capacity per scale-out (gray: extrapolated)")
 
 
+def _wall(times_s: list[float]) -> list[datetime]:
+    return [datetime.fromtimestamp(t, UTC) for t in times_s]
+
+
 def plot_forecast(r: dict[str, Any], ax: Any) -> None:
+    """The scored forecast against what came, with the interval's upper bound and the load the planner used."""
     s = r["forecast"]["scored"]
-    ax.plot(s["actual_per_s"], label="actual")
-    ax.plot(s["predicted_per_s"], label=f"forecast ({s['model']})", linestyle="--")
-    ax.set(xlabel="forecast step", ylabel="records/s", title=f"forecast made at {s['time_s']:.0f} s vs what came")
-    ax.legend()
+    when = _wall(s["step_times_s"])
+    ax.plot(when, s["actual_per_s"], label="actual", color="black")
+    ax.plot(when, s["predicted_per_s"], label=f"forecast ({s['model']})", linestyle="--")
+    if s["upper_per_s"] is not None:
+        ax.fill_between(when, s["predicted_per_s"], s["upper_per_s"], alpha=0.2, label="up to the upper bound")
+    if s["planned_per_s"] is not None:
+        ax.plot(when, s["planned_per_s"], label="planned for", color="tab:red")
+    ax.set(xlabel="time (UTC)", ylabel="records/s", title=f"forecast made at {s['time']} vs what came")
+    ax.legend(fontsize="small")
+
+
+def plot_forecast_accuracy(r: dict[str, Any], ax: Any) -> None:
+    """Each forecast's WAPE and the share of its steps the planned load covered, by when it was made."""
+    rows = [a for a in r["forecast"]["accuracy"] if a["wape"] is not None]
+    ax.plot(_wall([a["time_s"] for a in rows]), [a["wape"] for a in rows], marker=".", label="WAPE")
+    covered = [a for a in rows if a["planned_coverage_ratio"] is not None]
+    if covered:
+        ax.plot(
+            _wall([a["time_s"] for a in covered]),
+            [a["planned_coverage_ratio"] for a in covered],
+            marker=".",
+            label="steps within the planned load",
+        )
+    ax.set(xlabel="forecast made at (UTC)", ylabel="ratio", title="forecast accuracy over time")
+    ax.legend(fontsize="small")
 
 
 def plot_decisions(r: dict[str, Any], ax: Any) -> None:
     latest = r["decisions"]["latest"]
-    ax.step([x["time_s"] for x in latest], [x["target"] for x in latest], where="post", label="target")
-    ax.step([x["time_s"] for x in latest], [x["current"] for x in latest], where="post", label="current")
-    ax.set(xlabel="time (s)", ylabel="executors", title="scale-out, latest decisions")
+    when = _wall([x["time_s"] for x in latest])
+    ax.step(when, [x["target"] for x in latest], where="post", label="target")
+    ax.step(when, [x["current"] for x in latest], where="post", label="current")
+    ax.set(xlabel="time (UTC)", ylabel="executors", title="scale-out, latest decisions")
     ax.legend()
 
 
 def write_html(r: dict[str, Any], out: Path) -> Path:
-    """index.html with PNG plots of capacity per scale-out, forecast vs actual, and scale-outs over time."""
+    """index.html with PNG plots of capacity per scale-out, forecast vs actual, forecast accuracy and scale-outs over
+    time (wall clock, UTC)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -234,11 +326,14 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
     for name, draw, present in (
         ("capacity.png", plot_capacity, r["capacity"]),
         ("forecast.png", plot_forecast, r["forecast"]["scored"]),
+        ("forecast_accuracy.png", plot_forecast_accuracy, r["forecast"]["accuracy"]),
         ("decisions.png", plot_decisions, r["decisions"]["latest"]),
     ):
         if present:
             fig, ax = plt.subplots(figsize=(7, 3.5))
             draw(r, ax)
+            if draw is not plot_capacity:  # the others run along wall-clock time
+                fig.autofmt_xdate()
             fig.tight_layout()
             fig.savefig(out / name, dpi=90)
             plt.close(fig)

@@ -112,6 +112,12 @@ class ControllerMetrics:
         self.capacity = Gauge(
             p + "capacity_records_per_second", "Learned capacity per scale-out", ["scaleout", "observed"], registry=r
         )
+        self.capacity_current = Gauge(
+            p + "capacity_current_records_per_second", "Learned capacity at the current scale-out", registry=r
+        )
+        self.recovery_target = Gauge(
+            p + "recovery_target_seconds", "controller.target_recovery_s: longest acceptable recovery", registry=r
+        )
         self.workload = Gauge(p + "workload_records_per_second", "Average workload of the last window", registry=r)
         self.lag = Gauge(p + "consumer_lag_records", "Consumer lag at the last tick", registry=r)
         self.forecast_peak = Gauge(
@@ -138,6 +144,8 @@ class ControllerMetrics:
         self.last_good = Gauge(
             p + "last_good_tick_timestamp_seconds", "When a tick last observed and decided", registry=r
         )
+        if controller is not None:
+            self.recovery_target.set(controller.config.controller.target_recovery_s)
         for reason in Reason:
             self.decisions.labels(reason.value)
         for outcome in Outcome:
@@ -160,6 +168,7 @@ class ControllerMetrics:
         self._set_from_evidence(d.evidence)
         table = self.controller.knowledge.history.latest_table if self.controller is not None else None
         if table is not None:
+            self.capacity_current.set(table.current_per_s)
             self.capacity.clear()
             for n in range(1, table.max_scaleout + 1):
                 observed = "true" if n in table.observed_scaleouts else "false"

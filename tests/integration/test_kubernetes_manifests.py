@@ -244,8 +244,9 @@ def test_one_scrape_mechanism_the_podmonitor_and_no_annotations(overlay):
 
 @needs_kubectl
 def test_podmonitor_and_rules_carry_the_release_label_kube_prometheus_stack_selects():
-    for kind in ("PodMonitor", "PrometheusRule"):
-        assert find(rendered("monitoring"), kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    monitoring = [d for d in rendered("monitoring") if d["kind"] in ("PodMonitor", "PrometheusRule")]
+    assert len(monitoring) == 3  # the PodMonitor, the recording rules and the alerts
+    assert all(d["metadata"]["labels"]["release"] == "kube-prometheus-stack" for d in monitoring)
 
 
 @needs_kubectl
@@ -277,7 +278,9 @@ def test_containers_are_non_root_read_only_bounded_and_the_controller_is_probed(
 def test_configs_are_valid_and_every_query_is_a_recorded_rule(overlay):
     config = parse_config(yaml.safe_load(find(rendered(overlay), "ConfigMap")["data"]["daedalus.yaml"]), overlay)
     recorded = {
-        r["record"] for g in find(rendered("monitoring"), "PrometheusRule")["spec"]["groups"] for r in g["rules"]
+        r["record"]
+        for g in find(rendered("monitoring"), "PrometheusRule", "daedalus-spark")["spec"]["groups"]
+        for r in g["rules"]
     }
     signal = "query_cpu" if config.controller.utilization_signal == "cpu" else "query_busy"
     for key in ("query_workload", "query_throughput", signal, "query_lag", "query_executors", "query_uptime"):

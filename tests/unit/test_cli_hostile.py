@@ -99,6 +99,7 @@ CASES = [
     ("config-retries-float", {"c.yaml": "actuator:\n  retries: 2.5\n"}, VC, "actuator.retries"),
     ("config-port-string", {"c.yaml": "agent:\n  port: '9095'\n"}, VC, "agent.port"),
     ("config-log-level", {"c.yaml": "runtime:\n  log_level: debug\n"}, VC, "runtime.log_level"),
+    ("config-log-format", {"c.yaml": "runtime:\n  log_format: logfmt\n"}, VC, "runtime.log_format"),
     ("config-actuator-kind", {"c.yaml": "actuator:\n  kind: kubectl\n"}, VC, "actuator.kind"),
     ("config-min-above-max", {"c.yaml": "controller:\n  min_scaleout: 5\n  max_scaleout: 4\n"}, VC, "min_scaleout"),
     # --- capacity: options

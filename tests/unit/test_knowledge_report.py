@@ -12,7 +12,7 @@ from daedalus_spark.cli import main
 from daedalus_spark.controller import Controller
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import snapshot
-from daedalus_spark.report.knowledge_report import build, load_knowledge, scored_forecast
+from daedalus_spark.report.knowledge_report import build, iso, load_knowledge, scored_forecast
 from tests.unit.test_controller import CONFIG
 
 
@@ -72,6 +72,7 @@ def test_cli_text_json_and_html(store, tmp_path, capsys):
         "report.json",
         "capacity.png",
         "forecast.png",
+        "forecast_accuracy.png",
         "decisions.png",
     }
 
@@ -125,3 +126,73 @@ def test_a_store_saved_before_the_history_existed_still_loads(store, tmp_path):
     )
     r = build(load_knowledge(path, CONFIG))
     assert r["capacity"] is None and r["forecast"]["latest"] is None and r["decisions"]["count"] == 40
+
+
+def test_report_times_are_wall_clock_utc(store, capsys):
+    path, _ = store
+    r = build(load_knowledge(path, CONFIG))
+    assert r["forecast"]["latest"]["time_s"] == 2400.0 and r["forecast"]["scored"]["time"].endswith("+00:00")
+    assert r["decisions"]["latest"][-1]["time"] == "1970-01-01T00:40:00+00:00"  # the tick at 2400 s
+    assert all(x["time"] == iso(x["time_s"]) for x in r["decisions"]["rescales"])
+    assert main(["report", "--knowledge", str(path)]) == 0
+    text = capsys.readouterr().out
+    rescale_lines = [line for line in text.splitlines() if " -> " in line and line.startswith("  1970-")]
+    assert len(rescale_lines) == min(10, len(r["decisions"]["rescales"])) > 0
+    assert "forecast made at 1970-01-01T" in text
+
+
+def test_forecast_accuracy_scores_every_forecast_whose_horizon_has_come(store):
+    """Oracle: WAPE and coverage recomputed from the stored records and workload."""
+    path, _ = store
+    k = load_knowledge(path, CONFIG)
+    seen = dict(k.history.workload)
+    rows = build(k)["forecast"]["accuracy"]
+    steps = [[f.start_s + (i + 1) * f.step_s for i in range(len(f.values_per_s))] for f in k.history.forecasts]
+    complete = [f for f, times in zip(k.history.forecasts, steps, strict=True) if all(t in seen for t in times)]
+    assert [row["time_s"] for row in rows] == [f.time_s for f in complete] and len(rows) > 5
+    for row, f in zip(rows, complete, strict=True):
+        came = np.array([seen[f.start_s + (i + 1) * f.step_s] for i in range(len(f.values_per_s))])
+        assert row["wape"] == pytest.approx(np.abs(came - f.values_per_s).sum() / np.abs(came).sum())
+        assert row["planned_coverage_ratio"] == pytest.approx(np.mean(came <= np.array(f.planned_per_s) + 1e-9))
+        assert row["upper_coverage_ratio"] == pytest.approx(np.mean(came <= np.array(f.upper_per_s) + 1e-9))
+
+
+def test_the_stored_bounds_are_what_the_planner_provisions_for(store):
+    path, _ = store
+    f = load_knowledge(path, CONFIG).history.forecasts[-1]
+    assert CONFIG.controller.planner == "horizon" and len(f.upper_per_s) == len(f.values_per_s)
+    w = CONFIG.controller.horizon_upper_weight_ratio
+    assert all(u >= p for u, p in zip(f.upper_per_s, f.values_per_s, strict=True))
+    moved = [p + w * (u - p) for p, u in zip(f.values_per_s, f.upper_per_s, strict=True)]
+    assert f.planned_per_s == pytest.approx(moved, abs=2e-3)
+
+
+@pytest.mark.parametrize(
+    "planner,expected",
+    [
+        pytest.param("paper", [100.0, 200.0], id="paper-point"),
+        pytest.param("cost_aware", [150.0, 200.0], id="cost-aware-upper"),  # the upper bound never below the point
+        pytest.param("horizon", [125.0, 200.0], id="horizon-halfway"),
+    ],
+)
+def test_provisioned_load_per_planner(planner, expected):
+    from daedalus_spark.config import parse_config
+    from daedalus_spark.controller import provisioned_per_s
+    from daedalus_spark.domain import Forecast
+
+    settings = parse_config({"controller": {"planner": planner, "horizon_upper_weight_ratio": 0.5}}).controller
+    forecast = Forecast(0.0, 60.0, (100.0, 200.0), "arima", upper_per_s=(150.0, 180.0))
+    assert list(provisioned_per_s(forecast, settings)) == expected
+
+
+def test_a_store_saved_before_the_bounds_were_kept_reports_no_coverage(store):
+    path, _ = store
+    k = load_knowledge(path, CONFIG)
+    state = k.history.to_state()
+    for f in state["forecasts"]:
+        del f["upper_per_s"], f["planned_per_s"]  # the shape of a store saved before they were kept
+    k.history = type(k.history).from_state(state)
+    assert all(f.upper_per_s == f.planned_per_s == () for f in k.history.forecasts)
+    rows = build(k)["forecast"]["accuracy"]
+    assert rows and all(r["planned_coverage_ratio"] is None and r["wape"] is not None for r in rows)
+    assert build(k)["forecast"]["scored"]["upper_per_s"] is None

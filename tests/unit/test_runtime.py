@@ -84,6 +84,10 @@ def test_sidecar_ticks_publishes_serves_and_stops_clean(tmp_path):
     assert samples[
         ("daedalus_controller_capacity_records_per_second", (("observed", "true"), ("scaleout", "4")))
     ] == pytest.approx(first["evidence"]["capacity_current_per_s"], rel=1e-3)
+    assert samples[("daedalus_controller_capacity_current_records_per_second", ())] == pytest.approx(
+        first["evidence"]["capacity_current_per_s"], rel=1e-3
+    )
+    assert samples[("daedalus_controller_recovery_target_seconds", ())] == config.controller.target_recovery_s
     saved = SqliteKnowledgeStore(tmp_path / "k.sqlite").load()
     assert saved is not None and len(saved.decisions) == sidecar._steps
 
