@@ -146,9 +146,10 @@ class Controller:
 
 
 def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
-    """The load per forecast step the configured planner provisions for: the point forecast (paper), the interval's
-    upper bound (cost_aware), or the point moved `horizon_upper_weight_ratio` of the way to it (horizon)."""
-    if settings.planner == "paper":
+    """The load per forecast step the configured planner provisions for: the point forecast (paper, and batch_ratio,
+    which reads no forecast), the interval's upper bound (cost_aware), or the point moved `horizon_upper_weight_ratio`
+    of the way to it (horizon)."""
+    if settings.planner in ("paper", "batch_ratio"):
         return forecast.values_per_s
     if settings.planner == "cost_aware":
         return forecast.upper_bound().values_per_s
