@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from daedalus_spark.config import Config
 from daedalus_spark.execute.port import Actuator
+from daedalus_spark.redact import bearer_token
 
 
 def make_actuator(config: Config, *, dry_run: bool, environ: Mapping[str, str]) -> Actuator:
@@ -23,7 +24,10 @@ def make_actuator(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
         return make_kubernetes_actuator(config, environ)
     from daedalus_spark.execute.agent import AgentActuator
 
-    return AgentActuator(config.actuator, environ.get(config.actuator.token_env) or None)
+    token = bearer_token(
+        environ.get(config.actuator.token_env, ""), f"actuator.token_env ({config.actuator.token_env})"
+    )
+    return AgentActuator(config.actuator, token or None)
 
 
 def require_kubernetes_client(why: str) -> None:

@@ -28,6 +28,7 @@ from daedalus_spark.monitor.assemble import (
     substitute,
 )
 from daedalus_spark.monitor.port import MonitorError
+from daedalus_spark.redact import bearer_token
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +71,12 @@ def auth_headers(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str,
     if config.bearer_token_file:
         source = f"monitor.bearer_token_file ({config.bearer_token_file})"
         try:
-            token = Path(config.bearer_token_file).read_text(encoding="utf-8").strip()
+            token = bearer_token(Path(config.bearer_token_file).read_text(encoding="utf-8"), source)
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"{source}: cannot read the bearer token: {type(exc).__name__}") from None
     elif config.bearer_token_env:
-        token = environ.get(config.bearer_token_env, "").strip()
         source = f"monitor.bearer_token_env ({config.bearer_token_env})"
+        token = bearer_token(environ.get(config.bearer_token_env, ""), source)
     else:
         return {}
     if not token:

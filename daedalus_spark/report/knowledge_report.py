@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
+import tempfile
+import time
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -14,6 +18,7 @@ from daedalus_spark.config import Config, load_config
 from daedalus_spark.knowledge.history import ForecastRecord
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import IncompatibleKnowledge, Knowledge, restore
+from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import finite_or_none
 
 
@@ -24,7 +29,7 @@ def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
     snapshot = SqliteKnowledgeStore(path).load()  # loading opens the file read-only
     if snapshot is None:
         raise IncompatibleKnowledge(f"{path}: an empty knowledge file (no controller has saved to it yet)")
-    return restore(snapshot, config or Config())
+    return restore(snapshot, config or Config(), now_s=time.time())
 
 
 def scored_forecast(k: Knowledge) -> tuple[ForecastRecord, list[float], list[float]] | None:
@@ -130,6 +135,7 @@ def build(k: Knowledge) -> dict[str, Any]:
                 "pending": None if k.recovery.pending is None else asdict(k.recovery.pending),
             },
             "last_rescale_s": k.last_rescale_s,
+            "damage": list(k.damage),
         }
     )
     return report
@@ -140,7 +146,7 @@ def _model_key(f: ForecastRecord) -> tuple[Any, ...]:
 
 
 def format_text(r: dict[str, Any]) -> str:
-    lines = []
+    lines = [f"knowledge store: {line}" for line in r.get("damage", [])]
     cap = r["capacity"]
     if cap is None:
         lines.append("capacity: nothing learned yet")
@@ -240,8 +246,10 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
             fig, ax = plt.subplots(figsize=(7, 3.5))
             draw(r, ax)
             fig.tight_layout()
-            fig.savefig(out / name, dpi=90)
+            png = io.BytesIO()
+            fig.savefig(png, format="png", dpi=90)
             plt.close(fig)
+            _replace(out / name, png.getvalue())
             figures.append(name)
     body = "".join(f'<img src="{name}" alt="{name}"><br>' for name in figures)
     text = format_text(r).replace("&", "&amp;").replace("<", "&lt;")
@@ -250,9 +258,22 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
         f"<h1>daedalus-spark: what the controller knows</h1><pre>{text}</pre>{body}"
         f"<p><a href='report.json'>report.json</a></p>"
     )
-    (out / "report.json").write_text(json.dumps(r, indent=2, allow_nan=False))
-    (out / "index.html").write_text(page)
+    _replace(out / "report.json", redact(json.dumps(r, indent=2, allow_nan=False)).encode())
+    _replace(out / "index.html", redact(page).encode())
     return out / "index.html"
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write `path` as a new file renamed into place: a symlink (or any file) already named so is replaced, never
+    written through, and a reader never sees half a file."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def write_report(knowledge_path: str | Path, out: Path, config: Config | None = None) -> Path:
@@ -264,9 +285,9 @@ def _report(args: argparse.Namespace) -> int:
     if args.out:
         print(f"report written to {write_html(r, args.out)}")
     elif args.json:
-        print(json.dumps(r, indent=2, allow_nan=False))
+        print(redact(json.dumps(r, indent=2, allow_nan=False)))
     else:
-        print(format_text(r))
+        print(redact(format_text(r)))
     return 0
 
 
@@ -274,6 +295,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("report", help="what a live or stopped controller knows, from its knowledge store")
     p.add_argument("--knowledge", type=Path, default=Path("daedalus-knowledge.sqlite"), help="the SQLite store")
     p.add_argument("--config", type=Path, default=None, help="the controller's config (capacity settings)")
-    p.add_argument("--json", action="store_true", help="one strict JSON object")
-    p.add_argument("--out", type=Path, default=None, help="write index.html, report.json and PNG plots here")
+    output = p.add_mutually_exclusive_group()  # --out writes report.json itself
+    output.add_argument("--json", action="store_true", help="one strict JSON object")
+    output.add_argument("--out", type=Path, default=None, help="write index.html, report.json and PNG plots here")
     p.set_defaults(handler=_report)
