@@ -95,7 +95,7 @@ PY = sys.executable
 def cli(*argv: str, timeout_s: float = 60.0, cwd: Path | None = None, env: dict[str, str] | None = None) -> Outcome:
     try:
         p = subprocess.run(
-            [PY, "-m", "daedalus_spark.cli", *argv],
+            [PY, "-m", "daedalus_spark", *argv],
             capture_output=True,
             text=True,
             timeout=timeout_s,
@@ -151,7 +151,7 @@ def sidecar(
         data = prepare(tmp) if prepare else base(tmp)
         config = write_config(tmp, data)
         p = subprocess.Popen(
-            [PY, "-m", "daedalus_spark.cli", "run", "--config", str(config), *args],
+            [PY, "-m", "daedalus_spark", "run", "--config", str(config), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from daedalus_spark import metricnames as names
+from daedalus_spark.redact import redact
 
 
 def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
@@ -523,15 +524,6 @@ class MonitorConfig(_Section):
             )
         if both := sorted(set(self.job_labels) & set(self.job_labels_env)):
             raise ValueError(f"monitor.job_labels and monitor.job_labels_env both set {', '.join(both)}")
-        if self.prometheus_url:
-            for name in _PROMETHEUS_ONLY:
-                if name.startswith("query_"):
-                    _check_promql(f"monitor.{name}", getattr(self, name))
-        elif ignored := [n for n in _PROMETHEUS_ONLY if getattr(self, n) != MonitorConfig.model_fields[n].default]:
-            raise ValueError(
-                f"monitor.{', monitor.'.join(ignored)}: ignored without monitor.prometheus_url (the scrape monitor "
-                "reads the default metric names itself): remove, or set prometheus_url"
-            )
         return self
 
     _names = field_validator(
@@ -566,19 +558,36 @@ _PROMETHEUS_ONLY = (
 PLACEHOLDERS = ("$rate_window", "$selector")  # what monitor.assemble.substitute fills in
 
 
-def _check_promql(where: str, template: str) -> None:
+def _monitor_problem(m: MonitorConfig) -> str:
+    """What `run` would trip over in the monitor section ('' if nothing): PromQL that does not parse, or settings
+    only the Prometheus monitor reads given to the scrape monitor. Checked on the whole config, not the section:
+    tests build sections with queries a server should refuse."""
+    if m.prometheus_url:
+        for name in _PROMETHEUS_ONLY:
+            if name.startswith("query_") and (problem := _promql_problem(f"monitor.{name}", getattr(m, name))):
+                return problem
+    elif ignored := [n for n in _PROMETHEUS_ONLY if getattr(m, n) != MonitorConfig.model_fields[n].default]:
+        return (
+            f"monitor.{', monitor.'.join(ignored)}: ignored without monitor.prometheus_url (the scrape monitor reads "
+            "the default metric names itself): remove, or set prometheus_url"
+        )
+    return ""
+
+
+def _promql_problem(where: str, template: str) -> str:
     """The query with its placeholders filled in as the monitor fills them must parse as PromQL (promql-parser,
     the Rust parser GreptimeDB uses, as a library: validation needs no promtool binary)."""
     import promql_parser
 
     unknown = sorted(set(re.findall(r"\$[A-Za-z_][A-Za-z0-9_]*", template)) - set(PLACEHOLDERS))
     if unknown:
-        raise ValueError(f"{where}: unknown placeholder {', '.join(unknown)} (known: {', '.join(PLACEHOLDERS)})")
+        return f"{where}: unknown placeholder {', '.join(unknown)} (known: {', '.join(PLACEHOLDERS)})"
     promql = template.replace("$rate_window", "1m").replace("$selector", 'job="x"')
     try:
         promql_parser.parse(promql)
     except ValueError as exc:
-        raise ValueError(f"{where}: not valid PromQL ({exc}): {template!r:.200}") from None
+        return f"{where}: not valid PromQL ({exc}): {template!r:.200}"
+    return ""
 
 
 class ActuatorConfig(_Section):
@@ -829,7 +838,7 @@ class Config(_Section):
                 f"agent.min_executors..agent.max_executors ({self.agent.min_executors}..{self.agent.max_executors}): "
                 "the agent refuses targets outside them"
             )
-        problem = _retention_problem(self)
+        problem = _monitor_problem(self.monitor) or _retention_problem(self)
         if problem:
             raise ValueError(problem)
         return self
@@ -904,7 +913,8 @@ def _explain(model: type[BaseModel], err: ErrorDetails) -> str:
         return f"{path}: unknown key (allowed here: {allowed})"
     msg = err["msg"].removeprefix("Value error, ")
     got = err.get("input")
-    return f"{path}: {msg} (got {got!r})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
+    # The value is echoed to say which one was meant, with any password inside a URL masked.
+    return f"{path}: {msg} (got {redact(repr(got))})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
 
 
 def parse_model(model: type[M], data: Any, source: str, error: type[ConfigError] = ConfigError) -> M:

@@ -49,6 +49,7 @@ class Sidecar:
     _last_failure: str = ""
 
     def __post_init__(self) -> None:
+        self._started_s = self.clock.now()
         # Spawned, not forked: this process already runs threads (scheduler, HTTP, queries).
         self.refits = refit_pool() if self.config.forecast.background_refit else None
         self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path, retention=self.config.knowledge)

@@ -113,7 +113,7 @@ def test_the_profile_is_added_back_to_the_residual_forecast() -> None:
     model.fit(y)
     cycles = y.reshape(-1, 20)
     np.testing.assert_allclose(model._profile, cycles.mean(axis=0) - cycles.mean())
-    residual_forecast = np.asarray(model._model.predict(n_periods=25))
+    residual_forecast = np.asarray(model._model.predict(n_periods=25)) * model._scale
     phases = (200 + np.arange(25)) % 20
     np.testing.assert_allclose(model.predict(25), np.clip(residual_forecast + model._profile[phases], 0, None))
 
