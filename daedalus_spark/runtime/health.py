@@ -50,6 +50,7 @@ class HealthServer:
             for task in self._handlers:  # clients still connected are dropped, each handler ending cleanly
                 task.cancel()
             self._loop.run_until_complete(asyncio.gather(*self._handlers, return_exceptions=True))
+            self._loop.run_until_complete(asyncio.sleep(0))  # the transports' scheduled closes run
             self._loop.run_until_complete(server.wait_closed())
             self._loop.close()
 

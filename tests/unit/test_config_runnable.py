@@ -60,7 +60,7 @@ ACCEPTED = [
         "kubernetes-actuator-ignores-agent-bounds",
         {"controller": {"max_scaleout": 40}, "actuator": {"kind": "kubernetes"}},
     ),
-    ("every-interface-said-so", {"runtime": {"metrics_host": "0.0.0.0"}}),  # noqa: S104 - what the test accepts
+    ("every-interface-said-so", {"runtime": {"metrics_host": "0.0.0.0"}}),
     ("url-with-path", {"actuator": {"agent_url": "http://agent:9095/base/"}}),
 ]
 

@@ -155,7 +155,7 @@ def test_within_a_loop_interval_of_the_clock_is_not_the_future(tmp_path: Path) -
 def test_a_damaged_learned_value_is_still_refused_at_start(tmp_path: Path) -> None:
     path = saved_store(tmp_path)
     _component("controller", "last_rescale_s", "x")(path)
-    with pytest.raises(IncompatibleKnowledge, match="controller.last_rescale_s: expected a number"):
+    with pytest.raises(IncompatibleKnowledge, match=r"controller\.last_rescale_s: expected a number"):
         Controller.resume(CONFIG, SqliteKnowledgeStore(path), now_s=START_S)
 
 
