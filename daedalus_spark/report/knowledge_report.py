@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
-import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -20,6 +18,7 @@ from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import IncompatibleKnowledge, Knowledge, restore
 from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import finite_or_none
+from daedalus_spark.report.outfile import replace_file
 
 
 def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
@@ -249,7 +248,7 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
             png = io.BytesIO()
             fig.savefig(png, format="png", dpi=90)
             plt.close(fig)
-            _replace(out / name, png.getvalue())
+            replace_file(out / name, png.getvalue())
             figures.append(name)
     body = "".join(f'<img src="{name}" alt="{name}"><br>' for name in figures)
     text = format_text(r).replace("&", "&amp;").replace("<", "&lt;")
@@ -258,22 +257,9 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
         f"<h1>daedalus-spark: what the controller knows</h1><pre>{text}</pre>{body}"
         f"<p><a href='report.json'>report.json</a></p>"
     )
-    _replace(out / "report.json", redact(json.dumps(r, indent=2, allow_nan=False)).encode())
-    _replace(out / "index.html", redact(page).encode())
+    replace_file(out / "report.json", redact(json.dumps(r, indent=2, allow_nan=False)).encode())
+    replace_file(out / "index.html", redact(page).encode())
     return out / "index.html"
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Write `path` as a new file renamed into place: a symlink (or any file) already named so is replaced, never
-    written through, and a reader never sees half a file."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def write_report(knowledge_path: str | Path, out: Path, config: Config | None = None) -> Path:

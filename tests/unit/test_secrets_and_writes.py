@@ -23,7 +23,7 @@ from daedalus_spark.runtime.sidecar import Sidecar
 from tests.unit.test_loop import ScriptedMonitor
 from tests.unit.test_runtime import config_in
 
-TOKEN = "tok-8d1f0c2e"  # noqa: S105 - a marker to look for, not a credential
+TOKEN = "tok-8d1f0c2e"  # a marker to look for, not a credential
 
 
 @pytest.mark.parametrize(
@@ -154,3 +154,62 @@ def test_a_csv_column_without_a_name_is_refused(tmp_path: Path, capsys, header) 
     (tmp_path / "t.csv").write_text(f"{header}\n{rows}")
     assert main(["capacity", "--utilization", str(tmp_path / "u.csv"), "--throughput", str(tmp_path / "t.csv")]) == 2
     assert "of the header has no name" in capsys.readouterr().err
+
+
+def _symlink_elsewhere(tmp_path: Path) -> Path:
+    (tmp_path / "victim.txt").write_text("precious\n")
+    (tmp_path / "out.json").symlink_to(tmp_path / "victim.txt")
+    return tmp_path / "out.json"
+
+
+def _dangling_symlink(tmp_path: Path) -> Path:
+    (tmp_path / "out.json").symlink_to(tmp_path / "not-yet.txt")
+    return tmp_path / "out.json"
+
+
+def _earlier_output(tmp_path: Path) -> Path:
+    (tmp_path / "out.json").write_text("old\n")
+    return tmp_path / "out.json"
+
+
+@pytest.mark.parametrize(
+    "prepare",
+    [_symlink_elsewhere, _dangling_symlink, _earlier_output, lambda tmp: tmp / "out.json"],
+    ids=["symlink-to-a-file", "dangling-symlink", "earlier-output", "new"],
+)
+def test_an_output_replaces_whatever_has_its_name_and_writes_nowhere_else(tmp_path: Path, prepare) -> None:
+    from daedalus_spark.report.outfile import replace_file
+
+    path = prepare(tmp_path)
+    replace_file(path, b"new\n")
+    assert not path.is_symlink() and path.read_bytes() == b"new\n"
+    assert not (tmp_path / "not-yet.txt").exists()
+    if (tmp_path / "victim.txt").exists():
+        assert (tmp_path / "victim.txt").read_text() == "precious\n"
+
+
+def test_a_stream_is_written_through(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from daedalus_spark.report.outfile import replace_file
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    replace_file(fifo, b"streamed\n")
+    reader.join(timeout=10)
+    assert got == [b"streamed\n"]
+    replace_file(Path("/dev/null"), b"x")  # a character device: written, never renamed over
+    assert Path("/dev/null").is_char_device()
+
+
+def test_simulate_json_to_a_symlink_replaces_the_link(tmp_path: Path) -> None:
+    link = _symlink_elsewhere(tmp_path)
+    trace = tmp_path / "t.csv"
+    trace.write_text("".join(f"{s}|{1000 + 10 * (s % 50)}\n" for s in range(400)))
+    assert main(["simulate", "--trace", str(trace), "--policies", "static:4", "--json", str(link), "--no-progress"]) == 0
+    assert (tmp_path / "victim.txt").read_text() == "precious\n"
+    assert json.loads(link.read_text())["policies"]
