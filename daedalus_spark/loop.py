@@ -120,7 +120,7 @@ class Loop:
                 decision.current_scaleout,
                 decision.target_scaleout,
                 actuation.outcome.value,
-                actuation.detail,
+                redact(actuation.detail),
             )
         return actuation
 

@@ -141,9 +141,9 @@ class ArimaModel:
     With a `profile` (the mean level per phase of a detected period), the ARIMA models the series minus that
     profile, and forecasts add it back: a cheap stand-in for a seasonal ARIMA (see docs/forecast.md).
 
-    The ARIMA sees the series divided by its mean absolute level at the fit (`scale`), and forecasts are multiplied
+    The ARIMA sees the series divided by its standard deviation at the fit (`scale`), and forecasts are multiplied
     back: the optimizer's tolerances and starting values are absolute, so the same shape at 10^6 times the records
-    would otherwise fit another model (p50 WAPE 17 % instead of 9.7 %).
+    would otherwise fit another model (docs/hardening.md: p50 WAPE 0.47 % against 2.34 % on the WordCount trace).
     """
 
     def __init__(self, *, window_steps: int, seasonal_period_steps: int = 0, select_horizon_steps: int = 0) -> None:
@@ -362,9 +362,12 @@ class LinearModel:
 
 
 def _scale_of(level: np.ndarray) -> float:
-    """The series' mean absolute level (1 when that is 0 or not finite): what the ARIMA's units are made of."""
-    scale = float(np.mean(np.abs(level))) if level.size else 0.0
-    return scale if math.isfinite(scale) and scale > 0 else 1.0
+    """What the ARIMA's units are made of: the series' standard deviation (statsmodels' optimizer starts and stops
+    as if the data had about unit variance), else its mean absolute level for a constant series, else 1."""
+    for scale in (float(np.std(level)), float(np.mean(np.abs(level)))) if level.size else ():
+        if math.isfinite(scale) and scale > 0:
+            return scale
+    return 1.0
 
 
 def _holdout_wape(model: Any, y: np.ndarray, level: np.ndarray, horizon_steps: int) -> float:

@@ -217,17 +217,25 @@ def _forget_the_future(k: Knowledge, latest_s: float) -> None:
     if pending is not None and pending.rescale_time_s > latest_s:
         k.damage.append(f"pending recovery's rescale time {ahead(pending.rescale_time_s)}: not measured")
         k.recovery.pending = None
-    for rows, kind, time_of in (
-        (k.decisions, "decision", lambda d: d.time_s),
-        (k.recoveries, "recovery", lambda r: r.rescale_time_s),
-    ):
-        future = [row for row in rows if time_of(row) > latest_s]
-        if future:
-            first = ahead(time_of(future[0]))
-            k.damage.append(f"{len(future)} {kind}(s) from the future left out, the first at {first}")
-            kept = [row for row in rows if time_of(row) <= latest_s]
-            rows.clear()
-            rows.extend(kept)
+    k.decisions = _until(k.decisions, latest_s, "decision", k.damage)
+    k.recoveries = _until(k.recoveries, latest_s, "recovery", k.damage)
+
+
+Stamped = TypeVar("Stamped", Decision, Recovery)
+
+
+def _until(rows: deque[Stamped], latest_s: float, kind: str, damage: list[str]) -> deque[Stamped]:
+    """The rows stamped at or before `latest_s`; those after it are left out with one line in `damage`."""
+    future = [row for row in rows if _time_of(row) > latest_s]
+    if not future:
+        return rows
+    ahead = _time_of(future[0]) - latest_s
+    damage.append(f"{len(future)} {kind}(s) from the future left out, the first {ahead:.0f} s ahead of the clock")
+    return deque((row for row in rows if _time_of(row) <= latest_s), maxlen=rows.maxlen)
+
+
+def _time_of(row: Decision | Recovery) -> float:
+    return row.rescale_time_s if isinstance(row, Recovery) else row.time_s
 
 
 class InMemoryKnowledgeStore:

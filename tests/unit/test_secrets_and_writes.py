@@ -210,6 +210,8 @@ def test_simulate_json_to_a_symlink_replaces_the_link(tmp_path: Path) -> None:
     link = _symlink_elsewhere(tmp_path)
     trace = tmp_path / "t.csv"
     trace.write_text("".join(f"{s}|{1000 + 10 * (s % 50)}\n" for s in range(400)))
-    assert main(["simulate", "--trace", str(trace), "--policies", "static:4", "--json", str(link), "--no-progress"]) == 0
+    assert (
+        main(["simulate", "--trace", str(trace), "--policies", "static:4", "--json", str(link), "--no-progress"]) == 0
+    )
     assert (tmp_path / "victim.txt").read_text() == "precious\n"
     assert json.loads(link.read_text())["policies"]

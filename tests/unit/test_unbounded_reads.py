@@ -154,3 +154,25 @@ def test_shutdown_drops_clients_still_connected(health) -> None:
     health.server_close()
     assert stalled.recv(10) == b""  # closed, not left hanging
     stalled.close()
+
+
+def test_a_prometheus_that_trickles_its_answers_fails_the_window_at_the_deadline(target) -> None:
+    from daedalus_spark.config import MonitorConfig
+    from daedalus_spark.monitor.prometheus import PrometheusMonitor
+
+    stop = threading.Event()
+
+    def trickle() -> Iterator[bytes]:
+        while not stop.wait(0.05):
+            yield b" "
+
+    target.body = trickle  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{target.server_port}"
+    monitor = PrometheusMonitor(MonitorConfig(prometheus_url=url, scrape_interval_s=1, timeout_s=0.5), "cpu")
+    try:
+        with pytest.raises(MonitorError) as err:
+            monitor.observe(start_s=1_700_000_000.0, end_s=1_700_000_010.0)
+    finally:
+        stop.set()
+        monitor.close()
+    assert err.value.kind == "timeout" and "took longer than 0.5 s" in str(err.value)
