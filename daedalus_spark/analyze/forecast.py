@@ -54,6 +54,10 @@ _STATE_VERSION = 2
 _MAX_STORED_ORDER, _MAX_STORED_PARAMS = 6, 64
 # Largest magnitude accepted for a stored rate or bucket index (about 3 billion years at 1 s).
 _MAX_STORED_VALUE = 1e17
+# The mean level (records/s) the ARIMA sees its series at, whatever the workload's own: the bundled traces' order of
+# magnitude, where its accuracy was measured. Unit level (or unit variance) fitted worse there: WordCount p90 WAPE
+# 7.4 % (5.1 %) against 0.9 % (docs/hardening.md, "Bad input, round 2").
+MODEL_LEVEL = 1e4
 
 
 # Seasonality detection (`detect_period`): a period counts when the history holds this many cycles of it...
@@ -141,9 +145,9 @@ class ArimaModel:
     With a `profile` (the mean level per phase of a detected period), the ARIMA models the series minus that
     profile, and forecasts add it back: a cheap stand-in for a seasonal ARIMA (see docs/forecast.md).
 
-    The ARIMA sees the series divided by its standard deviation at the fit (`scale`), and forecasts are multiplied
-    back: the optimizer's tolerances and starting values are absolute, so the same shape at 10^6 times the records
-    would otherwise fit another model (docs/hardening.md: p50 WAPE 0.47 % against 2.34 % on the WordCount trace).
+    The ARIMA sees the series rescaled to a mean level of MODEL_LEVEL at the fit (`scale`), and forecasts are
+    multiplied back: the optimizer's tolerances and starting values are absolute, so the same shape at 10^6 times the
+    records would otherwise fit another model (docs/hardening.md: p50 WAPE 0.47 % against 2.34 % on WordCount).
     """
 
     def __init__(self, *, window_steps: int, seasonal_period_steps: int = 0, select_horizon_steps: int = 0) -> None:
@@ -362,12 +366,10 @@ class LinearModel:
 
 
 def _scale_of(level: np.ndarray) -> float:
-    """What the ARIMA's units are made of: the series' standard deviation (statsmodels' optimizer starts and stops
-    as if the data had about unit variance), else its mean absolute level for a constant series, else 1."""
-    for scale in (float(np.std(level)), float(np.mean(np.abs(level)))) if level.size else ():
-        if math.isfinite(scale) and scale > 0:
-            return scale
-    return 1.0
+    """Workload units per model unit: the model sees the series at a mean level of MODEL_LEVEL (1 for a series of
+    zeros or one that is not finite)."""
+    mean = float(np.mean(np.abs(level))) if level.size else 0.0
+    return mean / MODEL_LEVEL if math.isfinite(mean) and mean > 0 else 1.0
 
 
 def _holdout_wape(model: Any, y: np.ndarray, level: np.ndarray, horizon_steps: int) -> float:

@@ -158,34 +158,36 @@ def restore(
     knowledge.recoveries.extend(_rows(s.recoveries, recovery_from_json, "recovery", knowledge.damage))
     if now_s is not None:
         _forget_the_future(knowledge, now_s + max(FUTURE_TOLERANCE_S, config.controller.loop_interval_s))
-    for line in knowledge.damage:
-        _log.warning("knowledge store: %s", line)
     try:
         knowledge.forecaster = WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refit_pool=refit_pool)
     except ValueError as exc:  # damaged, or another forecast.resolution_s: relearn the forecast, keep the rest
-        _log.warning("stored forecaster not used, the forecast is relearned: %s", exc)
+        knowledge.damage.append(f"stored forecaster not used, the forecast is relearned: {exc}")
+    for line in knowledge.damage:
+        _log.warning("knowledge store: %s", line)
     return knowledge
 
 
-def _history(raw: str | None) -> History:
+def _history(raw: str | None, damage: list[str]) -> History:
     """The reports' history; damaged, it is started afresh (the learned models do not depend on it)."""
     if raw is None:
         return History()
     try:
         return History.from_state(json.loads(raw))
     except (KeyError, TypeError, ValueError, RecursionError) as exc:
-        _log.warning("stored report history not used, it starts afresh: %s", exc)
+        damage.append(f"stored report history not used, it starts afresh: {exc}")
         return History()
 
 
 def _restore_learned(s: Snapshot, config: Config, refit_pool: Executor | None) -> Knowledge:
     controller = mapping(json.loads(s.components["controller"]), "controller")
+    damage: list[str] = []
     return Knowledge(
         capacity=CapacityModel.from_state(config.capacity, json.loads(s.components["capacity"])),
         forecaster=WorkloadForecaster(config.forecast, refit_pool=refit_pool),
         recovery=RecoveryMonitor.from_state(config.recovery, json.loads(s.components["recovery"])),
         last_rescale_s=optional_number(controller["last_rescale_s"], "controller.last_rescale_s"),
-        history=_history(s.components.get("history")),
+        history=_history(s.components.get("history"), damage),
+        damage=damage,
     )
 
 

@@ -128,8 +128,10 @@ def test_arima_upper_bound_is_the_statsmodels_one_sided_quantile(level: float) -
     model = fit_arima(y, window_steps=120, seasonal_period_steps=0)
     values, upper = model.predict_interval(12, level)
     fitted = model._model
-    res = SARIMAX(y, order=fitted.order, trend="c" if fitted.with_intercept else None).filter(fitted.params())
-    expected = res.get_forecast(12).conf_int(alpha=2 * (1 - level))[:, 1]
+    # The model is fitted on the series in its own units (y / scale): the interval is scaled back.
+    scaled = y / model._scale
+    res = SARIMAX(scaled, order=fitted.order, trend="c" if fitted.with_intercept else None).filter(fitted.params())
+    expected = res.get_forecast(12).conf_int(alpha=2 * (1 - level))[:, 1] * model._scale
     assert upper is not None
     np.testing.assert_allclose(upper, np.maximum(expected, values), rtol=1e-6)
 
