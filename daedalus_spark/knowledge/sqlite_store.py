@@ -142,8 +142,10 @@ class SqliteKnowledgeStore:
         directory or device (/dev/null would take every save and keep nothing) where the file should be."""
         parent = self.path.absolute().parent
         if not parent.is_dir():
-            missing = "is not a directory" if parent.exists() else "does not exist"
-            raise KnowledgeStoreError(f"{self.path}: directory {parent} {missing}")
+            problem = (
+                f"{parent} is a file, not a directory" if parent.exists() else f"directory {parent} does not exist"
+            )
+            raise KnowledgeStoreError(f"{self.path}: {problem}")
         if self.path.exists() and not self.path.is_file():
             kind = "a directory" if self.path.is_dir() else "a device, pipe or socket"
             raise KnowledgeStoreError(f"{self.path}: {kind}, not a file")

@@ -50,18 +50,23 @@ class Sidecar:
 
     def __post_init__(self) -> None:
         self._started_s = self.clock.now()
-        # Spawned, not forked: this process already runs threads (scheduler, HTTP, queries).
-        self.refits = refit_pool() if self.config.forecast.background_refit else None
-        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path, retention=self.config.knowledge)
-        controller = Controller.resume(self.config, self.store, refit_pool=self.refits, now_s=self.clock.now())
-        controller.save(self.store)  # a store that cannot be written is refused now, not at the first rescale
-        self.metrics = ControllerMetrics(controller)
         decision_log = DecisionLog(
             self.config.runtime.decision_log,
             max_bytes=self.config.knowledge.decision_log_max_bytes,
             backups=self.config.knowledge.decision_log_backups,
         )
         decision_log.check()
+        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path, retention=self.config.knowledge)
+        # Spawned, not forked: this process already runs threads (scheduler, HTTP, queries).
+        self.refits = refit_pool() if self.config.forecast.background_refit else None
+        try:
+            controller = Controller.resume(self.config, self.store, refit_pool=self.refits, now_s=self.clock.now())
+            controller.save(self.store)  # a store that cannot be written is refused now, not at the first rescale
+        except BaseException:
+            if self.refits is not None:
+                self.refits.shutdown(wait=False, cancel_futures=True)
+            raise
+        self.metrics = ControllerMetrics(controller)
         publishers: list[Publisher] = [
             decision_log,
             LogPublisher(),

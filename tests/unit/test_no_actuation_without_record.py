@@ -31,7 +31,7 @@ def _under_a_file(tmp_path: Path) -> Path:
 NEVER_A_STORE = [
     ("device", lambda tmp: Path("/dev/null"), "a device"),
     ("directory", lambda tmp: tmp, "a directory"),
-    ("under-a-file", _under_a_file, "is not a directory"),
+    ("under-a-file", _under_a_file, "is a file, not a directory"),
     ("missing-directory", lambda tmp: tmp / "nope" / "k.sqlite", "does not exist"),
 ]
 
