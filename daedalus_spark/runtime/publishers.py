@@ -21,6 +21,8 @@ from daedalus_spark.report.jsonout import finite_or_none
 
 log = logging.getLogger("daedalus_spark.decisions")
 
+_LINE_START = b'{"actuation": '  # every decision log line: its keys are sorted
+
 
 def result_record(result: StepResult) -> dict[str, Any]:
     d, a = result.decision, result.actuation
@@ -94,6 +96,8 @@ class DecisionLog:
             record = None
         if isinstance(record, dict) and {"time_s", "reason"} <= record.keys():
             return ""
+        if first.startswith(_LINE_START) and not first.endswith(b"\n"):
+            return ""  # our first line, cut short by a controller killed while writing it
         return "not a decision log (its first line is not a tick's JSON); refusing to append to it"
 
     def publish(self, result: StepResult) -> None:
@@ -105,9 +109,22 @@ class DecisionLog:
         try:
             self._rotate_before(len(line.encode()))
             with self.path.open("a", encoding="utf-8") as f:
-                f.write(line)
+                f.write(("\n" if self._cut_short() else "") + line)
         except OSError as exc:
             log.error("cannot append to the decision log %s: %s", self.path, exc.strerror)
+
+    def _cut_short(self) -> bool:
+        """Whether the log ends inside a line (a controller killed while writing it): the next line starts anew."""
+        try:
+            if not self.path.is_file():
+                return False  # a device or a pipe is never read
+            with self.path.open("rb") as f:
+                if f.seek(0, 2) == 0:
+                    return False
+                f.seek(-1, 2)
+                return f.read(1) != b"\n"
+        except OSError:
+            return False
 
     def _rotate_before(self, line_bytes: int) -> None:
         if not self.max_bytes:

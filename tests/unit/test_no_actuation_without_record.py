@@ -71,8 +71,12 @@ def test_a_decision_log_that_is_not_one_is_refused_at_start_and_left_alone(tmp_p
 
 @pytest.mark.parametrize(
     "prepare",
-    [lambda tmp: tmp / "new.jsonl", lambda tmp: _file(tmp / "old.jsonl", '{"time_s": 1, "reason": "x"}\n')],
-    ids=["new-file", "an-earlier-log"],
+    [
+        lambda tmp: tmp / "new.jsonl",
+        lambda tmp: _file(tmp / "old.jsonl", '{"time_s": 1, "reason": "x"}\n'),
+        lambda tmp: _file(tmp / "cut.jsonl", '{"actuation": null, "curr'),
+    ],
+    ids=["new-file", "an-earlier-log", "first-line-cut-short-by-a-kill"],
 )
 def test_a_decision_log_of_ours_or_a_new_one_is_appended_to(tmp_path: Path, prepare) -> None:
     target = prepare(tmp_path)
