@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from daedalus_spark import metricnames as names
+from daedalus_spark.redact import redact
 
 
 def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
@@ -33,6 +34,12 @@ def _http_url(value: str) -> str:
         raise ValueError(f"not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("expected an http:// or https:// URL with a host")
+    if "@" in parts.netloc:
+        # A password here would be in every log line and error that quotes the URL: use the token settings.
+        raise ValueError("a URL with user info (user:password@) is not accepted: use a bearer token setting")
+    if parts.query or parts.fragment:
+        part = "a query string (?…)" if parts.query else "a fragment (#…)"
+        raise ValueError(f"a URL with {part} is not accepted: the path is appended to, and the rest would be lost")
     return value
 
 
@@ -43,6 +50,52 @@ def _nonblank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
     return value
+
+
+def _openable_path(value: str) -> str:
+    """A file path the OS can open: no NUL byte (every open would fail) and no other control character."""
+    if any(ord(ch) < 32 for ch in value):
+        raise ValueError("a path must not hold a NUL byte or another control character")
+    return value
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace (RFC 1123 label)
+_DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_KEY_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+_SET_REQUIREMENT = re.compile(r"\s*(\S+)\s+(in|notin)\s+\(([^()]*)\)\s*")
+_EQUALITY_REQUIREMENT = re.compile(r"\s*(!?)([^=!\s]+)\s*(?:(==|=|!=)\s*(\S*)\s*)?")
+
+
+def _label_key(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    return bool(_LABEL_KEY_NAME.fullmatch(name)) and (not prefix or bool(_DNS_SUBDOMAIN.fullmatch(prefix)))
+
+
+def _label_selector(value: str) -> str:
+    """A Kubernetes label selector as the API server parses it: key, !key, key=value, key==value, key!=value,
+    key in (a,b), key notin (a,b), separated by commas; keys and values by the label rules."""
+    for requirement in re.split(r",(?![^()]*\))", value):
+        if m := _SET_REQUIREMENT.fullmatch(requirement):
+            key, values = m.group(1), [v.strip() for v in m.group(3).split(",")]
+        elif (m := _EQUALITY_REQUIREMENT.fullmatch(requirement)) and not (m.group(1) and m.group(3)):
+            key, values = m.group(2), [] if m.group(4) is None else [m.group(4)]
+        else:
+            raise ValueError(f"{requirement.strip()!r} is not a label selector requirement")
+        if not _label_key(key):
+            raise ValueError(f"{key!r} is not a label key (letters, digits, '-', '_', '.'; at most 63)")
+        if bad := [v for v in values if not _LABEL_VALUE.fullmatch(v)]:
+            raise ValueError(f"{bad[0]!r} is not a label value (letters, digits, '-', '_', '.'; at most 63)")
+    return value
+
+
+def _dns(pattern: re.Pattern[str], what: str) -> Any:
+    def check(value: str) -> str:
+        if value and not pattern.fullmatch(value):
+            raise ValueError(f"{value!r} is not a valid Kubernetes {what} (lower-case letters, digits and '-')")
+        return value
+
+    return check
 
 
 class ControllerConfig(_Section):
@@ -133,6 +186,7 @@ class ControllerConfig(_Section):
     )
 
     _path = field_validator("knowledge_path")(_nonblank)
+    _path_chars = field_validator("knowledge_path")(_openable_path)
 
 
 class CapacityConfig(_Section):
@@ -471,6 +525,8 @@ class MonitorConfig(_Section):
             _http_url(url)
         return value
 
+    _paths = field_validator("ca_file", "bearer_token_file")(_openable_path)
+
     @field_validator("job_labels", "job_labels_env", "source_labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
@@ -509,6 +565,54 @@ class MonitorConfig(_Section):
         "query_executors",
         "query_uptime",
     )(_nonblank)
+
+
+# Read only by the Prometheus monitor: changed from their defaults without prometheus_url, they would be silently
+# ignored (the defaults may stay: `validate-config` prints every key, and its output must validate).
+# scrape_interval_s is not among them: a config may carry it for the Prometheus a launcher adds (the demo's).
+_PROMETHEUS_ONLY = (
+    "job_labels",
+    "job_labels_env",
+    "tls_verify",
+    "ca_file",
+    "bearer_token_env",
+    "bearer_token_file",
+    "executor_label",
+    *(name for name in MonitorConfig.model_fields if name.startswith("query_")),
+)
+PLACEHOLDERS = ("$rate_window", "$selector")  # what monitor.assemble.substitute fills in
+
+
+def _monitor_problem(m: MonitorConfig) -> str:
+    """What `run` would trip over in the monitor section ('' if nothing): PromQL that does not parse, or settings
+    only the Prometheus monitor reads given to the scrape monitor. Checked on the whole config, not the section:
+    tests build sections with queries a server should refuse."""
+    if m.prometheus_url:
+        for name in _PROMETHEUS_ONLY:
+            if name.startswith("query_") and (problem := _promql_problem(f"monitor.{name}", getattr(m, name))):
+                return problem
+    elif ignored := [n for n in _PROMETHEUS_ONLY if getattr(m, n) != MonitorConfig.model_fields[n].default]:
+        return (
+            f"monitor.{', monitor.'.join(ignored)}: ignored without monitor.prometheus_url (the scrape monitor reads "
+            "the default metric names itself): remove, or set prometheus_url"
+        )
+    return ""
+
+
+def _promql_problem(where: str, template: str) -> str:
+    """The query with its placeholders filled in as the monitor fills them must parse as PromQL (promql-parser,
+    the Rust parser GreptimeDB uses, as a library: validation needs no promtool binary)."""
+    import promql_parser
+
+    unknown = sorted(set(re.findall(r"\$[A-Za-z_][A-Za-z0-9_]*", template)) - set(PLACEHOLDERS))
+    if unknown:
+        return f"{where}: unknown placeholder {', '.join(unknown)} (known: {', '.join(PLACEHOLDERS)})"
+    promql = template.replace("$rate_window", "1m").replace("$selector", 'job="x"')
+    try:
+        promql_parser.parse(promql)
+    except ValueError as exc:
+        return f"{where}: not valid PromQL ({exc}): {template!r:.200}"
+    return ""
 
 
 class ActuatorConfig(_Section):
@@ -555,6 +659,16 @@ class RuntimeConfig(_Section):
     )
 
     _log = field_validator("decision_log")(_nonblank)
+    _log_chars = field_validator("decision_log")(_openable_path)
+
+    @field_validator("metrics_host")
+    @classmethod
+    def _host(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty (that listens on every interface: write 0.0.0.0 to mean it)")
+        if any(ch.isspace() or ord(ch) < 32 for ch in value):
+            raise ValueError("a host name or address, without spaces")
+        return value
 
 
 class AgentSettings(_Section):
@@ -629,6 +743,11 @@ class KubernetesConfig(_Section):
         "-",
         "Driver-sidecar modes: variable with the driver pod's uid (kubectl describe matches events by uid).",
     )
+
+    _namespace = field_validator("namespace")(_dns(_DNS_LABEL, "namespace"))
+    _name = field_validator("name")(_dns(_DNS_SUBDOMAIN, "object name"))
+    _selector = field_validator("executor_selector")(_label_selector)
+    _kubeconfig = field_validator("kubeconfig")(_openable_path)
 
 
 HISTORY_LIMIT = 1000  # the newest decisions and recoveries the controller and `report` read back from a store
@@ -734,7 +853,20 @@ class Config(_Section):
             raise ValueError(
                 f"forecast.resolution_s must be a whole number of seconds, got {self.forecast.resolution_s}"
             )
-        problem = _retention_problem(self)
+        if self.monitor.step_s > c.loop_interval_s:
+            raise ValueError(
+                f"monitor.step_s ({self.monitor.step_s:g} s) must not exceed controller.loop_interval_s "
+                f"({c.loop_interval_s:g} s): a tick's window would hold no sample"
+            )
+        if self.actuator.kind == "agent" and not (
+            self.agent.min_executors <= c.min_scaleout and c.max_scaleout <= self.agent.max_executors
+        ):
+            raise ValueError(
+                f"controller.min_scaleout..max_scaleout ({c.min_scaleout}..{c.max_scaleout}) must lie within "
+                f"agent.min_executors..agent.max_executors ({self.agent.min_executors}..{self.agent.max_executors}): "
+                "the agent refuses targets outside them"
+            )
+        problem = _monitor_problem(self.monitor) or _retention_problem(self)
         if problem:
             raise ValueError(problem)
         return self
@@ -782,6 +914,14 @@ class _StrictYamlLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# YAML 1.1 (PyYAML) reads 6e2 and 1e308 as strings: it wants a dot and a signed exponent. Read them as YAML 1.2
+# and JSON do, as numbers (an int field still refuses 6e2: it is a float).
+_StrictYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?([0-9][0-9_]*)(\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -801,7 +941,8 @@ def _explain(model: type[BaseModel], err: ErrorDetails) -> str:
         return f"{path}: unknown key (allowed here: {allowed})"
     msg = err["msg"].removeprefix("Value error, ")
     got = err.get("input")
-    return f"{path}: {msg} (got {got!r})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
+    # The value is echoed to say which one was meant, with any password inside a URL masked.
+    return f"{path}: {msg} (got {redact(repr(got))})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
 
 
 def parse_model(model: type[M], data: Any, source: str, error: type[ConfigError] = ConfigError) -> M:

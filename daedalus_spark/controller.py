@@ -17,6 +17,7 @@ from daedalus_spark.plan.algorithm import PlanInputs, plan
 from daedalus_spark.plan.batchratio import plan_batch_ratio
 from daedalus_spark.plan.cost import plan_cost_aware
 from daedalus_spark.plan.horizon import plan_horizon
+from daedalus_spark.redact import redact
 
 
 class Controller:
@@ -29,10 +30,18 @@ class Controller:
         self.knowledge = knowledge or Knowledge.fresh(config, refit_pool=refit_pool)
 
     @classmethod
-    def resume(cls, config: Config, store: KnowledgeStore, *, refit_pool: Executor | None = None) -> Controller:
-        """A controller that continues from the store's knowledge (fresh if the store is empty)."""
+    def resume(
+        cls,
+        config: Config,
+        store: KnowledgeStore,
+        *,
+        refit_pool: Executor | None = None,
+        now_s: float | None = None,
+    ) -> Controller:
+        """A controller that continues from the store's knowledge (fresh if the store is empty); with `now_s`, stored
+        times ahead of it are forgotten (knowledge.state.restore)."""
         saved = store.load()
-        knowledge = restore(saved, config, refit_pool=refit_pool) if saved else None
+        knowledge = restore(saved, config, now_s=now_s, refit_pool=refit_pool) if saved else None
         return cls(config, knowledge=knowledge, refit_pool=refit_pool)
 
     def save(self, store: KnowledgeStore) -> None:
@@ -53,7 +62,8 @@ class Controller:
         time a recovery that never happened and shrink the downtime estimate).
         """
         if actuation is not None:
-            decision = replace(decision, actuation=actuation.outcome.value, actuation_detail=actuation.detail)
+            # The detail may quote an error that quotes a URL or a header: no secret reaches the store or the log.
+            decision = replace(decision, actuation=actuation.outcome.value, actuation_detail=redact(actuation.detail))
         k = self.knowledge
         k.decisions.append(decision)
         if decision.rescale and actuation is not None and actuation.outcome.changed_the_job:

@@ -14,6 +14,7 @@ from daedalus_spark.domain import Decision, Observation
 from daedalus_spark.execute.port import Actuation, Actuator, Outcome
 from daedalus_spark.knowledge.state import KnowledgeStore
 from daedalus_spark.monitor.port import MetricsSource, MonitorError
+from daedalus_spark.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,8 @@ class StepResult:
     observation: Observation | None
     actuation: Actuation | None
     monitor_error: MonitorError | None
-    timings_s: dict[str, float] = field(default_factory=dict)  # monitor, tick, actuate, save
+    timings_s: dict[str, float] = field(default_factory=dict)  # monitor, tick, record, actuate, save
+    store_error: str | None = None  # the knowledge could not be saved at the end of this step
 
 
 class Publisher(Protocol):
@@ -57,24 +59,39 @@ class Loop:
         started = time.perf_counter()
         if observation is None:
             decision = self.controller.skip(
-                now_s, self._last_scaleout, problem=str(error), monitor_error=error.kind if error else ""
+                now_s, self._last_scaleout, problem=redact(str(error)), monitor_error=error.kind if error else ""
             )
         else:
             self._last_scaleout = observation.scaleout
             decision = self.controller.tick(observation, now_s)
         timings["tick"] = time.perf_counter() - started
-        started = time.perf_counter()
-        actuation = self._apply(decision) if decision.rescale else None
-        timings["actuate"] = time.perf_counter() - started
-        decision = self.controller.conclude(decision, actuation)
-        if self.store is not None:
+        actuation = None
+        if decision.rescale:
+            # Record first: a rescale the store cannot hold would leave the job changed with no trace of why.
+            unrecorded = self._save(timings, "record")
             started = time.perf_counter()
-            self.controller.save(self.store)
-            timings["save"] = time.perf_counter() - started
-        result = StepResult(now_s, decision, observation, actuation, error, timings)
+            actuation = self._apply(decision) if unrecorded is None else _not_recorded(decision, unrecorded)
+            timings["actuate"] = time.perf_counter() - started
+        decision = self.controller.conclude(decision, actuation)
+        store_error = self._save(timings, "save")
+        result = StepResult(now_s, decision, observation, actuation, error, timings, store_error)
         for publisher in self.publishers:
             publisher.publish(result)
         return result
+
+    def _save(self, timings: dict[str, float], phase: str) -> str | None:
+        """Save the knowledge; what went wrong, or None (nothing to save to counts as saved)."""
+        if self.store is None:
+            return None
+        started = time.perf_counter()
+        try:
+            self.controller.save(self.store)
+        except (OSError, ValueError) as exc:  # KnowledgeStoreError, IncompatibleKnowledge: a line, not a traceback
+            log.error("knowledge not saved: %s", exc)
+            return str(exc)
+        finally:
+            timings[phase] = time.perf_counter() - started
+        return None
 
     def _observe(self, now_s: float, timings: dict[str, float]) -> tuple[Observation | None, MonitorError | None]:
         interval_s = self.controller.config.controller.loop_interval_s
@@ -103,6 +120,13 @@ class Loop:
                 decision.current_scaleout,
                 decision.target_scaleout,
                 actuation.outcome.value,
-                actuation.detail,
+                redact(actuation.detail),
             )
         return actuation
+
+
+def _not_recorded(decision: Decision, problem: str) -> Actuation:
+    log.error(
+        "rescale %d -> %d not sent: it could not be recorded first", decision.current_scaleout, decision.target_scaleout
+    )
+    return Actuation(decision.target_scaleout, Outcome.NOT_RECORDED, f"not sent: the knowledge store failed: {problem}")

@@ -1,4 +1,4 @@
-"""Execute port: set an absolute scale-out and say what happened — applied, unconfirmed, refused, failed, dry run."""
+"""Execute port: set an absolute scale-out and say what happened — applied, unconfirmed, refused, failed, ...."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ class Outcome(StrEnum):
     REFUSED = "refused"  # the actuator said no (out of bounds, forbidden); nothing changed
     FAILED = "failed"  # could not reach the actuator or it erred; nothing known to have changed
     DRY_RUN = "dry_run"  # advisor mode: decided, not actuated
+    NOT_RECORDED = "not_recorded"  # not sent: the tick could not record the decision first (knowledge store)
 
     @property
     def changed_the_job(self) -> bool:

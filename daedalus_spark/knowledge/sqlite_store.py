@@ -84,8 +84,8 @@ class SqliteKnowledgeStore:
             conn.close()
 
     def load(self) -> Snapshot | None:
+        self._check_directory()
         if not self.path.exists():
-            self._check_directory()
             return None
         try:
             # Read-only: loading never creates tables, not even in a file that turns out not to be ours.
@@ -138,9 +138,17 @@ class SqliteKnowledgeStore:
             conn.execute(f"DROP TABLE {table}_v1")
 
     def _check_directory(self) -> None:
+        """A path that can never hold the store: a missing directory, a file where the directory should be, or a
+        directory or device (/dev/null would take every save and keep nothing) where the file should be."""
         parent = self.path.absolute().parent
         if not parent.is_dir():
-            raise KnowledgeStoreError(f"{self.path}: directory {parent} does not exist")
+            problem = (
+                f"{parent} is a file, not a directory" if parent.exists() else f"directory {parent} does not exist"
+            )
+            raise KnowledgeStoreError(f"{self.path}: {problem}")
+        if self.path.exists() and not self.path.is_file():
+            kind = "a directory" if self.path.is_dir() else "a device, pipe or socket"
+            raise KnowledgeStoreError(f"{self.path}: {kind}, not a file")
 
     def _foreign(self) -> IncompatibleKnowledge:
         return IncompatibleKnowledge(

@@ -106,6 +106,9 @@ def read_metric_csv(path: str | Path) -> MetricTable:
         raise InputFileError(path, 1, "expected a header with a time column and at least one series column")
     header = [h.strip() for h in rows[0][1]]
     names = header[1:]
+    if "" in names:
+        # An executor named "" cannot be told apart in any report, nor matched between the two files.
+        raise InputFileError(path, 1, f"column {names.index('') + 2} of the header has no name (each series needs one)")
     if len(set(names)) != len(names):
         raise InputFileError(path, 1, "duplicate column names in the header")
     times: list[str] = []

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,11 @@ from daedalus_spark.monitor.assemble import (
 )
 from daedalus_spark.monitor.native import NATIVE_QUERIES, group_selector
 from daedalus_spark.monitor.port import MonitorError
+from daedalus_spark.redact import bearer_token
 
 log = logging.getLogger(__name__)
+
+_GRACE_S = 0.5  # beyond monitor.timeout_s, for the client's own timeout to fire first with its clearer message
 
 
 # The config field that holds each query's template.
@@ -94,12 +98,12 @@ def auth_headers(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str,
     if config.bearer_token_file:
         source = f"monitor.bearer_token_file ({config.bearer_token_file})"
         try:
-            token = Path(config.bearer_token_file).read_text(encoding="utf-8").strip()
+            token = bearer_token(Path(config.bearer_token_file).read_text(encoding="utf-8"), source)
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"{source}: cannot read the bearer token: {type(exc).__name__}") from None
     elif config.bearer_token_env:
-        token = environ.get(config.bearer_token_env, "").strip()
         source = f"monitor.bearer_token_env ({config.bearer_token_env})"
+        token = bearer_token(environ.get(config.bearer_token_env, ""), source)
     else:
         return {}
     if not token:
@@ -147,8 +151,22 @@ class PrometheusMonitor:
             name: self._pool.submit(self._query, name, promql, window, deadline)
             for name, promql in self.queries.items()
         }
-        results = {name: _optional(name, future) for name, future in futures.items()}
+        results = {name: self._answer(name, future, deadline) for name, future in futures.items()}
         return build_observation(results, window, executor_label=self.config.executor_label)
+
+    def _answer(self, name: str, future: Future[Matrix], deadline: float) -> Matrix:
+        """The query's answer by the window's deadline: a server that trickles its answer (each read within the
+        client's timeout) fails the window like a silent one instead of holding the tick."""
+        try:
+            future.result(timeout=max(0.0, deadline - time.monotonic()) + _GRACE_S)
+        except FutureTimeout:
+            future.cancel()
+            raise MonitorError(
+                "timeout", f"query {name!r} took longer than {self.config.timeout_s} s ({self.config.prometheus_url})"
+            ) from None
+        except MonitorError:
+            pass  # _optional decides whether the window can do without it
+        return _optional(name, future)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -7,6 +7,7 @@ import itertools
 import logging
 import math
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from functools import partial
 from typing import Any
 
 import requests
+import urllib3
 from prometheus_client.parser import text_string_to_metric_families
 
 from daedalus_spark import metricnames as names
@@ -45,16 +47,49 @@ SeriesAt = Callable[[Series, float], float | None]
 STALE = None  # Prometheus's staleness marker: the series vanished from its target's latest scrape
 
 
+# Largest scrape body read: an agent's /metrics is tens of kB, a node exporter's a few MB; beyond this the target is
+# broken or hostile (200 MB once took the controller to 1.24 GB), and the scrape fails instead.
+MAX_SCRAPE_BYTES = 32 * 1024 * 1024
+_CHUNK_BYTES = 64 * 1024
+
+
 def http_fetch(url: str, timeout_s: float) -> str:
+    """The target's exposition text, read within one deadline of `timeout_s` for the whole answer (a target that
+    trickles a byte at a time fails like a silent one) and at most MAX_SCRAPE_BYTES."""
+    deadline = time.monotonic() + timeout_s
     try:
-        response = requests.get(url, timeout=timeout_s)
-    except requests.Timeout:
+        with requests.get(url, timeout=timeout_s, stream=True) as response:
+            if response.status_code != 200:
+                raise MonitorError("unreachable", f"scrape of {url}: HTTP {response.status_code}")
+            body = _read_before(response.raw, deadline, url, timeout_s)
+            encoding = response.encoding or "utf-8"
+    except (requests.Timeout, urllib3.exceptions.TimeoutError):
         raise MonitorError("timeout", f"scrape of {url} took longer than {timeout_s} s") from None
-    except requests.RequestException as exc:
+    except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
         raise MonitorError("unreachable", f"cannot scrape {url}: {type(exc).__name__}") from None
-    if response.status_code != 200:
-        raise MonitorError("unreachable", f"scrape of {url}: HTTP {response.status_code}")
-    return response.text
+    return body.decode(encoding, errors="replace")
+
+
+def _read_before(raw: urllib3.BaseHTTPResponse, deadline: float, url: str, timeout_s: float) -> bytes:
+    """Read the body a chunk at a time (one receive each), each wait bounded by what is left of the deadline."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        remaining_s = deadline - time.monotonic()
+        if remaining_s <= 0:
+            raise MonitorError("timeout", f"scrape of {url} took longer than {timeout_s} s (the whole answer)")
+        connection = getattr(raw, "connection", None)
+        if connection is not None and connection.sock is not None:
+            connection.sock.settimeout(remaining_s)
+        chunk = raw.read1(_CHUNK_BYTES, decode_content=True)  # gzip: the size bound counts the decoded text
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_SCRAPE_BYTES:
+            raise MonitorError(
+                "invalid", f"scrape of {url}: the answer is larger than {MAX_SCRAPE_BYTES // (1024 * 1024)} MiB"
+            )
+        chunks.append(chunk)
 
 
 @dataclass

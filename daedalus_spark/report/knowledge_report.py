@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import time
 from collections import Counter
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -16,7 +18,9 @@ from daedalus_spark.config import Config, load_config
 from daedalus_spark.knowledge.history import ForecastRecord
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import IncompatibleKnowledge, Knowledge, restore
+from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import finite_or_none
+from daedalus_spark.report.outfile import replace_file
 
 
 def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
@@ -26,7 +30,7 @@ def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
     snapshot = SqliteKnowledgeStore(path).load()  # loading opens the file read-only
     if snapshot is None:
         raise IncompatibleKnowledge(f"{path}: an empty knowledge file (no controller has saved to it yet)")
-    return restore(snapshot, config or Config())
+    return restore(snapshot, config or Config(), now_s=time.time())
 
 
 def iso(time_s: float) -> str:
@@ -188,6 +192,7 @@ def build(k: Knowledge) -> dict[str, Any]:
             },
             "last_rescale_s": k.last_rescale_s,
             "last_rescale": None if k.last_rescale_s is None else iso(k.last_rescale_s),
+            "damage": list(k.damage),
         }
     )
     return report
@@ -198,7 +203,7 @@ def _model_key(f: ForecastRecord) -> tuple[Any, ...]:
 
 
 def format_text(r: dict[str, Any]) -> str:
-    lines = []
+    lines = [f"knowledge store: {line}" for line in r.get("damage", [])]
     cap = r["capacity"]
     if cap is None:
         lines.append("capacity: nothing learned yet")
@@ -335,8 +340,10 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
             if draw is not plot_capacity:  # the others run along wall-clock time
                 fig.autofmt_xdate()
             fig.tight_layout()
-            fig.savefig(out / name, dpi=90)
+            png = io.BytesIO()
+            fig.savefig(png, format="png", dpi=90)
             plt.close(fig)
+            replace_file(out / name, png.getvalue())
             figures.append(name)
     body = "".join(f'<img src="{name}" alt="{name}"><br>' for name in figures)
     text = format_text(r).replace("&", "&amp;").replace("<", "&lt;")
@@ -345,8 +352,8 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
         f"<h1>daedalus-spark: what the controller knows</h1><pre>{text}</pre>{body}"
         f"<p><a href='report.json'>report.json</a></p>"
     )
-    (out / "report.json").write_text(json.dumps(r, indent=2, allow_nan=False))
-    (out / "index.html").write_text(page)
+    replace_file(out / "report.json", redact(json.dumps(r, indent=2, allow_nan=False)).encode())
+    replace_file(out / "index.html", redact(page).encode())
     return out / "index.html"
 
 
@@ -359,9 +366,9 @@ def _report(args: argparse.Namespace) -> int:
     if args.out:
         print(f"report written to {write_html(r, args.out)}")
     elif args.json:
-        print(json.dumps(r, indent=2, allow_nan=False))
+        print(redact(json.dumps(r, indent=2, allow_nan=False)))
     else:
-        print(format_text(r))
+        print(redact(format_text(r)))
     return 0
 
 
@@ -369,6 +376,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("report", help="what a live or stopped controller knows, from its knowledge store")
     p.add_argument("--knowledge", type=Path, default=Path("daedalus-knowledge.sqlite"), help="the SQLite store")
     p.add_argument("--config", type=Path, default=None, help="the controller's config (capacity settings)")
-    p.add_argument("--json", action="store_true", help="one strict JSON object")
-    p.add_argument("--out", type=Path, default=None, help="write index.html, report.json and PNG plots here")
+    output = p.add_mutually_exclusive_group()  # --out writes report.json itself
+    output.add_argument("--json", action="store_true", help="one strict JSON object")
+    output.add_argument("--out", type=Path, default=None, help="write index.html, report.json and PNG plots here")
     p.set_defaults(handler=_report)

@@ -16,9 +16,12 @@ from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Reason
 from daedalus_spark.execute.port import Outcome
 from daedalus_spark.loop import StepResult
+from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import finite_or_none
 
 log = logging.getLogger("daedalus_spark.decisions")
+
+_LINE_START = b'{"actuation": '  # every decision log line: its keys are sorted
 
 
 def result_record(result: StepResult) -> dict[str, Any]:
@@ -34,7 +37,12 @@ def result_record(result: StepResult) -> dict[str, Any]:
             "notes": list(d.notes),
             "actuation": None
             if a is None
-            else {"outcome": a.outcome.value, "detail": a.detail, "live": a.live, "duration_s": round(a.duration_s, 3)},
+            else {
+                "outcome": a.outcome.value,
+                "detail": redact(a.detail),
+                "live": a.live,
+                "duration_s": round(a.duration_s, 3),
+            },
             "monitor_error": None if result.monitor_error is None else result.monitor_error.kind,
             "timings_s": {k: round(v, 4) for k, v in result.timings_s.items()},
         }
@@ -56,14 +64,67 @@ class DecisionLog:
         self.max_bytes = max_bytes
         self.backups = backups
 
+    def check(self) -> None:
+        """At start: refuse a path this log can never be appended to, or a file that is not a decision log."""
+        where = f"runtime.decision_log ({self.path})"
+        if not self.path.absolute().parent.is_dir():
+            raise ValueError(f"{where}: directory {self.path.absolute().parent} does not exist")
+        if self.path.is_dir():
+            raise ValueError(f"{where}: a directory, not a file")
+        problem = self._foreign()
+        if problem:
+            raise ValueError(f"{where}: {problem}")
+        try:
+            with self.path.open("a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise ValueError(f"{where}: cannot append ({exc.strerror})") from None
+
+    def _foreign(self) -> str:
+        """Why the file is not ours to append to ('' if it is: absent, empty, a device or pipe, or JSON lines of
+        ticks): a config or notes given by mistake must not get decision lines written into them."""
+        try:
+            if not self.path.is_file() or self.path.stat().st_size == 0:
+                return ""
+            with self.path.open("rb") as f:
+                first = f.readline(64 * 1024)
+        except OSError as exc:
+            return f"cannot read ({exc.strerror})"
+        try:
+            record = json.loads(first)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and {"time_s", "reason"} <= record.keys():
+            return ""
+        if first.startswith(_LINE_START) and not first.endswith(b"\n"):
+            return ""  # our first line, cut short by a controller killed while writing it
+        return "not a decision log (its first line is not a tick's JSON); refusing to append to it"
+
     def publish(self, result: StepResult) -> None:
         line = json.dumps(result_record(result), allow_nan=False, sort_keys=True) + "\n"
+        problem = self._foreign()
+        if problem:
+            log.error("decision log %s: %s", self.path, problem)
+            return
         try:
             self._rotate_before(len(line.encode()))
             with self.path.open("a", encoding="utf-8") as f:
-                f.write(line)
+                f.write(("\n" if self._cut_short() else "") + line)
         except OSError as exc:
             log.error("cannot append to the decision log %s: %s", self.path, exc.strerror)
+
+    def _cut_short(self) -> bool:
+        """Whether the log ends inside a line (a controller killed while writing it): the next line starts anew."""
+        try:
+            if not self.path.is_file():
+                return False  # a device or a pipe is never read
+            with self.path.open("rb") as f:
+                if f.seek(0, 2) == 0:
+                    return False
+                f.seek(-1, 2)
+                return f.read(1) != b"\n"
+        except OSError:
+            return False
 
     def _rotate_before(self, line_bytes: int) -> None:
         if not self.max_bytes:
@@ -89,7 +150,7 @@ class LogPublisher:
 
     def publish(self, result: StepResult) -> None:
         d, a = result.decision, result.actuation
-        outcome = "" if a is None else f" -> {a.outcome.value}: {a.detail}"
+        outcome = "" if a is None else f" -> {a.outcome.value}: {redact(a.detail)}"
         log.info(
             "tick %s: %d -> %d (%s)%s",
             datetime.fromtimestamp(result.time_s, UTC).strftime("%H:%M:%S"),

@@ -20,11 +20,15 @@ from daedalus_spark.execute.port import Actuator, ActuatorError
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import Loop, Publisher, StepResult
 from daedalus_spark.monitor.port import MetricsSource
+from daedalus_spark.redact import redact, redact_logs
 from daedalus_spark.runtime.health import serve_health
 from daedalus_spark.runtime.publishers import ControllerMetrics, DecisionLog, LogPublisher
 from daedalus_spark.runtime.refits import refit_pool
 
 log = logging.getLogger(__name__)
+
+# Ticks in a row that raise or cannot save before /healthz says "failing" (a restart may help; it shows at least).
+FAILING_TICKS = 3
 
 
 @dataclass
@@ -41,19 +45,30 @@ class Sidecar:
     _last_step_s: float | None = None
     _last_good_s: float | None = None
     _started_s: float = 0.0
+    _failing_ticks: int = 0
+    _last_failure: str = ""
 
     def __post_init__(self) -> None:
+        self._started_s = self.clock.now()
+        decision_log = DecisionLog(
+            self.config.runtime.decision_log,
+            max_bytes=self.config.knowledge.decision_log_max_bytes,
+            backups=self.config.knowledge.decision_log_backups,
+        )
+        decision_log.check()
+        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path, retention=self.config.knowledge)
         # Spawned, not forked: this process already runs threads (scheduler, HTTP, queries).
         self.refits = refit_pool() if self.config.forecast.background_refit else None
-        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path, retention=self.config.knowledge)
-        controller = Controller.resume(self.config, self.store, refit_pool=self.refits)
+        try:
+            controller = Controller.resume(self.config, self.store, refit_pool=self.refits, now_s=self.clock.now())
+            controller.save(self.store)  # a store that cannot be written is refused now, not at the first rescale
+        except BaseException:
+            if self.refits is not None:
+                self.refits.shutdown(wait=False, cancel_futures=True)
+            raise
         self.metrics = ControllerMetrics(controller)
         publishers: list[Publisher] = [
-            DecisionLog(
-                self.config.runtime.decision_log,
-                max_bytes=self.config.knowledge.decision_log_max_bytes,
-                backups=self.config.knowledge.decision_log_backups,
-            ),
+            decision_log,
             LogPublisher(),
             self.metrics,
             *self.extra_publishers,
@@ -64,29 +79,44 @@ class Sidecar:
         """One tick; a tick that raises is logged and counted, never the end of the sidecar."""
         try:
             result = self.loop.step()
-        except Exception:  # the runtime outlives any single tick
+        except Exception as exc:  # the runtime outlives any single tick
             log.exception("tick failed; the next one runs as scheduled")
-            self.metrics.tick_errors.inc()
+            self._failed(f"tick raised {type(exc).__name__}: {exc}")
             return None
         finally:
             self._steps += 1
             self._last_step_s = self.clock.now()
+        if result.store_error is not None:
+            self._failed(f"knowledge not saved: {result.store_error}")
+            return result
+        self._failing_ticks, self._last_failure = 0, ""
         if result.monitor_error is None:
             self._last_good_s = result.time_s
         return result
 
+    def _failed(self, why: str) -> None:
+        self.metrics.tick_errors.inc()
+        self._failing_ticks += 1
+        self._last_failure = redact(why)
+
     def health(self) -> tuple[bool, dict[str, Any]]:
-        """Healthy while ticks keep coming (a monitor outage is reported, not unhealthy: a restart would not help)."""
+        """Healthy while ticks keep coming and succeed (a monitor outage is reported, not unhealthy: a restart would
+        not help); FAILING_TICKS in a row that raise or cannot save their knowledge are unhealthy."""
         now = self.clock.now()
         stall_s = 3 * self.config.controller.loop_interval_s + self.config.actuator.confirm_timeout_s
         since = now - (self._last_step_s if self._last_step_s is not None else self._started_s)
-        healthy = since <= stall_s
-        return healthy, {
-            "status": "ok" if healthy else "stalled",
+        failing = self._failing_ticks >= FAILING_TICKS
+        status = "stalled" if since > stall_s else "failing" if failing else "ok"
+        details: dict[str, Any] = {
+            "status": status,
             "ticks": self._steps,
             "seconds_since_last_tick": round(since, 3),
             "last_good_tick_s": self._last_good_s,
+            "failing_ticks": self._failing_ticks,
         }
+        if self._last_failure:
+            details["last_failure"] = self._last_failure
+        return status == "ok", details
 
     def run(self, *, handle_signals: bool = True) -> int:
         self._started_s = self.clock.now()
@@ -155,6 +185,7 @@ def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
     from daedalus_spark.execute import make_actuator, require_kubernetes_client
     from daedalus_spark.monitor import make_monitor
 
+    redact_logs()
     clock = SystemClock()
     actuator = make_actuator(config, dry_run=dry_run, environ=environ)
     on_kubernetes = config.actuator.kind == "kubernetes" or bool(environ.get(config.kubernetes.pod_name_env))

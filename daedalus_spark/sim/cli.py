@@ -14,6 +14,7 @@ from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import Config, ConfigError, load_config
 from daedalus_spark.monitor.files import BUNDLED_TRACES, BUNDLED_TRACES_DIR, InputFileError, read_trace
 from daedalus_spark.report.jsonout import strict_json
+from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
 from daedalus_spark.sim.policies import KNOWN, PolicyNameError, is_offline, needs_microbatch, parse_policy_list
@@ -198,7 +199,7 @@ def _write_outputs(json_path: str | None, out_dir: str | None, evaluations: list
                 print(text)
             else:
                 Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-                Path(json_path).write_text(text + "\n", encoding="utf-8")
+                replace_file(Path(json_path), (text + "\n").encode())
         if out_dir:
             from daedalus_spark.sim.report import write_report
 

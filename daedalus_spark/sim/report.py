@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import html
+import io
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.sim.metrics import METRIC_ORDER
 
 if TYPE_CHECKING:
@@ -32,7 +34,9 @@ def write_csv(ev: TraceEvaluation, path: Path) -> None:
         header += [f"{name}.scaleout", f"{name}.lag_records", f"{name}.latency_s", f"{name}.processing"]
         columns += [run.scaleout, run.lag_records, run.latency_s, run.processing.astype(int)]
     table = np.column_stack([np.asarray(c, dtype=float) for c in columns])
-    np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.6g")
+    text = io.BytesIO()
+    np.savetxt(text, table, delimiter=",", header=",".join(header), comments="", fmt="%.6g")
+    replace_file(path, text.getvalue())
 
 
 def _ecdf(latency: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -71,8 +75,10 @@ def plot_trace(ev: TraceEvaluation, path: Path) -> None:
         ax_r.text(i, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
     fig.suptitle(ev.trace)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=90)
     plt.close(fig)
+    replace_file(path, png.getvalue())
 
 
 def _fmt(value: float | int) -> str:
@@ -111,5 +117,5 @@ def write_report(evaluations: list[TraceEvaluation], out_dir: Path, *, command: 
         f"<p><code>{html.escape(command)}</code></p>{''.join(sections)}</body></html>\n"
     )
     path = out_dir / "index.html"
-    path.write_text(page, encoding="utf-8")
+    replace_file(path, page.encode())
     return path

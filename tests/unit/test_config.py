@@ -183,7 +183,9 @@ def test_example_config_documents_every_field_and_equals_the_defaults():
 
 
 def test_rendered_yaml_round_trips_a_changed_config():
-    changed = parse_config({"controller": {"max_scaleout": 40, "utilization_signal": "busy_time"}})
+    changed = parse_config(
+        {"controller": {"max_scaleout": 40, "utilization_signal": "busy_time"}, "agent": {"max_executors": 40}}
+    )
     assert parse_config(yaml.safe_load(render_yaml(changed))) == changed
 
 

@@ -113,7 +113,7 @@ def test_the_profile_is_added_back_to_the_residual_forecast() -> None:
     model.fit(y)
     cycles = y.reshape(-1, 20)
     np.testing.assert_allclose(model._profile, cycles.mean(axis=0) - cycles.mean())
-    residual_forecast = np.asarray(model._model.predict(n_periods=25))
+    residual_forecast = np.asarray(model._model.predict(n_periods=25)) * model._scale
     phases = (200 + np.arange(25)) % 20
     np.testing.assert_allclose(model.predict(25), np.clip(residual_forecast + model._profile[phases], 0, None))
 
@@ -128,8 +128,10 @@ def test_arima_upper_bound_is_the_statsmodels_one_sided_quantile(level: float) -
     model = fit_arima(y, window_steps=120, seasonal_period_steps=0)
     values, upper = model.predict_interval(12, level)
     fitted = model._model
-    res = SARIMAX(y, order=fitted.order, trend="c" if fitted.with_intercept else None).filter(fitted.params())
-    expected = res.get_forecast(12).conf_int(alpha=2 * (1 - level))[:, 1]
+    # The model is fitted on the series in its own units (y / scale): the interval is scaled back.
+    scaled = y / model._scale
+    res = SARIMAX(scaled, order=fitted.order, trend="c" if fitted.with_intercept else None).filter(fitted.params())
+    expected = res.get_forecast(12).conf_int(alpha=2 * (1 - level))[:, 1] * model._scale
     assert upper is not None
     np.testing.assert_allclose(upper, np.maximum(expected, values), rtol=1e-6)
 

@@ -126,7 +126,7 @@ def test_a_damaged_forecaster_is_relearned_with_a_warning_and_later_ticks_run(
 
 
 ARIMA_DAMAGE = [
-    ("params-wrong-count", "params", [0.1]),
+    ("params-wrong-count", "params", [0.1] * 21),  # no order within the search bounds has 21 parameters
     ("params-nan", "params", [float("nan")] * 3),
     ("order-huge", "order", [500, 0, 500]),
     ("seasonal-period-huge", "seasonal_order", [1, 0, 1, 10**6]),

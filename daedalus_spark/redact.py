@@ -1,0 +1,52 @@
+"""Edge support: secrets kept out of every text the controller writes — URL passwords, bearer tokens, known values."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]*@")  # scheme://user:password@host
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;]+")
+_MASK = "***"
+_known: set[str] = set()  # the tokens this process read (agent, Prometheus): masked wherever they turn up
+
+
+def bearer_token(raw: str, where: str) -> str:
+    """A token read from a variable or a file: surrounding whitespace (a file's trailing newline) is trimmed; a token
+    with a line break or another control character inside is refused, naming where it came from, since a header
+    cannot carry it (the HTTP library's error would quote the token)."""
+    token = raw.strip()
+    if any(not ch.isprintable() or ch.isspace() for ch in token):
+        raise ValueError(f"{where}: the bearer token holds whitespace or a control character inside (one line only)")
+    if token:
+        _known.add(token)
+    return token
+
+
+def redact(text: str) -> str:
+    """`text` with URL user info, `Bearer …` values and every token this process read replaced by ***."""
+    text = _USERINFO.sub(rf"\1{_MASK}@", text)
+    text = _BEARER.sub(rf"\1{_MASK}", text)
+    for secret in _known:
+        text = text.replace(secret, _MASK)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """On a handler: every record it writes, message and traceback, goes through `redact`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+def redact_logs() -> None:
+    """Put a RedactingFilter on every handler of the root logger (once each)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
