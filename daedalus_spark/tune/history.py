@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from daedalus_spark.config import Config
+from daedalus_spark.config import Config, parse_config
 from daedalus_spark.monitor.files import MAX_METRIC_VALUE, read_trace
+from daedalus_spark.tune.grid import with_values
 from daedalus_spark.tune.split import HistoryError
 
 MAX_POINTS_PER_QUERY = 10_000  # Prometheus refuses a range query of more than 11,000 points per series
@@ -122,7 +123,7 @@ def from_prometheus(
 
     from daedalus_spark.monitor.prometheus import auth_headers, job_labels, queries, session
 
-    monitor = config.monitor.model_copy(update={"prometheus_url": url})
+    monitor = parse_config(with_values(config, {"monitor.prometheus_url": url}), "config").monitor  # checked with it
     promql = queries(monitor, config.controller.utilization_signal, job_labels(monitor, environ))["workload"]
     end = math.floor(now_s / step_s) * step_s
     start = end - math.floor(since_s / step_s) * step_s
@@ -145,6 +146,8 @@ def from_prometheus(
             t, v = _matrix_values(result, promql)
             times.append(t)
             values.append(v)
+    except requests.ConnectionError as exc:
+        raise HistoryError(f"Prometheus at {url} unreachable ({type(exc).__name__})") from None
     except (requests.RequestException, PrometheusApiClientException) as exc:
         raise HistoryError(f"Prometheus at {url}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
     series = per_second(np.concatenate(times), np.concatenate(values), start_s=start, end_s=end, step_s=step_s)

@@ -7,6 +7,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -107,9 +108,11 @@ def run_tasks(
     *,
     master: str = "local[*]",
     progress: Progress | None = None,
+    timing: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Every task on Spark, one Spark task each (longest windows first, so the last wave is short); the rows,
-    by candidate and window."""
+    by candidate and window. `timing` gets the job's wall seconds (`job_s`, Spark's start-up aside) and the
+    cores Spark ran it on (`cores`)."""
     ordered = sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.candidate, t.window.index))
     scratch = Path(tempfile.mkdtemp(prefix="daedalus-tune-"))
     try:
@@ -121,12 +124,15 @@ def run_tasks(
             rdd = sc.parallelize(ordered, len(ordered)).map(lambda t: simulate_window(t, shared.value, setting))
             frame = spark.createDataFrame(rdd.map(lambda r: tuple(r[n] for n in ROW_FIELDS)), row_schema())
             sc.setJobGroup(JOB_GROUP, "daedalus-spark tune: simulations", interruptOnCancel=True)
+            started = time.perf_counter()
             if progress is None:
                 collected = frame.collect()
             else:
                 with _Watcher(sc, len(ordered), progress):
                     collected = frame.collect()
                 progress(len(ordered), len(ordered))
+            if timing is not None:
+                timing.update(job_s=time.perf_counter() - started, cores=float(sc.defaultParallelism))
             shared.destroy()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -108,15 +108,25 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, monkeypatch, capsys
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_unreachable_prometheus(tmp_path, monkeypatch, capsys) -> None:
+@pytest.mark.parametrize(
+    ("monitor", "expected"),
+    [
+        pytest.param("{scrape_interval_s: 1}", "Prometheus at {url} unreachable (ConnectionError)", id="unreachable"),
+        pytest.param(
+            "{}", "monitor.rate_window_s (5 s) must be at least 4 × monitor.scrape_interval_s", id="rate-window"
+        ),
+    ],
+)
+def test_prometheus_url_from_the_command_line(tmp_path, monkeypatch, capsys, monitor, expected) -> None:
+    """--prometheus-url is checked with the config's monitor settings, as if the config had it."""
     (tmp_path / "g.yaml").write_text(GRID)
+    (tmp_path / "c.yaml").write_text(f"monitor: {monitor}\n")
     url = f"http://127.0.0.1:{free_port()}"
-    code, err = _run(
-        tmp_path, monkeypatch, capsys, ["--grid", "g.yaml", "--job-model", "local", "--prometheus-url", url]
-    )
+    argv = ["--grid", "g.yaml", "--config", "c.yaml", "--job-model", "local", "--prometheus-url", url]
+    code, err = _run(tmp_path, monkeypatch, capsys, argv)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert f"Prometheus at {url}: ConnectionError" in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml"]
+    assert expected.format(url=url) in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "g.yaml"]
 
 
 @pytest.mark.parametrize(
