@@ -22,6 +22,7 @@ class Answer:
     chosen: int  # 0: keep the config
     changes: dict[str, Any]  # YAML path -> value, what the recommendation changes
     budget_per_hour: float
+    max_violations: int
     note: str  # why the config is kept, else empty
 
     def saving_ratio(self) -> float:
@@ -48,7 +49,9 @@ def decide(rows: list[dict[str, Any]], candidates: list[Candidate], grid: TuneGr
     knobs = dict(candidates[chosen].knobs)
     current = config.model_dump(mode="python")
     front = [t.candidate for t in pareto_front(select.values())]
-    return Answer(candidates, select, holdout, front, chosen, changed_knobs(knobs, current), budget, note)
+    changes = changed_knobs(knobs, current)
+    allowed = grid.constraints.max_violations
+    return Answer(candidates, select, holdout, front, chosen, changes, budget, allowed, note)
 
 
 def to_json(answer: Answer, *, recommended_yaml: str, diff: str, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +64,7 @@ def to_json(answer: Answer, *, recommended_yaml: str, diff: str, inputs: dict[st
     return {
         "inputs": inputs,
         "rescale_budget_per_hour": answer.budget_per_hour,
+        "max_violations": answer.max_violations,
         "candidates": [
             {
                 "candidate": c.index,

@@ -229,3 +229,18 @@ def test_answer_files_from_rows(tmp_path: Path) -> None:
     text = summary(result)
     assert "recommendation: candidate 2: controller.cooldown_s: 120" in text and "saving 15.0%" in text
     assert len((tmp_path / "rows.csv").read_text().splitlines()) == 7
+
+
+def test_package_zip_ships_the_whole_package(tmp_path: Path) -> None:
+    """What --master ships to a cluster's executors: every module and the packaged profiles, no caches."""
+    import zipfile
+
+    from daedalus_spark.tune.spark import package_zip
+
+    names = set(zipfile.ZipFile(package_zip(tmp_path)).namelist())
+    assert {
+        "daedalus_spark/__init__.py",
+        "daedalus_spark/tune/task.py",
+        "daedalus_spark/sim/profiles/local.yaml",
+    } <= names
+    assert not [n for n in names if "__pycache__" in n]
