@@ -29,11 +29,12 @@ from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import compress_trace
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.suite import get_shape
-from daedalus_spark.tune.cli import tasks_for
+from daedalus_spark.tune.cli import setting_for, tasks_for
 from daedalus_spark.tune.grid import TuneGrid, TuneGridError, candidates
 from daedalus_spark.tune.result import Answer, decide
 from daedalus_spark.tune.spark import run_tasks
 from daedalus_spark.tune.split import HOLDOUT, plan_windows
+from daedalus_spark.tune.task import simulate_window
 
 TRACES = ("fast_cycle", "flash_crowds", "step_changes", "noisy_plateau")
 SAVING_GOAL = 0.10
@@ -41,6 +42,7 @@ TRACES_GOAL = 3
 EFFICIENCY_GOAL = 0.80
 BIG_GRID_GOAL_S = 15 * 60
 BIG_CANDIDATES, BIG_DAYS = 100, 7
+IN_PROCESS = "in-process"  # --master in-process: no Spark (e.g. while another Spark run holds the machine's lock)
 
 # Suite traces last 3-4 h: the newest quarter is held out, the rest simulated in windows of <= 1.5 h, 15-min lead-ins.
 BENCH_GRID = {
@@ -56,16 +58,19 @@ BENCH_GRID = {
 
 def tune(workload: np.ndarray, grid: TuneGrid, config: Config, *, master: str) -> tuple[Answer, dict[str, float]]:
     """The library path of `tune --trace`: candidates, windows, the Spark job, the answer."""
-    from daedalus_spark.tune.task import Setting
-
     cands = candidates(grid, config)
     plan = plan_windows([(0, len(workload))], grid.split)
-    setting = Setting(
-        JobModel().model_dump(mode="python"), float(np.max(workload)), config.controller.target_recovery_s
-    )
+    setting = setting_for(JobModel(), float(np.max(workload)), config)
     tasks = tasks_for(cands, plan, grid.seed)
     timing: dict[str, float] = {}
-    rows = run_tasks(tasks, workload, setting, master=master, timing=timing)
+    if master == IN_PROCESS:  # the same rows as on Spark (tests/spark/test_tune_spark.py), one after the other
+        start = time.perf_counter()
+        rows = sorted(
+            (simulate_window(t, workload, setting) for t in tasks), key=lambda r: (r["candidate"], r["window"])
+        )
+        timing.update(job_s=time.perf_counter() - start, cores=1.0)
+    else:
+        rows = run_tasks(tasks, workload, setting, master=master, timing=timing)
     timing["simulated_h"] = sum(t.window.end_s - t.window.lead_start_s for t in tasks) / 3600.0
     timing["holdout_h"] = sum(w.seconds for w in plan.part(HOLDOUT)) / 3600.0
     return decide(rows, cands, grid, config), timing
@@ -195,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trace", action="append", metavar="NAME", help=f"suite trace (repeatable; default {TRACES})")
     p.add_argument("--quick", action="store_true", help="shorten every trace 2x")
-    p.add_argument("--master", default="local[2]")
+    p.add_argument("--master", default="local[2]", help=f"Spark master for the goals, or {IN_PROCESS}")
     p.add_argument("--skip-goals", action="store_true")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")

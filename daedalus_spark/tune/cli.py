@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.knowledge.state import IncompatibleKnowledge
 from daedalus_spark.monitor.files import InputFileError
 from daedalus_spark.report.jsonout import strict_json
+from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.tune.grid import Candidate, TuneGrid, candidates, load_grid
 from daedalus_spark.tune.history import History, check_gaps, from_prometheus, from_trace, parse_duration
 from daedalus_spark.tune.split import HOLDOUT, SELECT, HistoryError, Plan, plan_windows
@@ -101,10 +103,22 @@ def tasks_for(cands: list[Candidate], plan: Plan, seed: int) -> list[WindowTask]
     ]
 
 
+def setting_for(job_model: JobModel, peak_per_s: float, config: Config) -> Setting:
+    """The job sized for the whole history's peak (not each window's), judged against your recovery target."""
+    return Setting(job_model.model_dump(mode="python"), peak_per_s, config.controller.target_recovery_s)
+
+
 def _progress(done: int, total: int) -> None:
     sys.stderr.write(f"\rtune: {done}/{total} simulations ({done / max(total, 1):.0%})")
     sys.stderr.write("\n" if done >= total else "")
     sys.stderr.flush()
+
+
+def _when(history: History, index: int) -> str:
+    """A second of the history: UTC time for a Prometheus history, seconds from the start for a trace."""
+    if not history.start_unix_s:
+        return f"{index} s"
+    return datetime.fromtimestamp(history.start_unix_s + index, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _inputs(args: argparse.Namespace, history: History, plan: Plan, job: str, n: int) -> dict[str, Any]:
@@ -144,8 +158,8 @@ def tune(args: argparse.Namespace) -> int:
     check_gaps(history, grid.history.max_gap_ratio)
     plan = plan_windows(history.stretches(), grid.split)
     for a, b in history.gaps():
-        print(f"tune: gap of {b - a} s at +{a} s in the history: windows end before it", file=sys.stderr)
-    setting = Setting(job_model.model_dump(mode="python"), history.peak_per_s, config.controller.target_recovery_s)
+        print(f"tune: no samples for {b - a} s from {_when(history, a)}: windows end before it", file=sys.stderr)
+    setting = setting_for(job_model, history.peak_per_s, config)
     tasks = tasks_for(cands, plan, grid.seed)
     print(f"tune: {len(cands)} candidates x {len(plan.windows)} windows on {args.master}", file=sys.stderr)
     rows = run_tasks(
