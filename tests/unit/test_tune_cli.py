@@ -20,6 +20,8 @@ from daedalus_spark.tune.outputs import summary, write_all
 from daedalus_spark.tune.profile import KnowledgeTooYoung, job_model_from_knowledge
 from daedalus_spark.tune.result import decide, to_json
 from daedalus_spark.tune.split import HOLDOUT, SELECT
+from tests.conftest import ROOT
+from tests.unit.test_notebooks import execute
 
 GRID = (
     "split: {holdout_s: 600, window_s: 600, lead_in_s: 0, min_window_s: 300}\nknobs:\n  controller.cooldown_s: [120]\n"
@@ -172,6 +174,9 @@ def test_profile_from_knowledge(tmp_path: Path) -> None:
         job_model_from_knowledge(k, config, "k.sqlite")
 
 
+INPUTS = {"history": "h", "job": "j", "holdout_hours": 1.0, "select_hours": 1.0, "gaps": [], "candidates": 3}
+
+
 def _row(candidate: int, part: str, wh: float, *, viol: int = 0, resc: int = 0) -> dict[str, object]:
     return {
         "candidate": candidate,
@@ -191,7 +196,7 @@ def _row(candidate: int, part: str, wh: float, *, viol: int = 0, resc: int = 0) 
     }
 
 
-def test_answer_files_from_rows(tmp_path: Path) -> None:
+def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Candidate 2 is cheapest on the older part without violations; 1 is cheaper but violates: 2 is recommended,
     its held-out saving is against candidate 0 (the config as it is)."""
     config = Config()
@@ -212,7 +217,7 @@ def test_answer_files_from_rows(tmp_path: Path) -> None:
         answer,
         recommended_yaml="controller:\n  cooldown_s: 120\n",
         diff="+  cooldown_s: 120\n",
-        inputs={"holdout_hours": 1.0, "history": "h", "job": "j"},
+        inputs=INPUTS,
     )
     write_all(tmp_path, result, rows)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
@@ -229,6 +234,9 @@ def test_answer_files_from_rows(tmp_path: Path) -> None:
     text = summary(result)
     assert "recommendation: candidate 2: controller.cooldown_s: 120" in text and "saving 15.0%" in text
     assert len((tmp_path / "rows.csv").read_text().splitlines()) == 7
+    monkeypatch.setenv("DAEDALUS_TUNE", str(tmp_path / "tune.json"))  # the notebook reads what was written
+    notebook = execute(ROOT / "notebooks" / "tune.ipynb", monkeypatch, tmp_path)
+    assert notebook["rec"]["candidate"] == 2 and notebook["best"]["candidate"] == 2
 
 
 def test_package_zip_ships_the_whole_package(tmp_path: Path) -> None:
