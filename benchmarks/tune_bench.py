@@ -93,7 +93,11 @@ def goals_on(name: str, answer: Answer, timing: dict[str, float]) -> dict[str, A
         "rescales_per_h": rec.rescales_per_hour,
         "pass_saving": answer.saving_ratio() >= SAVING_GOAL,
         "pass_violations": rec.violations == 0,
-        "pass_budget": budget <= 0 or rec.rescales_per_hour <= budget + 1e-9,
+        "pass_budget": rec.within_budget(budget),
+        "candidates": {
+            c.index: {"knobs": dict(c.knobs), "select": answer.select[c.index], "holdout": answer.holdout[c.index]}
+            for c in answer.candidates
+        },
         "wall_s": timing["job_s"],
         "simulated_h": timing["simulated_h"],
     }

@@ -17,6 +17,12 @@ class Totals:
     violations: int
     rescales: int
     latency_p95_s: float  # the worst window's
+    windows: int = 1
+
+    def within_budget(self, per_hour: float) -> bool:
+        """What the controller's token bucket allows (0: no budget): each window's simulation starts with a full
+        bucket of `per_hour` tokens, refilled at `per_hour` an hour."""
+        return per_hour <= 0 or self.rescales <= per_hour * (self.hours + self.windows) + 1e-9
 
     @property
     def rescales_per_hour(self) -> float:
@@ -29,13 +35,14 @@ def totals(rows: Iterable[Mapping[str, Any]], part: str) -> dict[int, Totals]:
     for row in rows:
         if row["part"] != part:
             continue
-        acc = sums.setdefault(int(row["candidate"]), [0.0, 0.0, 0, 0, 0.0])
+        acc = sums.setdefault(int(row["candidate"]), [0.0, 0.0, 0, 0, 0.0, 0])
         acc[0] += row["hours"]
         acc[1] += row["executor_hours"]
         acc[2] += row["violations"]
         acc[3] += row["rescales"]
         acc[4] = max(acc[4], row["latency_p95_s"])
-    return {c: Totals(c, a[0], a[1], int(a[2]), int(a[3]), a[4]) for c, a in sorted(sums.items())}
+        acc[5] += 1
+    return {c: Totals(c, a[0], a[1], int(a[2]), int(a[3]), a[4], int(a[5])) for c, a in sorted(sums.items())}
 
 
 def _objectives(t: Totals) -> tuple[float, int, int]:
@@ -61,8 +68,7 @@ def pareto_front(items: Iterable[Totals]) -> list[Totals]:
 
 def feasible(t: Totals, *, max_violations: int, max_rescales_per_hour: float) -> bool:
     """Within the violations allowed and the rescale budget (0: no budget)."""
-    budget_ok = max_rescales_per_hour <= 0 or t.rescales_per_hour <= max_rescales_per_hour + 1e-9
-    return t.violations <= max_violations and budget_ok
+    return t.violations <= max_violations and t.within_budget(max_rescales_per_hour)
 
 
 def choose(items: Iterable[Totals], *, max_violations: int, max_rescales_per_hour: float) -> Totals | None:

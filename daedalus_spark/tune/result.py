@@ -85,8 +85,7 @@ def to_json(answer: Answer, *, recommended_yaml: str, diff: str, inputs: dict[st
             "risk": {
                 "violations": answer.holdout[chosen].violations,
                 "rescales_per_hour": answer.holdout[chosen].rescales_per_hour,
-                "within_budget": answer.budget_per_hour <= 0
-                or answer.holdout[chosen].rescales_per_hour <= answer.budget_per_hour + 1e-9,
+                "within_budget": answer.holdout[chosen].within_budget(answer.budget_per_hour),
             },
             "yaml": recommended_yaml,
             "diff": diff,

@@ -132,7 +132,13 @@ def test_pareto_front(items: list[Totals], front: list[int]) -> None:
         pytest.param([T(0, 10), T(1, 8), T(2, 9)], 0, 3, 1, id="fewest-executor-hours"),
         pytest.param([T(0, 10), T(1, 8, viol=1), T(2, 9)], 0, 3, 2, id="violations-exclude"),
         pytest.param([T(0, 10), T(1, 8, viol=1)], 1, 3, 1, id="violations-allowed"),
-        pytest.param([T(0, 10, resc=20), T(1, 8, resc=31), T(2, 9, resc=30)], 0, 3, 2, id="budget-3-per-h-over-10h"),
+        pytest.param(
+            [T(0, 10, resc=20), T(1, 8, resc=34), T(2, 9, resc=33)],
+            0,
+            3,
+            2,
+            id="budget-3-per-h-over-10h-and-a-full-bucket",
+        ),
         pytest.param([T(0, 10, resc=20), T(1, 8, resc=31)], 0, 0, 1, id="budget-0-is-no-budget"),
         pytest.param(
             [T(0, 10, resc=2), T(1, 10, resc=1), T(2, 10, resc=1)], 0, 3, 1, id="tie-fewer-rescales-lower-index"
