@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,11 @@ def goals_on(name: str, answer: Answer, timing: dict[str, float]) -> dict[str, A
         "pass_violations": rec.violations == 0,
         "pass_budget": rec.within_budget(budget),
         "candidates": {
-            c.index: {"knobs": dict(c.knobs), "select": answer.select[c.index], "holdout": answer.holdout[c.index]}
+            c.index: {
+                "knobs": dict(c.knobs),
+                "select": asdict(answer.select[c.index]),
+                "holdout": asdict(answer.holdout[c.index]),
+            }
             for c in answer.candidates
         },
         "wall_s": timing["job_s"],
@@ -118,6 +123,13 @@ def print_goals(results: list[dict[str, Any]]) -> None:
             f"executor-h ({r['saving']:+.1%}), violations {r['current_violations']} -> {r['violations']}, "
             f"{r['rescales_per_h']:.2f} rescales/h  [{flags}]  candidate {r['chosen']}: {r['changes'] or r['note']}"
         )
+        for index, c in r["candidates"].items():
+            sel, held = c["select"], c["holdout"]
+            print(
+                f"    {index:>3} older {sel['executor_hours']:7.2f} executor-h {sel['violations']:3d} viol "
+                f"{sel['rescales']:3d} resc | held out {held['executor_hours']:7.2f} {held['violations']:3d} "
+                f"{held['rescales']:3d}  {c['knobs'] or '(the config)'}"
+            )
     ok = [r for r in results if r["pass_saving"] and r["pass_violations"] and r["pass_budget"]]
     verdict = "PASS" if len(ok) >= TRACES_GOAL else "FAIL"
     print(f"traces meeting all three: {len(ok)}/{len(results)} {verdict} (goal >= {TRACES_GOAL})")
