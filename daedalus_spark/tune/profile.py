@@ -23,7 +23,7 @@ def job_model_from_knowledge(k: Knowledge, config: Config, source: str) -> JobMo
     """Capacity per executor from the capacities observed per scale-out, downtimes from the measured recoveries'
     estimates: a continuous job that restarts to rescale, its partitions equal."""
     table = k.history.latest_table
-    observed = sorted(n for n in (table.observed_scaleouts if table else ()) if n <= len(table.per_scaleout_per_s))  # type: ignore[union-attr]
+    observed = sorted(n for n in table.observed_scaleouts if n <= len(table.per_scaleout_per_s)) if table else []
     directions = {r.direction for r in k.recoveries}
     missing = []
     if table is None or not observed:

@@ -82,23 +82,26 @@ def episodes(mask: np.ndarray) -> int:
     return int(np.count_nonzero(mask[1:] & ~mask[:-1]) + bool(len(mask) and mask[0]))
 
 
-def judge(result: RunResult, *, candidate: int, window: Window, target_recovery_s: float) -> dict[str, Any]:
-    """One row: the scored part's figures; a violation is a recovery longer than the target or a stretch behind
-    outside recoveries (a job that never rescales can still fall behind)."""
-    m = summarize(result, static_executors=1, oracle_executor_hours=0.0, target_recovery_s=target_recovery_s)
-    behind = episodes(behind_mask(result, target_recovery_s))
+def judge(run: RunResult, *, start: int, candidate: int, window: Window, target_recovery_s: float) -> dict[str, Any]:
+    """One row: the figures of the run from second `start` on. A violation is a recovery longer than the target or
+    a stretch of seconds behind outside recoveries (a job that never rescales can still fall behind); a recovery
+    from a rescale in the lead-in excuses its seconds as it would have."""
+    scored = scored_part(run, start)
+    m = summarize(scored, static_executors=1, oracle_executor_hours=0.0, target_recovery_s=target_recovery_s)
+    behind_at = behind_mask(run, target_recovery_s)[start:]
+    behind = episodes(behind_at)
     return {
         "candidate": candidate,
         "window": window.index,
         "part": window.part,
         "start_s": window.start_s,
         "end_s": window.end_s,
-        "hours": len(result.scaleout) / 3600.0,
+        "hours": len(scored.scaleout) / 3600.0,
         "executor_hours": float(m["executor_hours"]),
         "avg_executors": float(m["avg_executors"]),
         "rescales": int(m["rescales"]),
         "recovery_violations": int(m["recovery_violations"]),
-        "behind_s": int(m["behind_s"]),
+        "behind_s": int(behind_at.sum()),
         "behind_episodes": behind,
         "violations": int(m["recovery_violations"]) + behind,
         "latency_p95_s": float(m["latency_p95_s"]),
@@ -113,5 +116,5 @@ def simulate_window(task: WindowTask, workload_per_s: np.ndarray, setting: Setti
     series = np.asarray(workload_per_s[w.lead_start_s : w.end_s], dtype=float)
     setup = make_setup(series, job_model, config, task.seed, sized_for_per_s=setting.sized_for_per_s)
     run = run_policy(setup, make_policy("daedalus", config))
-    scored = scored_part(run, w.start_s - w.lead_start_s)
-    return judge(scored, candidate=task.candidate, window=w, target_recovery_s=setting.target_recovery_s)
+    start = w.start_s - w.lead_start_s
+    return judge(run, start=start, candidate=task.candidate, window=w, target_recovery_s=setting.target_recovery_s)

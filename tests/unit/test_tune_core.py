@@ -382,3 +382,27 @@ def test_episodes(mask: list[int], count: int) -> None:
 
 def test_window_seconds() -> None:
     assert Window(0, SELECT, 0, 100, 250).seconds == 150
+
+
+def test_a_recovery_from_the_lead_in_excuses_the_seconds_behind_it_leaves_in_the_scored_part() -> None:
+    """A rescale at second 8 of the lead-in (target 5 s): behind at 8..12; scored from 10: 10..12 excused, not a
+    violation; behind again at 15..16 outside any recovery: one episode."""
+    from daedalus_spark.tune.task import judge
+
+    n = 20
+    lag = np.zeros(n)
+    lag[8:13] = lag[15:17] = 1e6
+    run = RunResult(
+        "daedalus",
+        workload_per_s=np.full(n, 100.0),
+        scaleout=np.full(n, 2),
+        processing=np.ones(n, bool),
+        processed_per_s=np.full(n, 100.0),
+        lag_records=lag,
+        latency_s=np.zeros(n),
+        capacity_per_s=np.full(n, 200.0),
+        rescales=(Rescale(8, 3, 2, 1, 0.0),),
+    )
+    row = judge(run, start=10, candidate=1, window=Window(0, SELECT, 0, 10, 20), target_recovery_s=5)
+    assert (row["behind_s"], row["behind_episodes"], row["violations"], row["rescales"]) == (2, 1, 1, 0)
+    assert row["hours"] == pytest.approx(10 / 3600) and row["executor_hours"] == pytest.approx(20 / 3600)
