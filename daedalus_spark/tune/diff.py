@@ -48,6 +48,8 @@ def _edit(lines: list[str], section: str, key: str, value: Any) -> list[str]:
 def recommended_yaml(user_text: str, changes: dict[str, Any]) -> str:
     """The user's YAML with `changes` (YAML path -> value) applied, comments and order kept; when the file's layout
     defeats the line edit (flow style, anchors), the parsed data with the changes, dumped."""
+    if not changes:
+        return user_text
     lines = user_text.splitlines()
     for path, value in changes.items():
         section, _, key = path.partition(".")

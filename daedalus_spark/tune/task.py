@@ -14,6 +14,7 @@ from daedalus_spark.sim.jobmodel import parse_job_model
 from daedalus_spark.sim.metrics import behind_mask, summarize
 from daedalus_spark.sim.policies import make_policy
 from daedalus_spark.sim.runner import RunResult, make_setup, run_policy
+from daedalus_spark.tune.history import runs
 from daedalus_spark.tune.split import Window
 
 ROW_FIELDS = (
@@ -77,19 +78,19 @@ def scored_part(result: RunResult, start: int) -> RunResult:
     )
 
 
-def episodes(mask: np.ndarray) -> int:
-    """Runs of True."""
-    return int(np.count_nonzero(mask[1:] & ~mask[:-1]) + bool(len(mask) and mask[0]))
+def episodes(mask: np.ndarray, *, longer_than_s: float = 0) -> int:
+    """Runs of True longer than `longer_than_s` seconds."""
+    return sum(1 for a, b in runs(mask) if b - a > longer_than_s)
 
 
 def judge(run: RunResult, *, start: int, candidate: int, window: Window, target_recovery_s: float) -> dict[str, Any]:
-    """One row: the figures of the run from second `start` on. A violation is a recovery longer than the target or
-    a stretch of seconds behind outside recoveries (a job that never rescales can still fall behind); a recovery
-    from a rescale in the lead-in excuses its seconds as it would have."""
+    """One row: the figures of the run from second `start` on. A violation is a recovery longer than the target, or
+    a stretch behind outside recoveries longer than the target (a job that never rescales can still fall behind as
+    long as a missed recovery); a recovery from a rescale in the lead-in excuses its seconds as it would have."""
     scored = scored_part(run, start)
     m = summarize(scored, static_executors=1, oracle_executor_hours=0.0, target_recovery_s=target_recovery_s)
     behind_at = behind_mask(run, target_recovery_s)[start:]
-    behind = episodes(behind_at)
+    too_long = episodes(behind_at, longer_than_s=target_recovery_s)
     return {
         "candidate": candidate,
         "window": window.index,
@@ -102,8 +103,8 @@ def judge(run: RunResult, *, start: int, candidate: int, window: Window, target_
         "rescales": int(m["rescales"]),
         "recovery_violations": int(m["recovery_violations"]),
         "behind_s": int(behind_at.sum()),
-        "behind_episodes": behind,
-        "violations": int(m["recovery_violations"]) + behind,
+        "behind_episodes": episodes(behind_at),
+        "violations": int(m["recovery_violations"]) + too_long,
         "latency_p95_s": float(m["latency_p95_s"]),
     }
 

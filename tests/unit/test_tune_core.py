@@ -233,6 +233,7 @@ def test_recommended_yaml_edits_the_users_file(changes: dict[str, Any], expected
 
 
 def test_recommended_yaml_from_no_file_and_from_flow_style() -> None:
+    assert recommended_yaml("", {}) == "" and recommended_yaml(USER, {}) == USER
     assert yaml.safe_load(recommended_yaml("", {"controller.cooldown_s": 120})) == {"controller": {"cooldown_s": 120}}
     flow = "controller: {loop_interval_s: 60, max_scaleout: 8}\n"
     data = yaml.safe_load(recommended_yaml(flow, {"controller.loop_interval_s": 30}))
@@ -374,10 +375,18 @@ def test_scored_part_drops_the_lead_in_and_its_rescales() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mask", "count"), [([0, 1, 1, 0, 1], 2), ([1, 1], 1), ([], 0), ([0, 0], 0), ([1, 0, 1, 0, 1], 3)]
+    ("mask", "longer_than_s", "count"),
+    [
+        ([0, 1, 1, 0, 1], 0, 2),
+        ([1, 1], 0, 1),
+        ([], 0, 0),
+        ([0, 0], 0, 0),
+        ([1, 0, 1, 0, 1], 0, 3),
+        ([0, 1, 1, 0, 1], 1, 1),
+    ],
 )
-def test_episodes(mask: list[int], count: int) -> None:
-    assert episodes(np.array(mask, dtype=bool)) == count
+def test_episodes(mask: list[int], longer_than_s: float, count: int) -> None:
+    assert episodes(np.array(mask, dtype=bool), longer_than_s=longer_than_s) == count
 
 
 def test_window_seconds() -> None:
@@ -385,13 +394,14 @@ def test_window_seconds() -> None:
 
 
 def test_a_recovery_from_the_lead_in_excuses_the_seconds_behind_it_leaves_in_the_scored_part() -> None:
-    """A rescale at second 8 of the lead-in (target 5 s): behind at 8..12; scored from 10: 10..12 excused, not a
-    violation; behind again at 15..16 outside any recovery: one episode."""
+    """A rescale at second 8 of the lead-in (target 5 s): behind at 8..12; scored from 10: 10..12 excused; behind
+    again at 15..16 outside any recovery (2 s: an episode, no violation) and at 20..25 (6 s, longer than the target:
+    a violation)."""
     from daedalus_spark.tune.task import judge
 
-    n = 20
+    n = 30
     lag = np.zeros(n)
-    lag[8:13] = lag[15:17] = 1e6
+    lag[8:13] = lag[15:17] = lag[20:26] = 1e6
     run = RunResult(
         "daedalus",
         workload_per_s=np.full(n, 100.0),
@@ -403,6 +413,6 @@ def test_a_recovery_from_the_lead_in_excuses_the_seconds_behind_it_leaves_in_the
         capacity_per_s=np.full(n, 200.0),
         rescales=(Rescale(8, 3, 2, 1, 0.0),),
     )
-    row = judge(run, start=10, candidate=1, window=Window(0, SELECT, 0, 10, 20), target_recovery_s=5)
-    assert (row["behind_s"], row["behind_episodes"], row["violations"], row["rescales"]) == (2, 1, 1, 0)
-    assert row["hours"] == pytest.approx(10 / 3600) and row["executor_hours"] == pytest.approx(20 / 3600)
+    row = judge(run, start=10, candidate=1, window=Window(0, SELECT, 0, 10, 30), target_recovery_s=5)
+    assert (row["behind_s"], row["behind_episodes"], row["violations"], row["rescales"]) == (8, 2, 1, 0)
+    assert row["hours"] == pytest.approx(20 / 3600) and row["executor_hours"] == pytest.approx(40 / 3600)
