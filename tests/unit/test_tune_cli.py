@@ -252,3 +252,12 @@ def test_package_zip_ships_the_whole_package(tmp_path: Path) -> None:
         "daedalus_spark/sim/profiles/local.yaml",
     } <= names
     assert not [n for n in names if "__pycache__" in n]
+
+
+def test_the_documented_grid_is_valid_on_the_documented_config() -> None:
+    from daedalus_spark.config import load_config
+    from daedalus_spark.tune.grid import load_grid
+
+    grid = load_grid(str(ROOT / "deploy" / "tune.yaml"))
+    cands = candidates(grid, load_config(ROOT / "deploy" / "daedalus.yaml"))
+    assert len(cands) == 1 + 2**5 and grid.split.holdout_s == 86400 and grid.constraints.max_rescales_per_hour is None
