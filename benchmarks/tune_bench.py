@@ -94,6 +94,8 @@ def goals_on(name: str, answer: Answer, timing: dict[str, float]) -> dict[str, A
         "violations": rec.violations,
         "current_violations": base.violations,
         "rescales_per_h": rec.rescales_per_hour,
+        "rescales": rec.rescales,
+        "allowed_rescales": rec.allowed_rescales(budget),
         "pass_saving": answer.saving_ratio() >= SAVING_GOAL,
         "pass_violations": rec.violations == 0,
         "pass_budget": rec.within_budget(budget),
@@ -123,7 +125,8 @@ def print_goals(results: list[dict[str, Any]]) -> None:
         print(
             f"{r['trace']:<14} held out {r['holdout_h']:.2f} h: {r['current_wh']:.2f} -> {r['recommended_wh']:.2f} "
             f"executor-h ({r['saving']:+.1%}), violations {r['current_violations']} -> {r['violations']}, "
-            f"{r['rescales_per_h']:.2f} rescales/h  [{flags}]  candidate {r['chosen']}: {r['changes'] or r['note']}"
+            f"{r['rescales']} rescales (budget with its bucket: {r['allowed_rescales']:.1f})  [{flags}]  "
+            f"candidate {r['chosen']}: {r['changes'] or r['note']}"
         )
         for index, c in r["candidates"].items():
             sel, held = c["select"], c["holdout"]

@@ -52,11 +52,17 @@ def summary(result: dict[str, Any]) -> str:
             f"recommendation: candidate {rec['candidate']}: "
             + ", ".join(f"{k}: {v}" for k, v in rec["changes"].items()),
             f"  held out: {h['executor_hours']:.1f} executor-h against {cur['executor_hours']:.1f} with your config "
-            f"(saving {rec['saving_ratio']:.1%}); risk: {risk['violations']} violations, "
-            f"{risk['rescales_per_hour']:.2f} rescales/h (budget {budget:g}/h: "
-            f"{'within' if risk['within_budget'] else 'OVER'})",
+            f"(saving {rec['saving_ratio']:.1%}); risk: {risk['violations']} violations, {risk['rescales']} "
+            f"rescales ({risk['rescales_per_hour']:.2f}/h; {_budget(budget, risk)})",
         ]
     return "\n".join(head + tail)
+
+
+def _budget(per_hour: float, risk: dict[str, Any]) -> str:
+    if per_hour <= 0:
+        return "no rescale budget"
+    verdict = "within" if risk["within_budget"] else "OVER"
+    return f"{verdict} the budget: {per_hour:g}/h with its full bucket allows {risk['allowed_rescales']:.1f}"
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:

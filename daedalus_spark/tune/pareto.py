@@ -19,10 +19,13 @@ class Totals:
     latency_p95_s: float  # the worst window's
     windows: int = 1
 
+    def allowed_rescales(self, per_hour: float) -> float:
+        """What the controller's token bucket allows (0: no budget, infinite): each window's simulation starts with
+        a full bucket of `per_hour` tokens, refilled at `per_hour` an hour."""
+        return per_hour * (self.hours + self.windows) if per_hour > 0 else float("inf")
+
     def within_budget(self, per_hour: float) -> bool:
-        """What the controller's token bucket allows (0: no budget): each window's simulation starts with a full
-        bucket of `per_hour` tokens, refilled at `per_hour` an hour."""
-        return per_hour <= 0 or self.rescales <= per_hour * (self.hours + self.windows) + 1e-9
+        return self.rescales <= self.allowed_rescales(per_hour) + 1e-9
 
     @property
     def rescales_per_hour(self) -> float:

@@ -85,6 +85,8 @@ def to_json(answer: Answer, *, recommended_yaml: str, diff: str, inputs: dict[st
             "risk": {
                 "violations": answer.holdout[chosen].violations,
                 "rescales_per_hour": answer.holdout[chosen].rescales_per_hour,
+                "rescales": answer.holdout[chosen].rescales,
+                "allowed_rescales": answer.holdout[chosen].allowed_rescales(answer.budget_per_hour),
                 "within_budget": answer.holdout[chosen].within_budget(answer.budget_per_hour),
             },
             "yaml": recommended_yaml,
