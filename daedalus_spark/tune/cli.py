@@ -162,9 +162,16 @@ def tune(args: argparse.Namespace) -> int:
     setting = setting_for(job_model, history.peak_per_s, config)
     tasks = tasks_for(cands, plan, grid.seed)
     print(f"tune: {len(cands)} candidates x {len(plan.windows)} windows on {args.master}", file=sys.stderr)
-    rows = run_tasks(
-        tasks, history.workload_per_s, setting, master=args.master, progress=None if args.no_progress else _progress
-    )
+    try:
+        rows = run_tasks(
+            tasks, history.workload_per_s, setting, master=args.master, progress=None if args.no_progress else _progress
+        )
+    except Exception as exc:  # Spark could not start, or its job failed: one line here, the details in Spark's log
+        if type(exc).__module__.partition(".")[0] not in ("pyspark", "py4j"):
+            raise
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        print(f"daedalus-spark tune: Spark on {args.master} failed: {first.strip()[:300]}", file=sys.stderr)
+        return 1
     answer = decide(rows, cands, grid, config)
     recommended = recommended_yaml(user_text, answer.changes)
     diff = unified_diff(user_text, recommended, name=str(args.config or "config.yaml"))
