@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return tune(args)
     except ConfigError as exc:
         return _fail(exc.one_line())
-    except (HistoryError, IncompatibleKnowledge, InputFileError, KnowledgeStoreError, ValueError) as exc:
+    except (HistoryError, IncompatibleKnowledge, InputFileError, KnowledgeStoreError) as exc:
         return _fail(str(exc))
 
 

@@ -124,14 +124,18 @@ def from_prometheus(
     from daedalus_spark.monitor.prometheus import auth_headers, job_labels, queries, session
 
     monitor = parse_config(with_values(config, {"monitor.prometheus_url": url}), "config").monitor  # checked with it
-    promql = queries(monitor, config.controller.utilization_signal, job_labels(monitor, environ))["workload"]
+    try:  # the labels from the environment, the token, the CA file: what `run` would read at start
+        promql = queries(monitor, config.controller.utilization_signal, job_labels(monitor, environ))["workload"]
+        headers, http = auth_headers(monitor, environ), session(monitor)
+    except ValueError as exc:
+        raise HistoryError(str(exc)) from None
     end = math.floor(now_s / step_s) * step_s
     start = end - math.floor(since_s / step_s) * step_s
     client = PrometheusConnect(
         url=url.rstrip("/"),
-        headers=auth_headers(monitor, environ) or None,
+        headers=headers or None,
         disable_ssl=not monitor.tls_verify,
-        session=session(monitor),
+        session=http,
         retry=Retry(total=0, read=False),
     )
     times, values = [], []
