@@ -117,6 +117,11 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, monkeypatch, capsys
         pytest.param(
             "{}", "monitor.rate_window_s (5 s) must be at least 4 × monitor.scrape_interval_s", id="rate-window"
         ),
+        pytest.param(
+            "{scrape_interval_s: 1, job_labels_env: {application_id: DAEDALUS_TUNE_TEST_UNSET}}",
+            "monitor.job_labels_env.application_id: environment variable DAEDALUS_TUNE_TEST_UNSET is unset",
+            id="label-from-an-unset-variable",
+        ),
     ],
 )
 def test_prometheus_url_from_the_command_line(tmp_path, monkeypatch, capsys, monitor, expected) -> None:
