@@ -112,6 +112,18 @@ def plot_front(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def candidates_table(result: dict[str, Any]) -> str:
+    """Every candidate as an HTML table row, the recommended one in bold, those on the front marked."""
+    chosen = result["recommendation"]["candidate"]
+    head = "".join(f"<th>{html.escape(title)}</th>" for title, _ in TABLE) + "<th>front</th>"
+    rows = []
+    for c in result["candidates"]:
+        cells = "".join(f"<td>{html.escape(f(c))}</td>" for _, f in TABLE) + f"<td>{'yes' if c['pareto'] else ''}</td>"
+        style = " style='font-weight:bold'" if c["candidate"] == chosen else ""
+        rows.append(f"<tr{style}>{cells}</tr>")
+    return f"<table border='1' cellpadding='3'><tr>{head}</tr>{''.join(rows)}</table>"
+
+
 def write_html(result: dict[str, Any], path: Path) -> None:
     rec = result["recommendation"]
     page = (
@@ -120,6 +132,8 @@ def write_html(result: dict[str, Any], path: Path) -> None:
         f"<p>history: {html.escape(result['inputs']['history'])}; job: {html.escape(result['inputs']['job'])}</p>"
         f"<pre>{html.escape(summary(result))}</pre><img src='pareto.png' alt='Pareto front'>"
         f"<h2>recommended config (diff against yours)</h2><pre>{html.escape(rec['diff'] or '(no change)')}</pre>"
+        "<h2>every candidate (exec-h, violations, rescales/h: older part, then held out)</h2>"
+        f"{candidates_table(result)}"
         "<p><a href='tune.json'>tune.json</a> · <a href='rows.csv'>rows.csv</a> (every candidate x window) · "
         "<a href='recommended.yaml'>recommended.yaml</a></p>"
     )

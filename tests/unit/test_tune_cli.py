@@ -240,6 +240,9 @@ def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     text = summary(result)
     assert "recommendation: candidate 2: controller.cooldown_s: 120" in text and "saving 15.0%" in text
     assert len((tmp_path / "rows.csv").read_text().splitlines()) == 7
+    page = (tmp_path / "index.html").read_text()
+    assert page.count("<tr") == 4 and "<tr style='font-weight:bold'><td>2</td>" in page  # header + 3, 2 in bold
+    assert "+  cooldown_s: 120" in page and "<img src='pareto.png'" in page
     monkeypatch.setenv("DAEDALUS_TUNE", str(tmp_path / "tune.json"))  # the notebook reads what was written
     notebook = execute(ROOT / "notebooks" / "tune.ipynb", monkeypatch, tmp_path)
     assert notebook["rec"]["candidate"] == 2 and notebook["best"]["candidate"] == 2
