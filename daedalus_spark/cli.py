@@ -17,6 +17,7 @@ from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.report.knowledge_report import register as register_report
 from daedalus_spark.sim.cli import register as register_simulate
 from daedalus_spark.sim.policies import PolicyNameError
+from daedalus_spark.tune.cli import register as register_tune
 
 # Largest scale-out any command accepts: the config's own bound on controller.max_scaleout.
 MAX_SCALEOUT = 10_000
@@ -193,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_simulate(sub)
     register_report(sub)
+    register_tune(sub)
     return parser
 
 

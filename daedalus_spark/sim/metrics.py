@@ -82,11 +82,16 @@ def seconds_behind(result: RunResult, target_s: float) -> int:
     `target_s` after each rescale's stop (the time a recovery may take): a run that keeps up has none (the
     optimum's constraint). The window is the target, not the recovery itself, so that a recovery that ends sooner
     than planned (a shorter downtime drawn) and dips below the line once is not counted against the rest."""
+    return int(behind_mask(result, target_s).sum())
+
+
+def behind_mask(result: RunResult, target_s: float) -> np.ndarray:
+    """Per second: behind, outside the `target_s` after each rescale's stop (what seconds_behind counts)."""
     behind = ~caught_up(result)
     excused = np.zeros(len(behind), dtype=bool)
     for r in result.rescales:
         excused[r.time_s : r.time_s + math.ceil(target_s)] = True
-    return int((behind & ~excused).sum())
+    return np.asarray(behind & ~excused)
 
 
 def summarize(

@@ -1,0 +1,186 @@
+"""Tuning shell: the `tune` subcommand — read the config, grid, job profile and history; run the grid on Spark;
+print and write the answer."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from daedalus_spark.cliargs import number
+from daedalus_spark.config import Config, ConfigError, load_config
+from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
+from daedalus_spark.knowledge.state import IncompatibleKnowledge
+from daedalus_spark.monitor.files import InputFileError
+from daedalus_spark.report.jsonout import strict_json
+from daedalus_spark.sim.jobmodel import JobModel
+from daedalus_spark.tune.grid import Candidate, TuneGrid, candidates, load_grid
+from daedalus_spark.tune.history import History, check_gaps, from_prometheus, from_trace, parse_duration
+from daedalus_spark.tune.split import HOLDOUT, SELECT, HistoryError, Plan, plan_windows
+from daedalus_spark.tune.task import Setting, WindowTask, window_seed
+
+DEFAULT_GRID = Path("deploy/tune.yaml")
+MAX_CONFIG_TEXT = 1024 * 1024
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add `tune` to the CLI."""
+    p = subparsers.add_parser(
+        "tune",
+        help="what-if tuning of the config on your own workload history (simulator, run as a Spark job)",
+        description="Replays your workload history through the simulator for every candidate of a grid of config "
+        "values, chooses on the older part of the history and reports on the newest, held out.",
+    )
+    p.add_argument("--config", type=Path, default=None, help="your YAML config (default: the built-in defaults)")
+    p.add_argument("--grid", type=Path, default=DEFAULT_GRID, help="knobs and values to try (default %(default)s)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--trace", type=Path, help="the history as a 'second|count' trace instead of Prometheus")
+    source.add_argument("--prometheus-url", help="Prometheus to read the history from (default: the config's)")
+    p.add_argument("--since", default="7d", help="how much history to read from Prometheus (default %(default)s)")
+    p.add_argument("--knowledge", type=Path, help="the controller's knowledge store: the job's learned profile")
+    p.add_argument("--job-model", metavar="YAML|PROFILE", help="the simulated job instead (sim/jobmodel.py)")
+    p.add_argument("--master", default="local[*]", help="Spark master (default %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("out/tune"), help="results go here (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object (summary on stderr)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument(
+        "--now", type=number(0, 1e11), default=None, help=argparse.SUPPRESS
+    )  # the end of --since (tests: a Prometheus fed with old samples)
+    p.set_defaults(handler=run)
+
+
+def _fail(message: str) -> int:
+    print(f"daedalus-spark tune: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return tune(args)
+    except ConfigError as exc:
+        return _fail(exc.one_line())
+    except (HistoryError, IncompatibleKnowledge, InputFileError, KnowledgeStoreError) as exc:
+        return _fail(str(exc))
+
+
+def _config_text(path: Path | None) -> str:
+    if path is None:
+        return ""
+    with path.open("rb") as f:  # load_config read it already; bounded all the same
+        return f.read(MAX_CONFIG_TEXT).decode("utf-8")
+
+
+def _history(args: argparse.Namespace, config: Config, grid: TuneGrid) -> History:
+    if args.trace is not None:
+        return from_trace(args.trace)
+    url = args.prometheus_url or config.monitor.prometheus_url
+    if not url:
+        raise HistoryError("no history: pass --trace FILE, --prometheus-url URL, or set monitor.prometheus_url")
+    from daedalus_spark.config import _http_url
+
+    try:
+        _http_url(url)
+    except ValueError as exc:
+        raise HistoryError(f"Prometheus URL {url[:80]!r}: {exc}") from None
+    try:
+        since_s = parse_duration(args.since)
+    except ValueError as exc:
+        raise HistoryError(f"--since: {exc}") from None
+    now = time.time() if args.now is None else args.now
+    return from_prometheus(config, url=url, since_s=since_s, step_s=grid.history.step_s, now_s=now, environ=os.environ)
+
+
+def tasks_for(cands: list[Candidate], plan: Plan, seed: int) -> list[WindowTask]:
+    return [
+        WindowTask(c.index, c.config.model_dump(mode="python"), w, window_seed(seed, w.index))
+        for c in cands
+        for w in plan.windows
+    ]
+
+
+def setting_for(job_model: JobModel, peak_per_s: float, config: Config) -> Setting:
+    """The job sized for the whole history's peak (not each window's), judged against your recovery target."""
+    return Setting(job_model.model_dump(mode="python"), peak_per_s, config.controller.target_recovery_s)
+
+
+def _progress(done: int, total: int) -> None:
+    sys.stderr.write(f"\rtune: {done}/{total} simulations ({done / max(total, 1):.0%})")
+    sys.stderr.write("\n" if done >= total else "")
+    sys.stderr.flush()
+
+
+def _when(history: History, index: int) -> str:
+    """A second of the history: UTC time for a Prometheus history, seconds from the start for a trace."""
+    if not history.start_unix_s:
+        return f"{index} s"
+    return datetime.fromtimestamp(history.start_unix_s + index, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _inputs(args: argparse.Namespace, history: History, plan: Plan, job: str, n: int) -> dict[str, Any]:
+    t0 = history.start_unix_s
+    return {
+        "history": history.source,
+        "start_unix_s": t0,
+        "seconds": len(history.workload_per_s),
+        "gaps": [{"start_unix_s": t0 + a, "seconds": b - a} for a, b in history.gaps()],
+        "dropped": [{"start_unix_s": t0 + a, "seconds": b - a} for a, b in plan.dropped],
+        "notes": list(history.notes),
+        "holdout_start_unix_s": t0 + plan.holdout_start_s,
+        "holdout_hours": sum(w.seconds for w in plan.part(HOLDOUT)) / 3600.0,
+        "select_hours": sum(w.seconds for w in plan.part(SELECT)) / 3600.0,
+        "windows": [asdict(w) for w in plan.windows],
+        "job": job,
+        "grid": str(args.grid),
+        "candidates": n,
+        "master": args.master,
+    }
+
+
+def tune(args: argparse.Namespace) -> int:
+    """Everything is read and checked before --out is created or Spark started."""
+    from daedalus_spark.tune.diff import recommended_yaml, unified_diff
+    from daedalus_spark.tune.outputs import summary, write_all
+    from daedalus_spark.tune.profile import load_profile
+    from daedalus_spark.tune.result import decide, to_json
+    from daedalus_spark.tune.spark import run_tasks
+
+    config = load_config(args.config)
+    user_text = _config_text(args.config)
+    grid = load_grid(str(args.grid))
+    cands = candidates(grid, config, str(args.grid))
+    job_model, job = load_profile(args.knowledge, args.job_model, config)
+    history = _history(args, config, grid)
+    check_gaps(history, grid.history.max_gap_ratio)
+    plan = plan_windows(history.stretches(), grid.split)
+    for a, b in history.gaps():
+        print(f"tune: no samples for {b - a} s from {_when(history, a)}: windows end before it", file=sys.stderr)
+    setting = setting_for(job_model, history.peak_per_s, config)
+    tasks = tasks_for(cands, plan, grid.seed)
+    print(f"tune: {len(cands)} candidates x {len(plan.windows)} windows on {args.master}", file=sys.stderr)
+    try:
+        rows = run_tasks(
+            tasks, history.workload_per_s, setting, master=args.master, progress=None if args.no_progress else _progress
+        )
+    except Exception as exc:  # Spark could not start, or its job failed: one line here, the details in Spark's log
+        if type(exc).__module__.partition(".")[0] not in ("pyspark", "py4j"):
+            raise
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        print(f"daedalus-spark tune: Spark on {args.master} failed: {first.strip()[:300]}", file=sys.stderr)
+        return 1
+    answer = decide(rows, cands, grid, config)
+    recommended = recommended_yaml(user_text, answer.changes)
+    diff = unified_diff(user_text, recommended, name=str(args.config or "config.yaml"))
+    result = to_json(
+        answer, recommended_yaml=recommended, diff=diff, inputs=_inputs(args, history, plan, job, len(cands))
+    )
+    write_all(args.out, result, rows)
+    text = summary(result) + f"\nwritten: {args.out}/index.html, tune.json, recommended.yaml, recommended.diff"
+    print(text, file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        print(strict_json(result))
+    return 0

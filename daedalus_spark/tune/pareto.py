@@ -1,0 +1,80 @@
+"""Tuning (pure core): per-candidate totals of a part, the Pareto front, and the choice under the constraints."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Totals:
+    """One candidate's figures over the windows of one part."""
+
+    candidate: int
+    hours: float
+    executor_hours: float
+    violations: int
+    rescales: int
+    latency_p95_s: float  # the worst window's
+    windows: int = 1
+
+    def allowed_rescales(self, per_hour: float) -> float:
+        """What the controller's token bucket allows (0: no budget, infinite): each window's simulation starts with
+        a full bucket of `per_hour` tokens, refilled at `per_hour` an hour."""
+        return per_hour * (self.hours + self.windows) if per_hour > 0 else float("inf")
+
+    def within_budget(self, per_hour: float) -> bool:
+        return self.rescales <= self.allowed_rescales(per_hour) + 1e-9
+
+    @property
+    def rescales_per_hour(self) -> float:
+        return self.rescales / self.hours if self.hours > 0 else 0.0
+
+
+def totals(rows: Iterable[Mapping[str, Any]], part: str) -> dict[int, Totals]:
+    """Rows of (candidate, window) summed per candidate over the windows of `part`."""
+    sums: dict[int, list[float]] = {}
+    for row in rows:
+        if row["part"] != part:
+            continue
+        acc = sums.setdefault(int(row["candidate"]), [0.0, 0.0, 0, 0, 0.0, 0])
+        acc[0] += row["hours"]
+        acc[1] += row["executor_hours"]
+        acc[2] += row["violations"]
+        acc[3] += row["rescales"]
+        acc[4] = max(acc[4], row["latency_p95_s"])
+        acc[5] += 1
+    return {c: Totals(c, a[0], a[1], int(a[2]), int(a[3]), a[4], int(a[5])) for c, a in sorted(sums.items())}
+
+
+def _objectives(t: Totals) -> tuple[float, int, int]:
+    return (round(t.executor_hours, 9), t.violations, t.rescales)
+
+
+def dominates(a: Totals, b: Totals) -> bool:
+    """a is no worse than b in executor-hours, violations and rescales, and better in one."""
+    oa, ob = _objectives(a), _objectives(b)
+    return all(x <= y for x, y in zip(oa, ob, strict=True)) and oa != ob
+
+
+def pareto_front(items: Iterable[Totals]) -> list[Totals]:
+    """The candidates no other dominates, by executor-hours (then violations, rescales, index); of candidates with
+    equal figures only the first is kept."""
+    ordered = sorted(items, key=lambda t: (*_objectives(t), t.candidate))
+    front: list[Totals] = []
+    for t in ordered:
+        if not any(dominates(f, t) or _objectives(f) == _objectives(t) for f in front):
+            front.append(t)
+    return front
+
+
+def feasible(t: Totals, *, max_violations: int, max_rescales_per_hour: float) -> bool:
+    """Within the violations allowed and the rescale budget (0: no budget)."""
+    return t.violations <= max_violations and t.within_budget(max_rescales_per_hour)
+
+
+def choose(items: Iterable[Totals], *, max_violations: int, max_rescales_per_hour: float) -> Totals | None:
+    """The feasible candidate with the fewest executor-hours (then fewer rescales, lower index); None if none is."""
+    ok = [t for t in items if feasible(t, max_violations=max_violations, max_rescales_per_hour=max_rescales_per_hour)]
+    return min(ok, key=lambda t: (round(t.executor_hours, 9), t.rescales, t.candidate), default=None)

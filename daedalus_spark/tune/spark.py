@@ -1,0 +1,140 @@
+"""Tuning (I/O edge): the (candidate x window) simulations as one PySpark job; its rows land in a DataFrame."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from daedalus_spark.tune.task import ROW_FIELDS, Setting, WindowTask, simulate_window
+
+JOB_GROUP = "daedalus-spark-tune"
+Progress = Callable[[int, int], None]  # (tasks done, tasks total)
+
+
+def row_schema() -> Any:
+    from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+
+    kinds = {"part": StringType(), "start_s": LongType(), "end_s": LongType()}
+    floats = {"hours", "executor_hours", "avg_executors", "latency_p95_s"}
+    return StructType(
+        [StructField(n, kinds.get(n, DoubleType() if n in floats else IntegerType()), False) for n in ROW_FIELDS]
+    )
+
+
+def package_zip(directory: Path) -> Path:
+    """daedalus_spark as a zip for --py-files (what a cluster's executors import; its dependencies they need
+    installed, e.g. `pip install daedalus-spark` in the image)."""
+    root = Path(__file__).resolve().parent.parent
+    target = directory / "daedalus_spark.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                z.write(path, Path("daedalus_spark") / path.relative_to(root))
+    return target
+
+
+@contextmanager
+def session(master: str, scratch: Path) -> Iterator[Any]:
+    """A SparkSession on `master` (local: the Python workers run this interpreter); stopped on the way out."""
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.appName("daedalus-spark-tune")
+        .master(master)
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
+        .config("spark.task.maxFailures", "1")  # a task that fails is a bug or bad input, not a flaky node
+    )
+    if master.startswith("local"):  # PySpark reads the workers' interpreter from the driver's environment
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = builder.getOrCreate()
+    try:
+        spark.sparkContext.setLogLevel("ERROR")
+        yield spark
+    finally:
+        spark.stop()
+
+
+class _Watcher:
+    """Reports completed tasks of the job group while it runs (Spark's status tracker, polled)."""
+
+    def __init__(self, sc: Any, total: int, report: Progress, interval_s: float = 0.5) -> None:
+        self.sc, self.total, self.report, self.interval_s = sc, total, report, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tune-progress", daemon=True)
+
+    def done(self) -> int:
+        tracker = self.sc.statusTracker()
+        count = 0
+        for job_id in tracker.getJobIdsForGroup(JOB_GROUP):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job else ():
+                stage = tracker.getStageInfo(stage_id)
+                count += stage.numCompletedTasks if stage else 0
+        return min(count, self.total)
+
+    def _run(self) -> None:
+        last = -1
+        while not self._stop.wait(self.interval_s):
+            done = self.done()
+            if done != last:
+                self.report(done, self.total)
+                last = done
+
+    def __enter__(self) -> _Watcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_tasks(
+    tasks: list[WindowTask],
+    workload_per_s: np.ndarray,
+    setting: Setting,
+    *,
+    master: str = "local[*]",
+    progress: Progress | None = None,
+    timing: dict[str, float] | None = None,
+) -> list[dict[str, Any]]:
+    """Every task on Spark, one Spark task each (longest windows first, so the last wave is short); the rows,
+    by candidate and window. `timing` gets the job's wall seconds (`job_s`, Spark's start-up aside) and the
+    cores Spark ran it on (`cores`)."""
+    ordered = sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.candidate, t.window.index))
+    scratch = Path(tempfile.mkdtemp(prefix="daedalus-tune-"))
+    try:
+        with session(master, scratch) as spark:
+            sc = spark.sparkContext
+            if not master.startswith("local"):
+                sc.addPyFile(str(package_zip(scratch)))
+            shared = sc.broadcast(np.asarray(workload_per_s, dtype=float))
+            rdd = sc.parallelize(ordered, len(ordered)).map(lambda t: simulate_window(t, shared.value, setting))
+            frame = spark.createDataFrame(rdd.map(lambda r: tuple(r[n] for n in ROW_FIELDS)), row_schema())
+            sc.setJobGroup(JOB_GROUP, "daedalus-spark tune: simulations", interruptOnCancel=True)
+            started = time.perf_counter()
+            if progress is None:
+                collected = frame.collect()
+            else:
+                with _Watcher(sc, len(ordered), progress):
+                    collected = frame.collect()
+                progress(len(ordered), len(ordered))
+            if timing is not None:
+                timing.update(job_s=time.perf_counter() - started, cores=float(sc.defaultParallelism))
+            shared.destroy()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    rows = [r.asDict() for r in collected]
+    return sorted(rows, key=lambda r: (r["candidate"], r["window"]))

@@ -1,0 +1,121 @@
+"""Tuning (pure core, run in Spark tasks): one candidate config simulated over one window of the history."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from daedalus_spark.config import parse_config
+from daedalus_spark.sim.evaluate import controller_config
+from daedalus_spark.sim.jobmodel import parse_job_model
+from daedalus_spark.sim.metrics import behind_mask, summarize
+from daedalus_spark.sim.policies import make_policy
+from daedalus_spark.sim.runner import RunResult, make_setup, run_policy
+from daedalus_spark.tune.history import runs
+from daedalus_spark.tune.split import Window
+
+ROW_FIELDS = (
+    "candidate",
+    "window",
+    "part",
+    "start_s",
+    "end_s",
+    "hours",
+    "executor_hours",
+    "avg_executors",
+    "rescales",
+    "recovery_violations",
+    "behind_s",
+    "behind_episodes",
+    "violations",
+    "latency_p95_s",
+)
+
+
+@dataclass(frozen=True)
+class WindowTask:
+    """What a Spark task needs, as plain data: the candidate's whole config, the window, its seed."""
+
+    candidate: int
+    config: dict[str, Any]
+    window: Window
+    seed: int
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Shared by every task: the simulated job (plain data), the load it is sized for, the user's recovery target
+    (every candidate is judged against it, whatever target it plans with)."""
+
+    job_model: dict[str, Any]
+    sized_for_per_s: float
+    target_recovery_s: float
+
+
+def window_seed(seed: int, window: int) -> int:
+    """The same draws for every candidate on a window (common random numbers: differences are the configs')."""
+    return (seed + 7919 * window) % 2**32
+
+
+def scored_part(result: RunResult, start: int) -> RunResult:
+    """The run from second `start` on: the lead-in and the rescales made in it are not judged."""
+    allowance = result.lag_allowance_s
+    rescales = tuple(dataclasses.replace(r, time_s=r.time_s - start) for r in result.rescales if r.time_s >= start)
+    return dataclasses.replace(
+        result,
+        workload_per_s=result.workload_per_s[start:],
+        scaleout=result.scaleout[start:],
+        processing=result.processing[start:],
+        processed_per_s=result.processed_per_s[start:],
+        lag_records=result.lag_records[start:],
+        latency_s=result.latency_s[start:],
+        capacity_per_s=result.capacity_per_s[start:],
+        rescales=rescales,
+        lag_allowance_s=allowance[start:] if isinstance(allowance, np.ndarray) else allowance,
+    )
+
+
+def episodes(mask: np.ndarray, *, longer_than_s: float = 0) -> int:
+    """Runs of True longer than `longer_than_s` seconds."""
+    return sum(1 for a, b in runs(mask) if b - a > longer_than_s)
+
+
+def judge(run: RunResult, *, start: int, candidate: int, window: Window, target_recovery_s: float) -> dict[str, Any]:
+    """One row: the figures of the run from second `start` on. A violation is a recovery longer than the target, or
+    a stretch behind outside recoveries longer than the target (a job that never rescales can still fall behind as
+    long as a missed recovery); a recovery from a rescale in the lead-in excuses its seconds as it would have."""
+    scored = scored_part(run, start)
+    m = summarize(scored, static_executors=1, oracle_executor_hours=0.0, target_recovery_s=target_recovery_s)
+    behind_at = behind_mask(run, target_recovery_s)[start:]
+    too_long = episodes(behind_at, longer_than_s=target_recovery_s)
+    return {
+        "candidate": candidate,
+        "window": window.index,
+        "part": window.part,
+        "start_s": window.start_s,
+        "end_s": window.end_s,
+        "hours": len(scored.scaleout) / 3600.0,
+        "executor_hours": float(m["executor_hours"]),
+        "avg_executors": float(m["avg_executors"]),
+        "rescales": int(m["rescales"]),
+        "recovery_violations": int(m["recovery_violations"]),
+        "behind_s": int(behind_at.sum()),
+        "behind_episodes": episodes(behind_at),
+        "violations": int(m["recovery_violations"]) + too_long,
+        "latency_p95_s": float(m["latency_p95_s"]),
+    }
+
+
+def simulate_window(task: WindowTask, workload_per_s: np.ndarray, setting: Setting) -> dict[str, Any]:
+    """The daedalus controller (the real loop step) with the candidate's config over the window and its lead-in."""
+    job_model = parse_job_model(setting.job_model)
+    config = controller_config(parse_config(task.config), job_model)
+    w = task.window
+    series = np.asarray(workload_per_s[w.lead_start_s : w.end_s], dtype=float)
+    setup = make_setup(series, job_model, config, task.seed, sized_for_per_s=setting.sized_for_per_s)
+    run = run_policy(setup, make_policy("daedalus", config))
+    start = w.start_s - w.lead_start_s
+    return judge(run, start=start, candidate=task.candidate, window=w, target_recovery_s=setting.target_recovery_s)
