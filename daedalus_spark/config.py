@@ -957,10 +957,16 @@ def parse_model(model: type[M], data: Any, source: str, error: type[ConfigError]
         raise error(source, [_explain(model, e) for e in exc.errors()]) from None
 
 
-def load_model(model: type[M], path: str | Path | None, error: type[ConfigError] = ConfigError) -> M:
-    """Read a YAML file into `model`; None gives the defaults."""
+def load_model(
+    model: type[M],
+    path: str | Path | None,
+    error: type[ConfigError] = ConfigError,
+    overlay: dict[str, dict[str, Any]] | None = None,
+) -> M:
+    """Read a YAML file into `model`; None gives the defaults. `overlay` sets section keys (a command-line option
+    standing for a YAML key) before validation, so the file is checked as if it held them."""
     if path is None:
-        return model()
+        return parse_model(model, overlay, "config", error) if overlay else model()
     path = Path(path)
     try:
         with path.open("rb") as f:
@@ -980,6 +986,11 @@ def load_model(model: type[M], path: str | Path | None, error: type[ConfigError]
         raise error(str(path), [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
     except RecursionError:
         raise error(str(path), ["not valid YAML: nested too deeply"]) from None
+    if overlay and isinstance(data, dict | None):
+        data = dict(data or {})
+        for section, values in overlay.items():
+            given = data.get(section)
+            data[section] = {**(given if isinstance(given, dict) else {}), **values}
     return parse_model(model, data, str(path), error)
 
 
@@ -987,9 +998,9 @@ def parse_config(data: Any, source: str = "config") -> Config:
     return parse_model(Config, data, source)
 
 
-def load_config(path: str | Path | None) -> Config:
-    """Read a YAML config; None gives the defaults."""
-    return load_model(Config, path)
+def load_config(path: str | Path | None, overlay: dict[str, dict[str, Any]] | None = None) -> Config:
+    """Read a YAML config; None gives the defaults (see load_model for `overlay`)."""
+    return load_model(Config, path, overlay=overlay)
 
 
 def _bounds(info: Any) -> str:

@@ -149,7 +149,10 @@ def tune(args: argparse.Namespace) -> int:
     from daedalus_spark.tune.result import decide, to_json
     from daedalus_spark.tune.spark import run_tasks
 
-    config = load_config(args.config)
+    # --prometheus-url stands for monitor.prometheus_url: the config is checked as if it held it
+    config = load_config(
+        args.config, {"monitor": {"prometheus_url": args.prometheus_url}} if args.prometheus_url else None
+    )
     user_text = _config_text(args.config)
     grid = load_grid(str(args.grid))
     cands = candidates(grid, config, str(args.grid))

@@ -74,11 +74,16 @@ CASES = [
     ("no-history", {}, [], "no history: pass --trace FILE, --prometheus-url URL"),
     (
         "bad-since",
-        {},
-        ["--prometheus-url", "http://127.0.0.1:9", "--since", "a week"],
+        {"c.yaml": "monitor: {scrape_interval_s: 1}\n"},
+        ["--config", "c.yaml", "--prometheus-url", "http://127.0.0.1:9", "--since", "a week"],
         "--since: 'a week' is not a duration",
     ),
-    ("bad-prometheus-url", {}, ["--prometheus-url", "ftp://x"], "Prometheus URL 'ftp://x'"),
+    (  # checked as monitor.prometheus_url, which it stands for
+        "bad-prometheus-url",
+        {},
+        ["--prometheus-url", "ftp://x"],
+        "monitor.prometheus_url: expected an http:// or https:// URL with a host (got 'ftp://x')",
+    ),
 ]
 
 
