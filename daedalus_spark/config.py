@@ -170,7 +170,8 @@ class ControllerConfig(_Section):
         "rescales",
         "cost_aware and horizon: rescale budget, a token bucket refilled at this rate and holding at most this many: "
         "every applied rescale takes a token, and a scale-in waits for a whole one (scale-outs never wait: safety "
-        "first; they may leave the bucket in debt). horizon plans with the tokens plus the refill over its horizon. "
+        "first; they may leave the bucket in debt). The bucket fills from empty at the oldest tick remembered, so a "
+        "fresh controller earns its budget. horizon plans with the tokens plus the refill over its horizon. "
         "3 = one per 20 minutes on average. 0 = off.",
         ge=0,
         le=3600,

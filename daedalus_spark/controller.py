@@ -131,6 +131,7 @@ class Controller:
                 [d.time_s for d in k.decisions if d.rescale and d.actuation in _APPLIED],
                 now_s,
                 per_hour=settings.max_rescales_per_hour,
+                since_s=k.decisions[0].time_s if k.decisions else now_s,
             ),
             batches_completed=obs.batches.batches if obs.batches is not None else 0.0,
             batch_seconds=obs.batches.duration_s if obs.batches is not None else 0.0,
@@ -175,12 +176,17 @@ PLANNERS: dict[str, Callable[[PlanInputs, ControllerConfig], Decision]] = {
 _APPLIED = frozenset(o.value for o in Outcome if o.changed_the_job)
 
 
-def rescale_tokens(rescale_times_s: Iterable[float], now_s: float, *, per_hour: float) -> float:
-    """The rescale budget's token bucket at `now_s`: full (`per_hour` tokens) before the first rescale remembered,
-    refilled at `per_hour` per hour up to full, one token taken per rescale (possibly into debt)."""
+def rescale_tokens(
+    rescale_times_s: Iterable[float], now_s: float, *, per_hour: float, since_s: float | None = None
+) -> float:
+    """The rescale budget's token bucket at `now_s`: refilled at `per_hour` per hour up to full (`per_hour` tokens),
+    one token taken per rescale (possibly into debt: scale-outs are never held). It fills from empty at `since_s`,
+    the oldest tick remembered, so that a fresh controller earns its budget like the rate says (a full bucket at
+    start let 3-h runs make 12 rescales against a budget of 9), and is full from the start without it."""
     if per_hour <= 0:
         return math.inf
-    rate_per_s, tokens, last = per_hour / 3600.0, per_hour, None
+    rate_per_s = per_hour / 3600.0
+    tokens, last = (per_hour, None) if since_s is None else (0.0, since_s)
     for t in sorted(rescale_times_s):
         if last is not None:
             tokens = min(per_hour, tokens + rate_per_s * (t - last))

@@ -71,7 +71,9 @@ def live_config(root: Path, agent_url: str, exporter_url: str) -> Config:
             checkpoint_interval_s=1,
             recent_rescale_window_s=20,
             scale_in_lookback_s=20,  # compressed like the other windows (the default 600 s outlasts the whole test)
-            max_rescales_per_hour=36,  # the budget compressed 12x like the loop (3 an hour spent in the first minute)
+            # the budget compressed like the loop and more: a fresh controller earns it from empty (3 an hour would
+            # allow the first scale-in 20 minutes in; here 72 an hour, the scale-in ~75 s after the scale-out)
+            max_rescales_per_hour=72,
             cooldown_s=10,
             warmup_s=5,
             knowledge_path=str(root / "knowledge.sqlite"),

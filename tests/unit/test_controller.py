@@ -7,14 +7,18 @@ import pytest
 
 from daedalus_spark.config import Config, parse_config
 from daedalus_spark.controller import Controller, rescale_tokens
-from daedalus_spark.domain import Observation, Reason
+from daedalus_spark.domain import Decision, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore, restore, snapshot
 from tests.conftest import observation
 
 CAPACITY = 500.0  # records/s per executor at full utilization
-CONFIG = parse_config({"controller": {"max_scaleout": 12}, "forecast": {"min_history_s": 600}})
+# Budget off: these ticks are a fresh controller's first, which a budget holds until it has earned a token (tested
+# apart in test_a_fresh_controller_earns_its_budget).
+CONFIG = parse_config(
+    {"controller": {"max_scaleout": 12, "max_rescales_per_hour": 0}, "forecast": {"min_history_s": 600}}
+)
 
 
 def window(t_end, workload, scaleout, *, rng, lag=0.0, uptime_s=1e6, samples=60):
@@ -181,6 +185,28 @@ def test_rescale_budget_is_a_token_bucket(times, now, expected):
     assert rescale_tokens(times, now, per_hour=3.0) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(
+    ("times", "now", "expected"),
+    [
+        pytest.param([], 0.0, 0.0, id="empty-at-the-first-tick"),
+        pytest.param([], 1200.0, 1.0, id="a-token-earned-in-20-minutes"),
+        pytest.param([], 1e6, 3.0, id="full-after-an-hour"),
+        pytest.param([600.0], 1200.0, 0.0, id="a-scale-out-in-debt-paid-back"),  # 0.5 - 1 at 600, + 0.5
+    ],
+)
+def test_rescale_budget_fills_from_the_oldest_tick_remembered(times, now, expected):
+    assert rescale_tokens(times, now, per_hour=3.0, since_s=0.0) == pytest.approx(expected)
+
+
+def test_a_fresh_controller_earns_its_budget():
+    """A full bucket at start let 3-h runs make 12 rescales against a budget of 9: the first scale-in waits."""
+    settings = {"max_scaleout": 12, "max_rescales_per_hour": 1, "planner": "cost_aware"}
+    controller = Controller(parse_config({"controller": settings}))
+    load = 1000 + 400 * np.sin(np.arange(60) * np.pi / 10)
+    first = controller.tick(window(60.0, load, 8, rng=np.random.default_rng(0)), 60.0)
+    assert first.reason is Reason.SCALE_IN_RESCALE_BUDGET and first.target_scaleout == 8
+
+
 def test_rescale_budget_off_never_holds():
     assert rescale_tokens([0.0] * 100, 1.0, per_hour=0.0) == math.inf
 
@@ -189,6 +215,7 @@ def test_only_applied_rescales_spend_the_budget():
     """A refused or failed rescale changed nothing: it takes no token."""
     settings = {"max_scaleout": 12, "max_rescales_per_hour": 1, "planner": "cost_aware"}  # its budget reason
     controller = Controller(parse_config({"controller": settings}))
+    controller.conclude(Decision(-3600.0, 8, 8, Reason.SKIP_WARMUP))  # ticking for an hour: a full bucket of 1
     rng = np.random.default_rng(0)
     load = 1000 + 400 * np.sin(np.arange(60) * np.pi / 10)
     refused = controller.tick(window(60.0, load, 8, rng=rng), 60.0)

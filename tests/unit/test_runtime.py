@@ -33,7 +33,12 @@ def free_port() -> int:
 def config_in(tmp_path, **runtime):
     return parse_config(
         {
-            "controller": {"loop_interval_s": 5, "knowledge_path": str(tmp_path / "k.sqlite")},
+            # budget off: a fresh controller's first ticks would wait for their first token
+            "controller": {
+                "loop_interval_s": 5,
+                "knowledge_path": str(tmp_path / "k.sqlite"),
+                "max_rescales_per_hour": 0,
+            },
             "forecast": {"background_refit": False},
             "runtime": {"decision_log": str(tmp_path / "decisions.jsonl"), "metrics_port": 0, **runtime},
         }
