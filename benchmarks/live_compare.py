@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sim_vs_live import demo_config, demo_workload  # the benchmarks' shared helpers, next to this file
+from sim_vs_live import demo_config, demo_setup  # the benchmarks' shared helpers, next to this file
 
 from daedalus_spark.demo.live import AUTOSCALERS, DemoPlan, lag_seconds, run_demo, settled_rescales
-from daedalus_spark.sim.jobmodel import load_job_model
 from daedalus_spark.sim.policies import make_policy
-from daedalus_spark.sim.runner import make_setup, run_policy
+from daedalus_spark.sim.runner import run_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 # The simulator's policy for each live autoscaler, with the time settings the live run compresses the same way.
@@ -51,9 +50,8 @@ def _counts(s: dict[str, Any]) -> dict[str, Any]:
 
 def simulated(plan: DemoPlan, autoscaler: str, seed: int) -> dict[str, Any]:
     config = demo_config(plan)
-    job_model = load_job_model("local").model_copy(update={"initial_scaleout": plan.initial_executors})
-    setup = make_setup(demo_workload(plan), job_model, config, seed)
-    result = run_policy(setup, make_policy(SIMULATED[autoscaler].format(max=plan.max_scaleout), config))
+    policy = make_policy(SIMULATED[autoscaler].format(max=plan.max_scaleout), config)
+    result = run_policy(demo_setup(plan, config, seed), policy)
     t = np.arange(len(result.lag_records), dtype=float)
     lag_s = lag_seconds(t, np.cumsum(result.workload_per_s), result.lag_records)
     return {

@@ -22,7 +22,7 @@ from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 from daedalus_spark.monitor.files import read_trace
 from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.jobmodel import load_job_model
-from daedalus_spark.sim.runner import make_setup, run_policy
+from daedalus_spark.sim.runner import SimSetup, make_setup, run_policy
 from daedalus_spark.workloads.pacing import Pacer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,10 +44,15 @@ def demo_config(plan: DemoPlan) -> Config:
     )
 
 
+def demo_setup(plan: DemoPlan, config: Config, seed: int) -> SimSetup:
+    """The demo's workload on the `local` job profile, started at the demo's initial executors."""
+    job_model = load_job_model("local").model_copy(update={"initial_scaleout": plan.initial_executors})
+    return make_setup(demo_workload(plan), job_model, config, seed)
+
+
 def simulated(plan: DemoPlan, seed: int, config: Config | None = None) -> dict[str, Any]:
     config = config or demo_config(plan)
-    job_model = load_job_model("local").model_copy(update={"initial_scaleout": plan.initial_executors})
-    setup = make_setup(demo_workload(plan), job_model, config, seed)
+    setup = demo_setup(plan, config, seed)
     policy = DaedalusPolicy(config)
     result = run_policy(setup, policy)
     table = policy.controller.knowledge.history.latest_table if policy.controller else None

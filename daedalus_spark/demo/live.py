@@ -301,7 +301,8 @@ def _agent_status(agent_url: str) -> dict[str, Any]:
 
 
 def _drain(sampler: Sampler, drain_s: float, processes: Processes, log: Any) -> bool:
-    """After the load cycle: wait until the job has read every record appended (lag 0, records out = in)."""
+    """After the load cycle: wait until the job has read every record appended (lag 0, and as many read as
+    appended; the exact check is on the words counted, `demo/counts.py`)."""
 
     def worked_off() -> bool:  # records read (numInputRows) may exceed records in: a stage retry reads again
         last = sampler.samples[-1] if sampler.samples else None

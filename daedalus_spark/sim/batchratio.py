@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from daedalus_spark.plan.batchratio import BatchRatioSettings, average_ratio, batch_ratio_target
 from daedalus_spark.sim.job import SimulatedJob
 
-__all__ = ["BatchRatioPolicy", "BatchRatioSettings", "average_ratio", "batch_ratio_target"]
-
 
 @dataclass
 class BatchRatioPolicy:

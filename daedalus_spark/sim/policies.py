@@ -164,7 +164,8 @@ def needs_microbatch(name: str) -> bool:
 
 def _spark_policy(name: str, kind: str, arg: str, config: Config) -> Policy:
     """`spark-da[:KEY=VALUE...]` or `batch-ratio[:KEY=VALUE...]`; min/max executors default to the controller's."""
-    from daedalus_spark.sim.batchratio import BatchRatioPolicy, BatchRatioSettings
+    from daedalus_spark.plan.batchratio import BatchRatioSettings
+    from daedalus_spark.sim.batchratio import BatchRatioPolicy
     from daedalus_spark.sim.sparkda import DynamicAllocationSettings, SparkDaPolicy
 
     low, high = config.controller.min_scaleout, config.controller.max_scaleout

@@ -20,8 +20,9 @@ class Totals:
     windows: int = 1
 
     def allowed_rescales(self, per_hour: float) -> float:
-        """What the controller's token bucket allows (0: no budget, infinite): each window's simulation starts with
-        a full bucket of `per_hour` tokens, refilled at `per_hour` an hour."""
+        """At most what the controller's token bucket allows (0: no budget, infinite): each window's scored part
+        starts with at most a full bucket of `per_hour` tokens (earned from empty in its lead-in since the budget
+        change of 2026-11-24), refilled at `per_hour` an hour."""
         return per_hour * (self.hours + self.windows) if per_hour > 0 else float("inf")
 
     def within_budget(self, per_hour: float) -> bool:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from daedalus_spark.config import Config
-from daedalus_spark.sim.batchratio import BatchRatioPolicy, BatchRatioSettings, average_ratio, batch_ratio_target
+from daedalus_spark.plan.batchratio import BatchRatioSettings, average_ratio, batch_ratio_target
+from daedalus_spark.sim.batchratio import BatchRatioPolicy
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
 from daedalus_spark.sim.microbatch import MicroBatchJob
 from daedalus_spark.sim.policies import PolicyNameError, make_policy
