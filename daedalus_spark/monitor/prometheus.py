@@ -36,6 +36,15 @@ from daedalus_spark.redact import bearer_token
 log = logging.getLogger(__name__)
 
 _GRACE_S = 0.5  # beyond monitor.timeout_s, for the client's own timeout to fire first with its clearer message
+# One job's range queries over a few loop intervals answer in kilobytes to a few MiB (tune's 7-day history too). A
+# larger answer is a selector matching far more than one job, or a hostile server: read whole, a 200 MB answer took
+# the controller to 1.24 GB. Counted after decompression, so a small gzip bomb is caught too.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+_READ_CHUNK_BYTES = 64 * 1024
+
+
+class AnswerTooLarge(requests.RequestException):
+    """Prometheus's answer grew past MAX_ANSWER_BYTES; the rest is not read."""
 
 
 # The config field that holds each query's template.
@@ -117,7 +126,29 @@ def session(config: MonitorConfig) -> requests.Session:
         raise ValueError(f"monitor.ca_file ({config.ca_file}): no such file")  # else every query fails alike
     http = requests.Session()
     http.verify = (config.ca_file or True) if config.tls_verify else False
+    http.hooks["response"].append(read_capped)
     return http
+
+
+def read_capped(response: requests.Response, *args: Any, **kwargs: Any) -> None:
+    """Session response hook: read the body now, at most MAX_ANSWER_BYTES of it (requests runs the hook before it
+    reads the body itself, and then keeps what was read here); past the cap the connection is dropped."""
+    max_bytes = MAX_ANSWER_BYTES
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        response.close()
+        raise AnswerTooLarge(f"the answer declares {int(declared)} bytes, more than {_mib(max_bytes)}")
+    body = bytearray()
+    for chunk in response.iter_content(_READ_CHUNK_BYTES):
+        body += chunk
+        if len(body) > max_bytes:
+            response.close()
+            raise AnswerTooLarge(f"the answer is larger than {_mib(max_bytes)}")
+    response._content = bytes(body)  # what `response.content` would have read; requests then reads nothing more
+
+
+def _mib(n_bytes: int) -> str:
+    return f"{n_bytes / (1024 * 1024):g} MiB"
 
 
 class PrometheusMonitor:

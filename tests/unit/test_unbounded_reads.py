@@ -177,3 +177,52 @@ def test_a_prometheus_that_trickles_its_answers_fails_the_window_at_the_deadline
         stop.set()
         monitor.close()
     assert err.value.kind == "timeout" and "took longer than 0.5 s" in str(err.value)
+
+
+def _prometheus_monitor(server: ThreadingHTTPServer):  # type: ignore[no-untyped-def]
+    from daedalus_spark.config import MonitorConfig
+    from daedalus_spark.monitor.prometheus import PrometheusMonitor
+
+    url = f"http://127.0.0.1:{server.server_port}"
+    return PrometheusMonitor(MonitorConfig(prometheus_url=url, scrape_interval_s=1, timeout_s=5), "cpu")
+
+
+@pytest.mark.parametrize("chunks", [1, 40], ids=["one-write", "forty-writes"])
+def test_a_prometheus_answer_beyond_the_cap_fails_the_window(target, monkeypatch, chunks) -> None:
+    from daedalus_spark.monitor import prometheus
+
+    monkeypatch.setattr(prometheus, "MAX_ANSWER_BYTES", 4096)
+
+    def huge() -> Iterator[bytes]:
+        for _ in range(chunks):
+            yield b"x" * (40_000 // chunks)
+
+    target.body = huge  # type: ignore[attr-defined]
+    monitor = _prometheus_monitor(target)
+    try:
+        with pytest.raises(MonitorError) as err:
+            monitor.observe(start_s=1_700_000_000.0, end_s=1_700_000_010.0)
+    finally:
+        monitor.close()
+    assert err.value.kind == "invalid" and "larger than 0.00390625 MiB" in str(err.value)
+
+
+def test_the_cap_hook_keeps_an_answer_within_it_for_the_client(target, monkeypatch) -> None:
+    import requests
+
+    from daedalus_spark.config import MonitorConfig
+    from daedalus_spark.monitor import prometheus
+
+    monkeypatch.setattr(prometheus, "MAX_ANSWER_BYTES", 4096)
+    answer = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
+    answer += b" " * (4096 - len(answer))  # exactly at the cap
+    target.body = lambda: iter([answer])  # type: ignore[attr-defined]
+    http = prometheus.session(MonitorConfig(prometheus_url="http://127.0.0.1:1", scrape_interval_s=1))
+    try:
+        response = http.get(_url(target), timeout=5)
+        assert response.content == answer and response.json()["data"]["result"] == []
+        target.body = lambda: iter([answer + b" "])  # type: ignore[attr-defined]  # one byte past the cap
+        with pytest.raises(requests.RequestException, match="larger than"):
+            http.get(_url(target), timeout=5)
+    finally:
+        http.close()
