@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from daedalus_spark.analyze.forecast import ArimaModel, Buckets, WorkloadForecaster, wape
+from daedalus_spark.analyze.forecast import ArimaModel, Buckets, WorkloadForecaster, wape, window_means
 from daedalus_spark.config import ForecastConfig
 from daedalus_spark.runtime.refit_scheduler import PoolRefits
 
@@ -111,6 +111,29 @@ def test_a_monitoring_gap_repeats_the_last_level() -> None:
     buckets = Buckets(10)
     buckets.add([4.0] * 10, step_s=1, end_s=10)
     assert buckets.add([8.0] * 10, step_s=1, end_s=40) == [4.0, 4.0, 8.0]
+
+
+@pytest.mark.parametrize(
+    ("step_s", "end_s"),
+    [(1.0, 60.0), (0.5, 30.0), (2.0, 90.0), (10.0, 120.0)],
+    ids=["1s-samples", "half-second", "2s-not-from-zero", "one-per-bucket"],
+)
+def test_window_means_and_the_buckets_agree_on_whole_buckets(step_s: float, end_s: float) -> None:
+    """The history's per-window means lie on the forecaster's grid: a bucket the window fills whole has the same
+    mean and is stamped with the end of the bucket that `Buckets` emits."""
+    values = list(np.random.default_rng(1).uniform(100, 900, round(60 / step_s)))
+    buckets = Buckets(10)
+    emitted = buckets.add(values, step_s=step_s, end_s=end_s)
+    first = buckets.next_index - len(emitted)
+    means = window_means(values, step_s=step_s, end_s=end_s, resolution_s=10)
+    assert [t for t, _ in means] == [10.0 * (first + k + 1) for k in range(len(emitted))]
+    np.testing.assert_allclose([m for _, m in means], emitted, rtol=1e-12)
+
+
+def test_window_means_keep_the_partial_bucket_the_buckets_hold_back() -> None:
+    means = window_means([1.0] * 10 + [3.0] * 5, step_s=1, end_s=15, resolution_s=10)
+    assert means == [(10.0, 1.0), (20.0, 3.0)]  # the history sees the partial last bucket at once
+    assert Buckets(10).add([1.0] * 10 + [3.0] * 5, step_s=1, end_s=15) == [1.0]
 
 
 def test_forecaster_counts_only_complete_buckets() -> None:

@@ -50,6 +50,9 @@ class WorkloadForecaster:
             linear_errors=HorizonErrors("linear_errors", horizon_steps, config.interval_level),
             arima_errors=HorizonErrors("arima_errors", horizon_steps, config.interval_level),
         )
+        # The two models behind the ForecastModel port: the ARIMA (fitted through `refits`, kept in `_learned`
+        # because its parameters are stored) and the line, refitted on the history every tick.
+        self._linear: ForecastModel = LinearModel(window_steps=self._linear_steps)
         self._pending = False  # a fit requested and not yet collected
         self._pending_updates: list[float] = []  # buckets observed since: the new model is given them
         self._pending_is_refit = False
@@ -135,9 +138,8 @@ class WorkloadForecaster:
         predicted = self._guarded(arima.predict_interval, n_steps, level) if arima is not None else None
         arima_values = None if predicted is None else predicted[0]
         # The linear forecast is computed every tick (a line through a few dozen points): its errors give its interval.
-        linear: ForecastModel = LinearModel(window_steps=self._linear_steps)
-        linear.fit(s.history)
-        linear_values = linear.predict(n_steps)
+        self._linear.fit(s.history)
+        linear_values, _ = self._linear.predict_interval(n_steps, None)
         s.linear_errors.remember(start, linear_values)
         if arima_values is not None:
             s.arima_errors.remember(start, arima_values)
