@@ -63,3 +63,12 @@ def test_a_diverging_fit_comes_back_as_fit_failed(scheduler: RefitScheduler) -> 
     _settle(scheduler)
     failed = scheduler.collect()
     assert isinstance(failed, FitFailed) and "Schur" in failed.reason
+
+
+def test_a_new_request_drops_the_one_not_collected(scheduler: RefitScheduler) -> None:
+    """A restored forecaster asks afresh: whatever the earlier request gives is never handed back."""
+    scheduler.request(_job(DivergingJob))
+    scheduler.request(_job())
+    _settle(scheduler)
+    assert isinstance(scheduler.collect(), ArimaModel)
+    assert scheduler.collect() is None

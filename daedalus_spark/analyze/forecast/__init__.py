@@ -1,11 +1,5 @@
-"""Analyze: forecast the workload (paper §3.3) with auto-ARIMA, a linear fallback and WAPE-driven refits.
+"""Analyze: forecast the workload (paper §3.3) with auto-ARIMA, a linear fallback and WAPE-driven refits."""
 
-models: the ARIMA and the line behind one port; fitting: the auto-ARIMA search a refit runs; scoring: WAPE;
-intervals: the upper margins from measured errors; resample: the one bucket grid; refit: the port through which
-fits are requested (the runtime's pool or inline); codec: the stored state; policy: the forecaster itself.
-"""
-
-from daedalus_spark.analyze.forecast.codec import STATE_VERSION, Learned
 from daedalus_spark.analyze.forecast.fitting import FitJob, detect_period, fit_arima, fitted_arima_state
 from daedalus_spark.analyze.forecast.intervals import HorizonErrors, column_quantiles
 from daedalus_spark.analyze.forecast.models import (
@@ -24,7 +18,6 @@ from daedalus_spark.analyze.forecast.scoring import holdout_wape, wape
 __all__ = [
     "MODEL_LEVEL",
     "NO_PARAMETER_COVARIANCE",
-    "STATE_VERSION",
     "ArimaModel",
     "Buckets",
     "FitFailed",
@@ -32,7 +25,6 @@ __all__ = [
     "ForecastModel",
     "HorizonErrors",
     "InlineRefits",
-    "Learned",
     "LinearModel",
     "RefitScheduler",
     "WorkloadForecaster",

@@ -55,7 +55,7 @@ def fit_arima(
     detect_season: bool = False,
     select_horizon_steps: int = 0,
 ) -> ArimaModel:
-    """A freshly searched auto-ARIMA on `y`; a free function so it can run on any thread pool.
+    """A freshly searched auto-ARIMA on `y`; run by a `FitJob` wherever its scheduler puts it.
 
     With `select_horizon_steps`, each search keeps the candidate with the lowest hold-out WAPE over that many steps
     (`holdout_wape`) instead of the lowest AIC. With `detect_season` (and no fixed seasonal period), a period found

@@ -50,7 +50,8 @@ _HOLDOUT_MARGIN_RATIO = 0.8
 
 
 class ForecastModel(Protocol):
-    """One step = one aggregated sample; predictions are never negative."""
+    """The port the forecaster serves forecasts through: one step = one aggregated sample; predictions are never
+    negative (tests/contract/test_forecast_models.py holds every implementation to it)."""
 
     def fit(self, y: np.ndarray) -> None: ...
 
