@@ -6,6 +6,7 @@ import math
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -296,6 +297,20 @@ def test_round_trip_drops_a_pending_refit_and_resubmits_it() -> None:
     assert not restored.refit_pending
     restored.observe([1000.0] * 60, step_s=1, end_s=240)
     assert restored.refit_pending and len(restored_pool.jobs) == 1
+
+
+STORED_V2 = Path(__file__).parents[1] / "data" / "forecaster_v2.json"
+
+
+def test_a_store_written_before_the_package_split_reads_back_to_the_same_bytes() -> None:
+    """tests/data/forecaster_v2.json was written by the single-module forecaster (seasonality on, an ARIMA fitted, a
+    partial bucket open): the package reads it and writes exactly those bytes again."""
+    config = CONFIG.model_copy(update={"seasonality": True})
+    stored = STORED_V2.read_bytes()
+    restored = WorkloadForecaster.from_bytes(stored, config)
+    assert restored.arima_order is not None and restored.history_steps == 30
+    assert restored.to_bytes() == stored
+    assert restored.predict(905).start_s == 900  # the open bucket is the first one forecast
 
 
 def test_restore_refuses_another_resolution() -> None:
