@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,8 +15,10 @@ from daedalus_spark.analyze.forecast.models import ArimaModel, ForecastModel, Li
 from daedalus_spark.analyze.forecast.refit import FitFailed, InlineRefits, RefitScheduler
 from daedalus_spark.analyze.forecast.resample import EPS, Buckets
 from daedalus_spark.analyze.forecast.scoring import NUMERIC_FAILURES, wape
-from daedalus_spark.config import ForecastConfig
 from daedalus_spark.domain import Forecast
+
+if TYPE_CHECKING:  # the config's pydantic models stay out of the refit process, which imports this package
+    from daedalus_spark.config import ForecastConfig
 
 
 class WorkloadForecaster:
