@@ -20,10 +20,6 @@ class PoolRefits:
         self._future: Future[dict[str, Any] | None] | None = None
         self._job: FitJob | None = None
 
-    @property
-    def pending(self) -> bool:
-        return self._future is not None
-
     def request(self, job: FitJob) -> None:
         if self._future is not None:
             self._future.cancel()  # dropped: the forecaster asked anew (a restored one asks again)
