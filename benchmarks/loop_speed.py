@@ -27,6 +27,7 @@ from daedalus_spark.loop import Loop
 from daedalus_spark.monitor.prometheus import PrometheusMonitor
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.monitor.synthetic import Exporter, SyntheticJob, serve
+from daedalus_spark.runtime.refit_scheduler import PoolRefits
 
 SIZES = (4, 100)
 WINDOW_S = 60.0
@@ -73,7 +74,7 @@ def measure(executors: int, prometheus: PrometheusServer, job: SyntheticJob, wor
     config = config_for(executors, prometheus.url)
     refits = ThreadPoolExecutor(max_workers=1, thread_name_prefix="refit")
     try:
-        controller = Controller(config, refit_pool=refits)
+        controller = Controller(config, refits=PoolRefits(refits))
         warm(controller, job, time.time() - WINDOW_S)
         refits.submit(lambda: None).result()  # the single refit thread is idle: refits are not in the figures
         monitor = PrometheusMonitor(config.monitor, config.controller.utilization_signal)

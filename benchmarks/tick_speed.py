@@ -18,6 +18,7 @@ import numpy as np
 from daedalus_spark.config import parse_config
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Observation
+from daedalus_spark.runtime.refit_scheduler import PoolRefits
 
 WARM_TICKS = 30  # 30 minutes of history: ARIMA is fitted and being updated
 MEASURED_TICKS = 40
@@ -49,7 +50,8 @@ def measure(scaleout: int, pool: Executor, planner: str) -> tuple[list[float], l
             }
         }
     )
-    controller = Controller(config, refit_pool=pool)
+    refits = PoolRefits(pool)
+    controller = Controller(config, refits=refits)
     rng = np.random.default_rng(0)
     seconds = np.arange(60 * (WARM_TICKS + MEASURED_TICKS))
     workload = scaleout * 600 * (1 + 0.3 * np.sin(seconds / 900.0)) * rng.uniform(0.97, 1.03, seconds.size)
@@ -68,7 +70,7 @@ def measure(scaleout: int, pool: Executor, planner: str) -> tuple[list[float], l
         elif k == WARM_TICKS - 1:
             # Ticks here come back to back, not a minute apart: let the first fit finish (a spawned process takes
             # seconds to start) so the measured ticks update and predict an ARIMA, as in the sidecar.
-            forecaster.wait_for_refit()
+            refits.wait()
     return quiet, during_refit
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor
 from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
+from daedalus_spark.analyze.forecast import RefitScheduler
 from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
@@ -24,10 +24,10 @@ class Controller:
     """`tick` decides, `conclude` records what the actuator did; the loop (sidecar and simulator) calls both."""
 
     def __init__(
-        self, config: Config, *, knowledge: Knowledge | None = None, refit_pool: Executor | None = None
+        self, config: Config, *, knowledge: Knowledge | None = None, refits: RefitScheduler | None = None
     ) -> None:
         self.config = config
-        self.knowledge = knowledge or Knowledge.fresh(config, refit_pool=refit_pool)
+        self.knowledge = knowledge or Knowledge.fresh(config, refits=refits)
 
     @classmethod
     def resume(
@@ -35,14 +35,14 @@ class Controller:
         config: Config,
         store: KnowledgeStore,
         *,
-        refit_pool: Executor | None = None,
+        refits: RefitScheduler | None = None,
         now_s: float | None = None,
     ) -> Controller:
         """A controller that continues from the store's knowledge (fresh if the store is empty); with `now_s`, stored
         times ahead of it are forgotten (knowledge.state.restore)."""
         saved = store.load()
-        knowledge = restore(saved, config, now_s=now_s, refit_pool=refit_pool) if saved else None
-        return cls(config, knowledge=knowledge, refit_pool=refit_pool)
+        knowledge = restore(saved, config, now_s=now_s, refits=refits) if saved else None
+        return cls(config, knowledge=knowledge, refits=refits)
 
     def save(self, store: KnowledgeStore) -> None:
         store.save(snapshot(self.knowledge))

@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from daedalus_spark.analyze.forecast.resample import window_means
 from daedalus_spark.domain import CapacityTable, ExecutorCapacity, Forecast, Observation
 from daedalus_spark.untrusted import check_version, mapping
 
@@ -45,16 +46,11 @@ class History:
         self.forecasts.append(record)
 
     def add_workload(self, obs: Observation, resolution_s: float) -> None:
-        """The window's workload averaged per resolution step, stamped with each step's end."""
-        n = len(obs.workload_per_s)
-        buckets: dict[float, list[float]] = {}
-        for i, value in enumerate(obs.workload_per_s):
-            t = obs.time_s - (n - 1 - i) * obs.step_s
-            buckets.setdefault(math.ceil(t / resolution_s - 1e-9) * resolution_s, []).append(value)
+        """The window's workload averaged per resolution step, stamped with each step's end (on the forecaster's
+        grid); a step already recorded is not recorded again."""
         last = self.workload[-1][0] if self.workload else -math.inf
-        for t, values in sorted(buckets.items()):
-            if t > last:
-                self.workload.append((t, sum(values) / len(values)))
+        means = window_means(obs.workload_per_s, step_s=obs.step_s, end_s=obs.time_s, resolution_s=resolution_s)
+        self.workload.extend((t, mean) for t, mean in means if t > last)
 
     def to_state(self) -> dict[str, Any]:
         return {

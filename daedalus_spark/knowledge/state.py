@@ -6,13 +6,12 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from daedalus_spark.analyze.anomaly import RecoveryMonitor
 from daedalus_spark.analyze.capacity import CapacityModel
-from daedalus_spark.analyze.forecast import WorkloadForecaster
+from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
 from daedalus_spark.config import HISTORY_LIMIT, Config
 from daedalus_spark.domain import Decision, Reason, Recovery
 from daedalus_spark.knowledge.history import History
@@ -39,10 +38,10 @@ class Knowledge:
     damage: list[str] = field(default_factory=list)  # what restore left out of a damaged store, one line each
 
     @classmethod
-    def fresh(cls, config: Config, *, refit_pool: Executor | None = None) -> Knowledge:
+    def fresh(cls, config: Config, *, refits: RefitScheduler | None = None) -> Knowledge:
         return cls(
             capacity=CapacityModel(config.capacity),
-            forecaster=WorkloadForecaster(config.forecast, refit_pool=refit_pool),
+            forecaster=WorkloadForecaster(config.forecast, refits=refits),
             recovery=RecoveryMonitor(config.recovery),
         )
 
@@ -140,7 +139,7 @@ class IncompatibleKnowledge(ValueError):
 
 
 def restore(
-    s: Snapshot, config: Config, *, now_s: float | None = None, refit_pool: Executor | None = None
+    s: Snapshot, config: Config, *, now_s: float | None = None, refits: RefitScheduler | None = None
 ) -> Knowledge:
     """The knowledge in a snapshot. Damaged learned state is refused (IncompatibleKnowledge); damaged decisions and
     recoveries are left out, and with `now_s` (the clock) so are stored times ahead of it: a rescale "in the future"
@@ -151,7 +150,7 @@ def restore(
             f"knowledge format {s.format_version} is newer than this version understands ({FORMAT_VERSION})"
         )
     try:
-        knowledge = _restore_learned(s, config, refit_pool)
+        knowledge = _restore_learned(s, config, refits)
     except (KeyError, TypeError, ValueError, RecursionError) as exc:  # JSONDecodeError and Damaged are ValueErrors
         raise IncompatibleKnowledge(f"knowledge damaged or from another version: {exc}") from None
     knowledge.decisions.extend(_rows(s.decisions, decision_from_json, "decision", knowledge.damage))
@@ -159,7 +158,7 @@ def restore(
     if now_s is not None:
         _forget_the_future(knowledge, now_s + max(FUTURE_TOLERANCE_S, config.controller.loop_interval_s))
     try:
-        knowledge.forecaster = WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refit_pool=refit_pool)
+        knowledge.forecaster = WorkloadForecaster.from_bytes(s.forecaster, config.forecast, refits=refits)
     except ValueError as exc:  # damaged, or another forecast.resolution_s: relearn the forecast, keep the rest
         knowledge.damage.append(f"stored forecaster not used, the forecast is relearned: {exc}")
     for line in knowledge.damage:
@@ -178,12 +177,12 @@ def _history(raw: str | None, damage: list[str]) -> History:
         return History()
 
 
-def _restore_learned(s: Snapshot, config: Config, refit_pool: Executor | None) -> Knowledge:
+def _restore_learned(s: Snapshot, config: Config, refits: RefitScheduler | None) -> Knowledge:
     controller = mapping(json.loads(s.components["controller"]), "controller")
     damage: list[str] = []
     return Knowledge(
         capacity=CapacityModel.from_state(config.capacity, json.loads(s.components["capacity"])),
-        forecaster=WorkloadForecaster(config.forecast, refit_pool=refit_pool),
+        forecaster=WorkloadForecaster(config.forecast, refits=refits),
         recovery=RecoveryMonitor.from_state(config.recovery, json.loads(s.components["recovery"])),
         last_rescale_s=optional_number(controller["last_rescale_s"], "controller.last_rescale_s"),
         history=_history(s.components.get("history"), damage),

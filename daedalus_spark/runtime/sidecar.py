@@ -23,6 +23,7 @@ from daedalus_spark.monitor.port import MetricsSource
 from daedalus_spark.redact import redact, redact_logs
 from daedalus_spark.runtime.health import serve_health
 from daedalus_spark.runtime.publishers import ControllerMetrics, DecisionLog, LogPublisher
+from daedalus_spark.runtime.refit_scheduler import PoolRefits
 from daedalus_spark.runtime.refits import refit_pool
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,12 @@ class Sidecar:
         # Spawned, not forked: this process already runs threads (scheduler, HTTP, queries).
         self.refits = refit_pool() if self.config.forecast.background_refit else None
         try:
-            controller = Controller.resume(self.config, self.store, refit_pool=self.refits, now_s=self.clock.now())
+            controller = Controller.resume(
+                self.config,
+                self.store,
+                refits=None if self.refits is None else PoolRefits(self.refits),
+                now_s=self.clock.now(),
+            )
             controller.save(self.store)  # a store that cannot be written is refused now, not at the first rescale
         except BaseException:
             if self.refits is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from daedalus_spark.analyze.forecast import InlineRefits
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import Config
 from daedalus_spark.controller import Controller
@@ -78,7 +79,7 @@ class DaedalusPolicy:
     def decide(self, job: SimulatedJob) -> int | None:
         if self._loop is None:  # the first step comes one interval in, so its window starts at the job's start
             self._loop = Loop(
-                Controller(self.config, refit_pool=None),
+                Controller(self.config, refits=InlineRefits()),
                 self._monitor,
                 self._actuator,
                 store=None,

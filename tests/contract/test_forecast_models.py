@@ -1,4 +1,4 @@
-"""Contract: every ForecastModel fits, updates and predicts alike (shapes, non-negative, deterministic)."""
+"""Contract: every ForecastModel fits, updates and predicts alike (shapes, non-negative, deterministic, intervals)."""
 
 from __future__ import annotations
 
@@ -70,3 +70,17 @@ def test_forecasts_a_steady_series_near_its_level(factory: ModelFactory) -> None
     model = factory()
     model.fit(y)
     assert np.all(np.abs(model.predict(10) - 2000) < 200)
+
+
+@pytest.mark.parametrize("level", [None, 0.9], ids=["point", "level-0.9"])
+def test_predict_interval_gives_the_point_forecast_and_a_bound_above_it(factory: ModelFactory, level) -> None:
+    model = factory()
+    model.fit(_series(56))
+    values, upper = model.predict_interval(12, level)
+    np.testing.assert_array_equal(values, model.predict(12))  # the same point forecast either way
+    if level is None:
+        assert upper is None  # no level asked, no bound
+    elif upper is not None:  # a model may have no bound of its own (the line: the forecaster measures its errors)
+        assert upper.shape == (12,) and np.all(np.isfinite(upper)) and np.all(upper >= values)
+    empty_values, _ = model.predict_interval(0, level)
+    assert empty_values.shape == (0,)

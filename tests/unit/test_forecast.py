@@ -6,13 +6,15 @@ import math
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from daedalus_spark.analyze.forecast import ArimaModel, WorkloadForecaster, _Buckets, wape
+from daedalus_spark.analyze.forecast import ArimaModel, Buckets, WorkloadForecaster, wape, window_means
 from daedalus_spark.config import ForecastConfig
+from daedalus_spark.runtime.refit_scheduler import PoolRefits
 
 # Small windows keep auto-ARIMA fits well under a second.
 CONFIG = ForecastConfig(
@@ -95,21 +97,44 @@ def test_wape_rejects_mismatched_lengths() -> None:
 
 
 def test_partial_bucket_is_kept_until_complete() -> None:
-    buckets = _Buckets(10)
+    buckets = Buckets(10)
     assert buckets.add([1.0] * 15, step_s=1, end_s=15) == [1.0]
     assert buckets.add([3.0] * 5, step_s=1, end_s=20) == [2.0]  # five 1s and five 3s
 
 
 def test_coarse_samples_are_spread_over_buckets() -> None:
-    buckets = _Buckets(10)
+    buckets = Buckets(10)
     # 15-s Prometheus samples: the middle bucket gets half of each.
     assert buckets.add([100.0, 300.0], step_s=15, end_s=30) == [100.0, 200.0, 300.0]
 
 
 def test_a_monitoring_gap_repeats_the_last_level() -> None:
-    buckets = _Buckets(10)
+    buckets = Buckets(10)
     buckets.add([4.0] * 10, step_s=1, end_s=10)
     assert buckets.add([8.0] * 10, step_s=1, end_s=40) == [4.0, 4.0, 8.0]
+
+
+@pytest.mark.parametrize(
+    ("step_s", "end_s"),
+    [(1.0, 60.0), (0.5, 30.0), (2.0, 90.0), (10.0, 120.0)],
+    ids=["1s-samples", "half-second", "2s-not-from-zero", "one-per-bucket"],
+)
+def test_window_means_and_the_buckets_agree_on_whole_buckets(step_s: float, end_s: float) -> None:
+    """The history's per-window means lie on the forecaster's grid: a bucket the window fills whole has the same
+    mean and is stamped with the end of the bucket that `Buckets` emits."""
+    values = list(np.random.default_rng(1).uniform(100, 900, round(60 / step_s)))
+    buckets = Buckets(10)
+    emitted = buckets.add(values, step_s=step_s, end_s=end_s)
+    first = buckets.next_index - len(emitted)
+    means = window_means(values, step_s=step_s, end_s=end_s, resolution_s=10)
+    assert [t for t, _ in means] == [10.0 * (first + k + 1) for k in range(len(emitted))]
+    np.testing.assert_allclose([m for _, m in means], emitted, rtol=1e-12)
+
+
+def test_window_means_keep_the_partial_bucket_the_buckets_hold_back() -> None:
+    means = window_means([1.0] * 10 + [3.0] * 5, step_s=1, end_s=15, resolution_s=10)
+    assert means == [(10.0, 1.0), (20.0, 3.0)]  # the history sees the partial last bucket at once
+    assert Buckets(10).add([1.0] * 10 + [3.0] * 5, step_s=1, end_s=15) == [1.0]
 
 
 def test_forecaster_counts_only_complete_buckets() -> None:
@@ -203,7 +228,7 @@ def test_sync_refit_after_n_poor_forecasts() -> None:
 
 def test_background_fits_never_block_and_swap_when_done() -> None:
     pool = ManualPool()
-    forecaster = WorkloadForecaster(CONFIG, refit_pool=pool)
+    forecaster = WorkloadForecaster(CONFIG, refits=PoolRefits(pool))
     _feed(forecaster, _smooth(180))
     assert forecaster.refit_pending and forecaster.predict(180).model == "linear"  # initial fit queued
     pool.run_all()
@@ -215,7 +240,7 @@ def test_background_fits_never_block_and_swap_when_done() -> None:
     pool.run_all()
     forecaster.predict(end)
     assert forecaster.refits == 1 and not forecaster.refit_pending and forecaster.poor_streak == 0
-    new_model = forecaster._arima
+    new_model = forecaster._learned.arima
     assert isinstance(new_model, ArimaModel)
     # fitted on the 30-bucket window at submission, then given the 12 buckets that arrived meanwhile
     assert new_model.history_len == 30 + 12
@@ -264,14 +289,28 @@ def test_round_trip_predicts_exactly_the_same() -> None:
 
 def test_round_trip_drops_a_pending_refit_and_resubmits_it() -> None:
     pool = ManualPool()
-    forecaster = WorkloadForecaster(CONFIG, refit_pool=pool)
+    forecaster = WorkloadForecaster(CONFIG, refits=PoolRefits(pool))
     _feed(forecaster, _smooth(180))
     assert forecaster.refit_pending
     restored_pool = ManualPool()
-    restored = WorkloadForecaster.from_bytes(forecaster.to_bytes(), CONFIG, refit_pool=restored_pool)
+    restored = WorkloadForecaster.from_bytes(forecaster.to_bytes(), CONFIG, refits=PoolRefits(restored_pool))
     assert not restored.refit_pending
     restored.observe([1000.0] * 60, step_s=1, end_s=240)
     assert restored.refit_pending and len(restored_pool.jobs) == 1
+
+
+STORED_V2 = Path(__file__).parents[1] / "data" / "forecaster_v2.json"
+
+
+def test_a_store_written_before_the_package_split_reads_back_to_the_same_bytes() -> None:
+    """tests/data/forecaster_v2.json was written by the single-module forecaster (seasonality on, an ARIMA fitted, a
+    partial bucket open): the package reads it and writes exactly those bytes again."""
+    config = CONFIG.model_copy(update={"seasonality": True})
+    stored = STORED_V2.read_bytes()
+    restored = WorkloadForecaster.from_bytes(stored, config)
+    assert restored.arima_order is not None and restored.history_steps == 30
+    assert restored.to_bytes() == stored
+    assert restored.predict(905).start_s == 900  # the open bucket is the first one forecast
 
 
 def test_restore_refuses_another_resolution() -> None:
@@ -282,7 +321,7 @@ def test_restore_refuses_another_resolution() -> None:
 
 def test_a_failed_background_fit_keeps_serving_the_fallback() -> None:
     pool = ManualPool()
-    forecaster = WorkloadForecaster(CONFIG, refit_pool=pool)
+    forecaster = WorkloadForecaster(CONFIG, refits=PoolRefits(pool))
     _feed(forecaster, _smooth(180))
     future, *_ = pool.jobs.pop()
     future.set_exception(RuntimeError("fit diverged"))
@@ -297,13 +336,14 @@ def test_a_refit_in_another_process_gives_the_same_model_as_one_in_this_process(
     and an in-process one serve the same forecasts."""
     trace = _smooth(240, seed=9)
     manual = ManualPool()
-    in_process = WorkloadForecaster(CONFIG, refit_pool=manual)
+    in_process = WorkloadForecaster(CONFIG, refits=PoolRefits(manual))
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as processes:
-        other = WorkloadForecaster(CONFIG, refit_pool=processes)
+        other_refits = PoolRefits(processes)
+        other = WorkloadForecaster(CONFIG, refits=other_refits)
         for forecaster in (in_process, other):
             _feed(forecaster, trace[:180])
         assert other.refit_pending
-        other.wait_for_refit(timeout_s=300)  # wait for the job itself, not for time
+        other_refits.wait(timeout_s=300)  # wait for the job itself, not for time
         manual.run_all()
         for end in (180, 240):
             if end > 180:
@@ -315,7 +355,7 @@ def test_a_refit_in_another_process_gives_the_same_model_as_one_in_this_process(
 
 def test_a_damaged_model_from_a_refit_is_refused_and_the_fallback_kept() -> None:
     pool = ManualPool()
-    forecaster = WorkloadForecaster(CONFIG, refit_pool=pool)
+    forecaster = WorkloadForecaster(CONFIG, refits=PoolRefits(pool))
     _feed(forecaster, _smooth(180))
     future, *_ = pool.jobs.pop()
     future.set_result({"order": [1, 1], "params": "not numbers"})  # what a broken refit process might send

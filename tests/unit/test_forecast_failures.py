@@ -28,10 +28,10 @@ def test_failed_update_and_predict_fall_back_without_raising():
     rng = np.random.default_rng(0)
     for k in range(12):
         f.observe(list(1000 + rng.normal(0, 20, 60)), step_s=1.0, end_s=60.0 * (k + 1))
-    f._arima = Degenerate()
+    f._learned.arima = Degenerate()
     assert f.predict(720.0).model == "linear"  # predict failed: the model is dropped
-    f._arima = Degenerate()
+    f._learned.arima = Degenerate()
     f.observe(list(1000 + rng.normal(0, 20, 60)), step_s=1.0, end_s=780.0)
     forecast = f.predict(780.0)
-    assert not isinstance(f._arima, Degenerate)
+    assert not isinstance(f._learned.arima, Degenerate)
     assert all(v >= 0 for v in forecast.values_per_s)

@@ -14,11 +14,11 @@ from statsmodels.tsa.statespace.sarimax import SARIMAX
 
 from daedalus_spark.analyze.forecast import (
     ArimaModel,
+    HorizonErrors,
     WorkloadForecaster,
-    _holdout_wape,
-    _HorizonErrors,
     detect_period,
     fit_arima,
+    holdout_wape,
 )
 from daedalus_spark.config import ForecastConfig
 from daedalus_spark.untrusted import Damaged
@@ -139,7 +139,7 @@ def test_arima_upper_bound_is_the_statsmodels_one_sided_quantile(level: float) -
 def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors_plus_the_tracked_offset() -> None:
     """Oracle: the margin at each step is numpy's quantile of (actual - forecast) over the matured forecasts, plus
     that step's tracked offset."""
-    errors = _HorizonErrors("t", horizon_steps=3, level=0.8)
+    errors = HorizonErrors("t", horizon_steps=3, level=0.8)
     rng = np.random.default_rng(0)
     actual = 100 + rng.normal(0, 10, 40)
     made = []
@@ -170,7 +170,7 @@ def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors_plus_the_t
     ],
 )
 def test_each_matured_bound_moves_its_steps_offset(actual: float, offset_after: float) -> None:
-    errors = _HorizonErrors("t", horizon_steps=1, level=0.9)
+    errors = HorizonErrors("t", horizon_steps=1, level=0.9)
     for start in range(5):  # five errors of 1: margin 1 from then on
         errors.remember(start, np.array([0.0]))
         errors.observe(start, np.array([1.0]))
@@ -185,7 +185,7 @@ def test_tracked_bounds_cover_the_level_asked(growth: float) -> None:
     """Errors whose spread triples over the run (a quantile of the last 30 trails them) or stays: the share of
     actuals at or below the bound stays within 3 points of 90 %."""
     rng = np.random.default_rng(4)
-    errors = _HorizonErrors("t", horizon_steps=1, level=0.9)
+    errors = HorizonErrors("t", horizon_steps=1, level=0.9)
     covered = []
     n = 3000
     for t in range(n):
@@ -199,7 +199,7 @@ def test_tracked_bounds_cover_the_level_asked(growth: float) -> None:
 
 
 def test_no_margin_until_every_step_has_enough_errors() -> None:
-    errors = _HorizonErrors("t", horizon_steps=10, level=0.9)
+    errors = HorizonErrors("t", horizon_steps=10, level=0.9)
     for start in range(4):
         errors.remember(start, np.full(10, 1.0))
         errors.observe(start, np.array([2.0]))
@@ -217,7 +217,7 @@ def test_holdout_wape_of_a_perfect_model_is_zero() -> None:
                 return type("P", (), {"predicted_mean": y[start : end + 1]})()
 
     y = np.linspace(10, 20, 60)
-    assert _holdout_wape(Perfect(), y, y, 10) == 0.0
+    assert holdout_wape(Perfect(), y, y, 10) == 0.0
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -298,9 +298,9 @@ def test_round_trip_keeps_the_season_the_interval_errors_and_the_refit_clock() -
     _feed(original, per_second[:2400])
     restored = WorkloadForecaster.from_bytes(original.to_bytes(), config)
     assert restored.detected_period_s == original.detected_period_s > 0
-    np.testing.assert_array_equal(restored._arima_errors.errors, original._arima_errors.errors)
-    np.testing.assert_array_equal(restored._linear_errors.errors, original._linear_errors.errors)
-    assert restored._steps_since_fit == original._steps_since_fit
+    np.testing.assert_array_equal(restored._learned.arima_errors.errors, original._learned.arima_errors.errors)
+    np.testing.assert_array_equal(restored._learned.linear_errors.errors, original._learned.linear_errors.errors)
+    assert restored._learned.steps_since_fit == original._learned.steps_since_fit
     a, b = original.predict(2400), restored.predict(2400)
     assert a.model == b.model and a.upper_per_s
     np.testing.assert_allclose(b.values_per_s, a.values_per_s, rtol=1e-9)
@@ -344,15 +344,15 @@ def test_arima_upper_bound_is_its_own_recent_errors_once_they_have_matured() -> 
     per_second = _sine(1800, 300, noise=30, seed=5)
     for end in range(60, 1801, 60):
         forecaster.observe(per_second[end - 60 : end], step_s=1, end_s=end)
-        errors = forecaster._arima_errors.errors.copy()  # what the next forecast's margin is made of
-        offsets = forecaster._arima_errors.offsets.copy()  # plus the offsets its bounds so far tracked
+        errors = forecaster._learned.arima_errors.errors.copy()  # what the next forecast's margin is made of
+        offsets = forecaster._learned.arima_errors.offsets.copy()  # plus the offsets its bounds so far tracked
         forecast = forecaster.predict(end)
     assert forecast.model.startswith("arima") and forecast.upper_per_s
     n = len(forecast.values_per_s)
     steps = np.minimum(np.arange(n), errors.shape[1] - 1)
     assert np.isfinite(errors[:, steps]).sum(axis=0).min() >= 5  # matured: the margin is in use
     # remember() clears the row the new forecast takes before the margin is read
-    errors[(forecaster._arima_errors.next_row - 1) % errors.shape[0], :] = np.nan
+    errors[(forecaster._learned.arima_errors.next_row - 1) % errors.shape[0], :] = np.nan
     quantiles = np.nanquantile(errors[:, : int(steps[-1]) + 1], CONFIG.interval_level, axis=0)
     expected = np.maximum(quantiles[steps] + offsets[steps], 0)
     np.testing.assert_allclose(np.subtract(forecast.upper_per_s, forecast.values_per_s), expected, rtol=1e-9)
@@ -382,5 +382,5 @@ def test_a_store_from_before_the_tracking_restores_with_no_offsets() -> None:
     del state["arima_errors"]["offsets"]
     state["arima_errors"]["open"] = [row[:3] for row in state["arima_errors"]["open"]]
     restored = WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)
-    np.testing.assert_array_equal(restored._arima_errors.offsets, 0.0)
-    assert all(issued is None for *_, issued in restored._arima_errors.open)
+    np.testing.assert_array_equal(restored._learned.arima_errors.offsets, 0.0)
+    assert all(issued is None for *_, issued in restored._learned.arima_errors.open)

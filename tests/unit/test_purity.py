@@ -1,5 +1,6 @@
-"""Boundaries: analyze/ and plan/ import no I/O library (pure core, I/O at the edges: docs/architecture.md), and the
-package's parts import each other without a cycle."""
+"""Boundaries: analyze/ and plan/ import no I/O or concurrency library (pure core, I/O and the refit pool at the edges:
+docs/architecture.md), and the package's parts, and the forecast package's modules, import each other without a
+cycle."""
 
 import ast
 import graphlib
@@ -22,11 +23,16 @@ FORBIDDEN = {
     "pyspark",
     "time",
     "os",
+    # Processes, threads and futures belong to the runtime (runtime/refit_scheduler.py runs the forecaster's refits).
+    "concurrent",
+    "threading",
+    "multiprocessing",
 }
-PURE = sorted(p for d in ("analyze", "plan") for p in (PACKAGE / d).glob("*.py"))
+PURE = sorted(p for d in ("analyze", "plan") for p in (PACKAGE / d).rglob("*.py"))
+FORECAST = PACKAGE / "analyze" / "forecast"
 
 
-@pytest.mark.parametrize("module", PURE, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("module", PURE, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_pure_module_imports_no_io_library(module):
     tree = ast.parse(module.read_text())
     imported = {
@@ -40,6 +46,7 @@ def test_pure_module_imports_no_io_library(module):
 
 def test_the_check_sees_the_modules():
     assert {p.name for p in PURE} >= {"capacity.py", "recovery.py", "anomaly.py", "stats.py", "algorithm.py"}
+    assert {p.name for p in PURE if p.parent == FORECAST} >= {"models.py", "policy.py", "refit.py", "codec.py"}
 
 
 def _part(module: str) -> str | None:
@@ -74,3 +81,20 @@ def test_the_package_parts_import_each_other_without_a_cycle():
                 graph.setdefault(source, set()).add(target)
     assert {"loop", "controller", "execute", "runtime", "sim"} <= graph.keys()  # the check sees the wiring
     graphlib.TopologicalSorter(graph).prepare()  # raises CycleError naming the cycle
+
+
+def test_the_forecast_modules_import_each_other_without_a_cycle():
+    """Its roles stand in layers: scoring and models at the bottom, the policy on top (its __init__ only re-exports)."""
+    package = "daedalus_spark.analyze.forecast"
+    graph = {
+        path.stem: {
+            module.removeprefix(f"{package}.").split(".")[0]
+            for module in _module_level_imports(path)
+            if module.startswith(f"{package}.")
+        }
+        for path in FORECAST.glob("*.py")
+        if path.stem != "__init__"
+    }
+    assert graph["policy"] >= {"models", "refit", "codec", "resample", "intervals"}  # the check sees the imports
+    order = list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError naming the cycle
+    assert order.index("models") < order.index("fitting") < order.index("refit") < order.index("policy")

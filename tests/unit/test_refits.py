@@ -1,4 +1,5 @@
-"""The refit process: spawned without the parent's __main__ and without matplotlib, and a fit still runs in it."""
+"""The refit process: spawned without the parent's __main__, matplotlib and the config's models, and a fit still runs
+in it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ def what_the_child_imported() -> tuple[bool, bool]:
     return "daedalus_spark.cli" in sys.modules, sys.modules.get("matplotlib", "absent") is None
 
 
+def the_child_imported_the_config() -> bool:
+    return "daedalus_spark.config" in sys.modules or "pydantic" in sys.modules
+
+
 def test_refit_process_skips_the_parents_main_and_matplotlib_and_still_fits(tmp_path, monkeypatch):
     script = tmp_path / "console_script.py"
     script.write_text("import daedalus_spark.cli  # what `daedalus-spark run` runs as __main__\n")
@@ -31,5 +36,6 @@ def test_refit_process_skips_the_parents_main_and_matplotlib_and_still_fits(tmp_
         fit = functools.partial(fit_arima, y, window_steps=240, seasonal_period_steps=0)
         state = pool.submit(fitted_arima_state, fit).result()
         assert state is not None and state == fitted_arima_state(fit)
+        assert not pool.submit(the_child_imported_the_config).result()  # a fit needs no config models (pydantic)
     finally:
         pool.shutdown()

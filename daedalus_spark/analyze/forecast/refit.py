@@ -1,0 +1,49 @@
+"""Analyze: the refit port — the forecaster requests a fit and collects a validated model — and its inline form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from daedalus_spark.analyze.forecast.fitting import FitJob
+from daedalus_spark.analyze.forecast.models import ArimaModel
+from daedalus_spark.analyze.forecast.scoring import NUMERIC_FAILURES
+
+
+@dataclass(frozen=True)
+class FitFailed:
+    """A requested fit that raised or came back damaged: the forecaster keeps what it has and asks again later."""
+
+    reason: str
+
+
+class RefitScheduler(Protocol):
+    """Runs the fits the forecaster requests, one at a time; where (inline, a thread, another process) is the
+    runtime's choice (runtime/refits.py)."""
+
+    def request(self, job: FitJob) -> None:
+        """Start `job`; an earlier one not yet collected is dropped."""
+        ...
+
+    def collect(self) -> ArimaModel | FitFailed | None:
+        """The requested fit once finished — its model, validated, or `FitFailed` — and None while it runs or when
+        nothing was requested. Never waits."""
+        ...
+
+
+class InlineRefits:
+    """Fits at once, in the caller: the simulator's scheduler (a run's decisions must not depend on how long a fit
+    takes). A numerical failure of the search is a failed fit; any other exception is a bug and propagates."""
+
+    def __init__(self) -> None:
+        self._done: ArimaModel | FitFailed | None = None
+
+    def request(self, job: FitJob) -> None:
+        try:
+            self._done = job()
+        except NUMERIC_FAILURES as exc:
+            self._done = FitFailed(f"{exc.__class__.__name__}: {exc}")
+
+    def collect(self) -> ArimaModel | FitFailed | None:
+        done, self._done = self._done, None
+        return done
