@@ -70,7 +70,9 @@ class PendingTarget:
         out; None: look again next tick. `live` None (not readable now) is no verdict: the deadline decides."""
         elapsed = now_s - self.accepted_s
         if live == self.target:
-            return Actuation(self.target, Outcome.APPLIED, f"{live} executors live after {elapsed:.0f} s", live, elapsed)
+            return Actuation(
+                self.target, Outcome.APPLIED, f"{live} executors live after {elapsed:.0f} s", live, elapsed
+            )
         seen = "unknown" if live is None else str(live)
         if obstacle:
             detail = f"target {self.target} accepted, {seen} executors live after {elapsed:.0f} s: {obstacle}"
@@ -88,5 +90,3 @@ class PendingTarget:
         elapsed = now_s - self.accepted_s
         detail = f"target {self.target} superseded by {by} after {elapsed:.0f} s, before it was seen live"
         return Actuation(self.target, Outcome.UNCONFIRMED, detail, None, elapsed)
-
-

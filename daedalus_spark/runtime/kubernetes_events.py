@@ -20,7 +20,7 @@ from daedalus_spark.execute.port import Outcome
 from daedalus_spark.loop import StepResult
 
 if TYPE_CHECKING:
-    from daedalus_spark.execute.kubernetes import KubernetesScaleActuator
+    from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ def make_event_publisher(
     """
     import time
 
-    from daedalus_spark.execute.kubernetes import load_api_client
+    from daedalus_spark.execute.kubernetes_client import load_api_client
 
     settings = config.kubernetes
     environ = os.environ if environ is None else environ
