@@ -150,13 +150,15 @@ class Loop:
         return verdict
 
     def _await(self, actuation: Actuation, now_s: float) -> Actuation | None:
-        """Remember an accepted target for the next ticks; a still pending older one is superseded (reported)."""
+        """Remember an accepted target for the next ticks; an older one still pending is superseded (reported),
+        unless it is the same target sent again, whose clock keeps running."""
         if actuation.outcome is not Outcome.ACCEPTED:
             return None
-        older, self._pending = (
-            self._pending,
-            PendingTarget(actuation.target, now_s, self.controller.config.actuator.confirm_timeout_s),
-        )
+        older = self._pending
+        if older is not None and older.target == actuation.target:
+            return None
+        timeout_s = self.controller.config.actuator.confirm_timeout_s
+        self._pending = PendingTarget(actuation.target, now_s, timeout_s)
         if older is None:
             return None
         superseded = older.superseded(actuation.target, now_s)
