@@ -187,7 +187,7 @@ def _longest_actuation_s(config: Config) -> float:
         )
     else:
         attempts, timeout_s, backoff_s = config.actuator.retries, config.actuator.timeout_s, config.actuator.backoff_s
-    return attempts * timeout_s + backoff_s * (2 ** (attempts - 1) - 1)
+    return attempts * timeout_s + sum(backoff_s * 2.0**i for i in range(attempts - 1))
 
 
 def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) -> Sidecar:
