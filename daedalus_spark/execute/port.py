@@ -10,8 +10,8 @@ from typing import Protocol, runtime_checkable
 
 class Outcome(StrEnum):
     ACCEPTED = "accepted"  # the actuator took the target; the loop confirms it on its next ticks (applied/unconfirmed)
-    APPLIED = "applied"  # the job runs the target scale-out
-    UNCONFIRMED = "unconfirmed"  # the target was accepted, but the live count had not reached it in time
+    APPLIED = "applied"  # the job runs the target (seen on a later tick; the simulator's job at once)
+    UNCONFIRMED = "unconfirmed"  # accepted, but not seen live in time, unreachable, or superseded (a later tick)
     REFUSED = "refused"  # the actuator said no (out of bounds, forbidden); nothing changed
     FAILED = "failed"  # could not reach the actuator or it erred; nothing known to have changed
     DRY_RUN = "dry_run"  # advisor mode: decided, not actuated
