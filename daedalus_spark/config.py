@@ -635,11 +635,14 @@ class ActuatorConfig(_Section):
     confirm_timeout_s: float = _field(
         90,
         "s",
-        "After setting a target, wait this long for the live executor count to reach it (unconfirmed otherwise).",
+        "After a target is accepted, the following ticks (never the one that set it) look for the live executor "
+        "count to reach it this long: applied, else unconfirmed.",
         ge=0,
         le=3600,
     )
-    confirm_poll_s: float = _field(1, "s", "Poll period while confirming.", gt=0, le=60)
+    confirm_poll_s: float = _field(
+        1, "s", "Unused: targets are confirmed on the following ticks (kept so existing configs load).", gt=0, le=60
+    )
 
     _url = field_validator("agent_url")(_http_url)
 

@@ -1,4 +1,5 @@
-"""The MAPE-K loop step shared by the sidecar and the simulator: observe, tick, apply, conclude, save, publish."""
+"""The MAPE-K loop step shared by the sidecar and the simulator: observe, confirm, tick, apply, conclude, save,
+publish."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Protocol
 from daedalus_spark.clock import Clock
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Decision, Observation
-from daedalus_spark.execute.port import Actuation, Actuator, Outcome
+from daedalus_spark.execute.port import Actuation, Actuator, ActuatorError, Outcome, PendingTarget, SeesObstacles
 from daedalus_spark.knowledge.state import KnowledgeStore
 from daedalus_spark.monitor.port import MetricsSource, MonitorError
 from daedalus_spark.redact import redact
@@ -28,8 +29,11 @@ class StepResult:
     observation: Observation | None
     actuation: Actuation | None
     monitor_error: MonitorError | None
-    timings_s: dict[str, float] = field(default_factory=dict)  # monitor, tick, record, actuate, save
+    timings_s: dict[str, float] = field(default_factory=dict)  # monitor, confirm, tick, record, actuate, save
     store_error: str | None = None  # the knowledge could not be saved at the end of this step
+    # An earlier accepted target, settled at this step: applied (seen live) or unconfirmed (not in time, unreachable,
+    # superseded). It changes no decision: the rescale counted when it was accepted.
+    confirmation: Actuation | None = None
 
 
 class Publisher(Protocol):
@@ -51,11 +55,13 @@ class Loop:
     max_window_intervals: int = 5  # after monitor outages, observe at most this many intervals back
     _window_end_s: float | None = None
     _last_scaleout: int = 0
+    _pending: PendingTarget | None = None  # the accepted target not yet seen live
 
     def step(self) -> StepResult:
         now_s = self.clock.now()
         timings: dict[str, float] = {}
         observation, error = self._observe(now_s, timings)
+        confirmation = self._confirm(now_s, observation, timings) if self._pending is not None else None
         started = time.perf_counter()
         if observation is None:
             decision = self.controller.skip(
@@ -72,9 +78,10 @@ class Loop:
             started = time.perf_counter()
             actuation = self._apply(decision) if unrecorded is None else _not_recorded(decision, unrecorded)
             timings["actuate"] = time.perf_counter() - started
+            confirmation = self._await(actuation, now_s) or confirmation
         decision = self.controller.conclude(decision, actuation)
         store_error = self._save(timings, "save")
-        result = StepResult(now_s, decision, observation, actuation, error, timings, store_error)
+        result = StepResult(now_s, decision, observation, actuation, error, timings, store_error, confirmation)
         for publisher in self.publishers:
             publisher.publish(result)
         return result
@@ -123,6 +130,45 @@ class Loop:
                 redact(actuation.detail),
             )
         return actuation
+
+    def _confirm(self, now_s: float, observation: Observation | None, timings: dict[str, float]) -> Actuation | None:
+        """Whether the accepted target is live now: the actuator's count, else the monitor's scale-out."""
+        assert self._pending is not None
+        started = time.perf_counter()
+        target = self._pending.target
+        try:
+            live: int | None = self.actuator.current()
+        except ActuatorError as exc:
+            log.debug("live executors not read from the actuator (%s); the monitor's count is used", exc)
+            live = None if observation is None else observation.scaleout
+        obstacle = self.actuator.obstacle(target) if live != target and isinstance(self.actuator, SeesObstacles) else ""
+        verdict = self._pending.verdict(live, now_s, obstacle)
+        timings["confirm"] = time.perf_counter() - started
+        if verdict is not None:
+            self._pending = None
+            _log_confirmation(verdict)
+        return verdict
+
+    def _await(self, actuation: Actuation, now_s: float) -> Actuation | None:
+        """Remember an accepted target for the next ticks; an older one still pending is superseded (reported),
+        unless it is the same target sent again, whose clock keeps running."""
+        if actuation.outcome is not Outcome.ACCEPTED:
+            return None
+        older = self._pending
+        if older is not None and older.target == actuation.target:
+            return None
+        timeout_s = self.controller.config.actuator.confirm_timeout_s
+        self._pending = PendingTarget(actuation.target, now_s, timeout_s)
+        if older is None:
+            return None
+        superseded = older.superseded(actuation.target, now_s)
+        _log_confirmation(superseded)
+        return superseded
+
+
+def _log_confirmation(verdict: Actuation) -> None:
+    level = logging.INFO if verdict.outcome is Outcome.APPLIED else logging.WARNING
+    log.log(level, "rescale to %d %s: %s", verdict.target, verdict.outcome.value, redact(verdict.detail))
 
 
 def _not_recorded(decision: Decision, problem: str) -> Actuation:

@@ -386,7 +386,11 @@ def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wal
     ok = np.isfinite(live)
     executor_s = float(np.sum(live[ok][:-1] * np.diff(t[ok]))) if ok.sum() > 1 else 0.0
     span_s = float(t[ok][-1] - t[ok][0]) if ok.sum() > 1 else 0.0
-    applied = [d for d in decisions if d.get("actuation") and d["actuation"]["outcome"] in ("applied", "unconfirmed")]
+    applied = [
+        d
+        for d in decisions
+        if d.get("actuation") and d["actuation"]["outcome"] in ("accepted", "applied", "unconfirmed")
+    ]
     reasons: dict[str, int] = {}
     for d in decisions:
         reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1

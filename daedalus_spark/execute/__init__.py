@@ -24,7 +24,7 @@ def make_actuator(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
         return DryRunActuator(read_live=None if reader is None else reader.current)
     if config.actuator.kind == "kubernetes":
         require_kubernetes_client("actuator.kind kubernetes")
-        from daedalus_spark.execute.kubernetes import make_kubernetes_actuator
+        from daedalus_spark.execute.kubernetes_scale import make_kubernetes_actuator
 
         return make_kubernetes_actuator(config, environ)
     return _agent(config, environ)

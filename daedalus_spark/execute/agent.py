@@ -1,4 +1,4 @@
-"""Execute: the agent actuator — PUT the absolute executor target to the in-driver agent, then confirm it is live."""
+"""Execute: the agent actuator — PUT the absolute executor target to the in-driver agent (the loop confirms it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daedalus_spark.config import ActuatorConfig
-from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome, confirm_target
+from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
+from daedalus_spark.waiting import retrying
 
 
 class _Refused(Exception):
@@ -25,7 +26,7 @@ class AgentActuator:
     settings: ActuatorConfig
     token: str | None = None
     sleep: Callable[[float], None] = time.sleep
-    monotonic: Callable[[], float] = time.monotonic
+    monotonic: Callable[[], float] = time.monotonic  # times the request, for the decision log
     _opener: urllib.request.OpenerDirector = field(
         default_factory=lambda: urllib.request.build_opener(urllib.request.ProxyHandler({})), repr=False
     )
@@ -43,39 +44,22 @@ class AgentActuator:
     def apply(self, target: int) -> Actuation:
         started = self.monotonic()
         try:
-            self._with_retries("PUT", {"target": target})
+            answer = self._with_retries("PUT", {"target": target})
         except _Refused as exc:
             return Actuation(target, Outcome.REFUSED, str(exc), duration_s=self.monotonic() - started)
         except (OSError, ValueError) as exc:
             return Actuation(target, Outcome.FAILED, f"{self.url}: {exc}", duration_s=self.monotonic() - started)
-        return confirm_target(
-            target,
-            self._poll_live,
-            started=started,
-            settings=self.settings,
-            sleep=self.sleep,
-            monotonic=self.monotonic,
-            applied="{live} executors live after {elapsed:.1f} s",
-            unconfirmed="target {target} set, but {live} executors live after {elapsed:.1f} s",
-        )
-
-    def _poll_live(self) -> int | None:
         try:
-            return _live_count(self._request("GET"))
-        except (_Refused, OSError, ValueError):
-            return None
+            live: int | None = _live_count(answer)
+        except ValueError:
+            live = None
+        seen = "unknown" if live is None else str(live)
+        detail = f"target {target} set, {seen} executors live"
+        return Actuation(target, Outcome.ACCEPTED, detail, live, self.monotonic() - started)
 
     def _with_retries(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        wait_s = self.settings.backoff_s
-        for attempt in range(1, self.settings.retries + 1):
-            try:
-                return self._request(method, body)
-            except (OSError, ValueError):
-                if attempt == self.settings.retries:
-                    raise
-            self.sleep(wait_s)
-            wait_s *= 2
-        raise AssertionError("unreachable")
+        policy = retrying(self.settings.retries, self.settings.backoff_s, _transient, sleep=self.sleep)
+        return policy(self._request, method, body)
 
     def _request(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode()
@@ -95,6 +79,11 @@ class AgentActuator:
         if not isinstance(payload, dict):
             raise ValueError(f"agent answered {type(payload).__name__}, not a JSON object")
         return payload
+
+
+def _transient(exc: BaseException) -> bool:
+    """A 4xx (_Refused) is final; no answer, a 5xx (OSError) or a garbled answer (ValueError) is tried again."""
+    return isinstance(exc, OSError | ValueError)
 
 
 def _live_count(payload: dict[str, Any]) -> int:

@@ -1,18 +1,17 @@
-"""Execute port: set an absolute scale-out and say what happened — applied, unconfirmed, refused, failed, ...."""
+"""Execute port: set an absolute scale-out and say what happened — accepted, refused, failed, ...; then, on the loop's
+next ticks, whether the live count reached it (applied) or not in time (unconfirmed)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
-
-from daedalus_spark.config import ActuatorConfig
+from typing import Protocol, runtime_checkable
 
 
 class Outcome(StrEnum):
-    APPLIED = "applied"  # the job runs the target scale-out
-    UNCONFIRMED = "unconfirmed"  # the target was accepted, but the live count had not reached it in time
+    ACCEPTED = "accepted"  # the actuator took the target; the loop confirms it on its next ticks (applied/unconfirmed)
+    APPLIED = "applied"  # the job runs the target (seen on a later tick; the simulator's job at once)
+    UNCONFIRMED = "unconfirmed"  # accepted, but not seen live in time, unreachable, or superseded (a later tick)
     REFUSED = "refused"  # the actuator said no (out of bounds, forbidden); nothing changed
     FAILED = "failed"  # could not reach the actuator or it erred; nothing known to have changed
     DRY_RUN = "dry_run"  # advisor mode: decided, not actuated
@@ -21,7 +20,7 @@ class Outcome(StrEnum):
     @property
     def changed_the_job(self) -> bool:
         """Whether the job was disturbed, so the rescale counts (cool-down, recovery measurement)."""
-        return self in (Outcome.APPLIED, Outcome.UNCONFIRMED)
+        return self in (Outcome.ACCEPTED, Outcome.APPLIED, Outcome.UNCONFIRMED)
 
 
 @dataclass(frozen=True)
@@ -43,40 +42,51 @@ class Actuator(Protocol):
         ...
 
     def apply(self, target: int) -> Actuation:
-        """Set the absolute target (idempotent); never raises, the outcome says what happened."""
+        """Set the absolute target (idempotent) and return at once (accepted: the loop confirms it on its next ticks);
+        never raises, the outcome says what happened."""
         ...
 
 
-def confirm_target(
-    target: int,
-    read_live: Callable[[], int | None],
-    *,
-    started: float,
-    settings: ActuatorConfig,
-    sleep: Callable[[float], None],
-    monotonic: Callable[[], float],
-    applied: str,
-    unconfirmed: str,
-) -> Actuation:
-    """After a target was set: poll the live count until it reaches the target (applied) or `confirm_timeout_s` runs
-    out (unconfirmed: the job was disturbed either way). `read_live` gives None for a missed poll, which is no
-    verdict: the deadline decides. The detail templates take {live}, {target} and {elapsed}."""
-    deadline = started + settings.confirm_timeout_s
-    while True:
-        live = read_live()
-        elapsed = monotonic() - started
-        if live == target:
+@runtime_checkable
+class SeesObstacles(Protocol):
+    """An actuator that can tell, while a target is being confirmed, that it cannot be reached (pods stuck Pending)."""
+
+    def obstacle(self, target: int) -> str:
+        """Why `target` cannot be reached now; empty when nothing is known to stand in the way."""
+        ...
+
+
+@dataclass(frozen=True)
+class PendingTarget:
+    """A target the actuator accepted, confirmed on the loop's next ticks from the live count (the way the Flink
+    autoscaler measures a restart on its next run): the tick that set it never waits for executors to start."""
+
+    target: int
+    accepted_s: float
+    timeout_s: float  # actuator.confirm_timeout_s
+
+    def verdict(self, live: int | None, now_s: float, obstacle: str = "") -> Actuation | None:
+        """Applied once `live` is the target; unconfirmed when something stands in the way or `timeout_s` has run
+        out; None: look again next tick. `live` None (not readable now) is no verdict: the deadline decides."""
+        elapsed = now_s - self.accepted_s
+        if live == self.target:
             return Actuation(
-                target, Outcome.APPLIED, applied.format(live=live, target=target, elapsed=elapsed), live, elapsed
+                self.target, Outcome.APPLIED, f"{live} executors live after {elapsed:.0f} s", live, elapsed
             )
-        if monotonic() >= deadline:
-            seen = "unknown" if live is None else str(live)
-            detail = unconfirmed.format(live=seen, target=target, elapsed=elapsed)
-            return Actuation(
-                target,
-                Outcome.UNCONFIRMED,
-                f"{detail} (confirm_timeout_s {settings.confirm_timeout_s:g})",
-                live,
-                elapsed,
+        seen = "unknown" if live is None else str(live)
+        if obstacle:
+            detail = f"target {self.target} accepted, {seen} executors live after {elapsed:.0f} s: {obstacle}"
+            return Actuation(self.target, Outcome.UNCONFIRMED, detail, live, elapsed)
+        if elapsed >= self.timeout_s:
+            detail = (
+                f"target {self.target} accepted, but {seen} executors live after {elapsed:.0f} s "
+                f"(confirm_timeout_s {self.timeout_s:g})"
             )
-        sleep(settings.confirm_poll_s)
+            return Actuation(self.target, Outcome.UNCONFIRMED, detail, live, elapsed)
+        return None
+
+    def superseded(self, by: int, now_s: float) -> Actuation:
+        """A newer target replaced this one before it was seen live."""
+        elapsed = now_s - self.accepted_s
+        detail = f"target {self.target} superseded by {by} after {elapsed:.0f} s, before it was seen live"
+        return Actuation(self.target, Outcome.UNCONFIRMED, detail, None, elapsed)

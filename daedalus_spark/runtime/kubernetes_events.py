@@ -16,11 +16,11 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from daedalus_spark.config import Config
-from daedalus_spark.execute.port import Outcome
+from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.loop import StepResult
 
 if TYPE_CHECKING:
-    from daedalus_spark.execute.kubernetes import KubernetesScaleActuator
+    from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +61,13 @@ def camel(reason_code: str) -> str:
 
 
 def event_for(result: StepResult) -> EventSpec | None:
-    """The event of one loop step: one for every rescale the actuator was asked for, none otherwise."""
+    """The event of one loop step: one for every rescale the actuator was asked for, one when an earlier accepted
+    target is confirmed (RescaleApplied) or not (RescaleUnconfirmed), none otherwise."""
     actuation = result.actuation
     if actuation is None:
-        return None
+        return None if result.confirmation is None else _confirmation_event(result.confirmation)
     decision = result.decision
-    ok = actuation.outcome in (Outcome.APPLIED, Outcome.DRY_RUN)
+    ok = actuation.outcome in (Outcome.ACCEPTED, Outcome.APPLIED, Outcome.DRY_RUN)
     numbers = " ".join(f"{k}={decision.evidence[k]}" for k in EVIDENCE_KEYS if decision.evidence.get(k) is not None)
     message = (
         f"scale-out {decision.current_scaleout} -> {decision.target_scaleout} {actuation.outcome.value}"
@@ -76,6 +77,12 @@ def event_for(result: StepResult) -> EventSpec | None:
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[: MAX_MESSAGE_CHARS - 3] + "..."
     return EventSpec("Normal" if ok else "Warning", camel(decision.reason.value), message)
+
+
+def _confirmation_event(confirmation: Actuation) -> EventSpec:
+    ok = confirmation.outcome is Outcome.APPLIED
+    message = f"scale-out target {confirmation.target} {confirmation.outcome.value}: {confirmation.detail}"
+    return EventSpec("Normal" if ok else "Warning", camel(f"rescale_{confirmation.outcome.value}"), message)
 
 
 @dataclass(frozen=True)
@@ -195,7 +202,7 @@ def make_event_publisher(
     """
     import time
 
-    from daedalus_spark.execute.kubernetes import load_api_client
+    from daedalus_spark.execute.kubernetes_client import load_api_client
 
     settings = config.kubernetes
     environ = os.environ if environ is None else environ

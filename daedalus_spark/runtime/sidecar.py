@@ -109,7 +109,7 @@ class Sidecar:
         """Healthy while ticks keep coming and succeed (a monitor outage is reported, not unhealthy: a restart would
         not help); FAILING_TICKS in a row that raise or cannot save their knowledge are unhealthy."""
         now = self.clock.now()
-        stall_s = 3 * self.config.controller.loop_interval_s + self.config.actuator.confirm_timeout_s
+        stall_s = 3 * self.config.controller.loop_interval_s + _longest_actuation_s(self.config)
         since = now - (self._last_step_s if self._last_step_s is not None else self._started_s)
         failing = self._failing_ticks >= FAILING_TICKS
         status = "stalled" if since > stall_s else "failing" if failing else "ok"
@@ -182,6 +182,20 @@ class Sidecar:
             self.refits.shutdown(wait=False, cancel_futures=True)
 
 
+def _longest_actuation_s(config: Config) -> float:
+    """The longest a tick's request to the actuator can take with its retries: every attempt timing out, the waits
+    between them doubling. Confirmation is not in it: the loop confirms a target on its next ticks, never waiting."""
+    if config.actuator.kind == "kubernetes":
+        attempts, timeout_s, backoff_s = (
+            config.kubernetes.retries,
+            config.kubernetes.request_timeout_s,
+            config.kubernetes.backoff_s,
+        )
+    else:
+        attempts, timeout_s, backoff_s = config.actuator.retries, config.actuator.timeout_s, config.actuator.backoff_s
+    return attempts * timeout_s + sum(backoff_s * 2.0**i for i in range(attempts - 1))
+
+
 def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) -> Sidecar:
     """The sidecar with the monitor, actuator and publishers the config names (environment passed in by the caller).
 
@@ -198,7 +212,8 @@ def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
     publishers: list[Publisher] = []
     if on_kubernetes and not dry_run:
         require_kubernetes_client(f"running in a pod (${config.kubernetes.pod_name_env} is set)")
-        from daedalus_spark.execute.kubernetes import KubernetesScaleActuator, PendingAwareActuator, make_pod_watcher
+        from daedalus_spark.execute.kubernetes_pods import PendingAwareActuator, make_pod_watcher
+        from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
         from daedalus_spark.runtime.kubernetes_events import make_event_publisher
 
         scaler = actuator if isinstance(actuator, KubernetesScaleActuator) else None

@@ -13,7 +13,7 @@ from daedalus_spark.agent.targets import TargetError
 from daedalus_spark.config import ActuatorConfig
 from daedalus_spark.execute.agent import AgentActuator
 from daedalus_spark.execute.dry_run import DryRunActuator
-from daedalus_spark.execute.port import Outcome
+from daedalus_spark.execute.port import Outcome, PendingTarget
 from tests.conftest import FakeTime
 from tests.contract.actuator_contract import CONTRACT
 
@@ -111,25 +111,33 @@ def test_actuator_contract(kind, check):
             harness.stop()
 
 
-def test_agent_waits_for_joining_executors_then_reports_applied():
-    harness = AgentHarness(FakeDriver(live=2, join_polls=3), confirm_poll_s=2.0)
+def test_agent_accepts_at_once_then_the_next_ticks_see_joining_executors():
+    harness = AgentHarness(FakeDriver(live=2, join_polls=3))
     try:
-        result = harness.actuator().apply(4)
+        actuator = harness.actuator()
+        result = actuator.apply(4)
+        pending = PendingTarget(4, accepted_s=0.0, timeout_s=90.0)
+        verdicts = [pending.verdict(actuator.current(), now_s=20.0 * tick) for tick in (1, 2, 3, 4)]
     finally:
         harness.stop()
-    assert result.outcome is Outcome.APPLIED and result.live == 4
-    assert harness.time.sleeps == [2.0, 2.0, 2.0]  # three polls saw 2 executors, the fourth saw 4
-    assert result.duration_s == pytest.approx(6.0)
+    assert result.outcome is Outcome.ACCEPTED and result.live == 2 and harness.time.sleeps == []  # no waiting
+    assert verdicts[:3] == [None, None, None]  # three ticks saw 2 executors, the fourth saw 4
+    assert verdicts[3] is not None and verdicts[3].outcome is Outcome.APPLIED
+    assert verdicts[3].live == 4 and verdicts[3].duration_s == pytest.approx(80.0)
 
 
 def test_agent_target_not_reached_in_time_is_unconfirmed_but_counts_as_a_change():
-    harness = AgentHarness(FakeDriver(live=2, join_polls=100), confirm_timeout_s=10.0, confirm_poll_s=1.0)
+    harness = AgentHarness(FakeDriver(live=2, join_polls=100))
     try:
-        result = harness.actuator().apply(5)
+        actuator = harness.actuator()
+        accepted = actuator.apply(5)
+        pending = PendingTarget(5, accepted_s=0.0, timeout_s=60.0)
+        early, late = (pending.verdict(actuator.current(), now_s=t) for t in (30.0, 60.0))
     finally:
         harness.stop()
-    assert result.outcome is Outcome.UNCONFIRMED and result.outcome.changed_the_job
-    assert "2 executors live" in result.detail and result.live == 2
+    assert accepted.outcome.changed_the_job and early is None
+    assert late is not None and late.outcome is Outcome.UNCONFIRMED and late.outcome.changed_the_job
+    assert "2 executors live after 60 s (confirm_timeout_s 60)" in late.detail and late.live == 2
 
 
 def test_agent_wrong_token_is_refused_not_retried(agent):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daedalus_spark.execute.kubernetes import KubernetesScaleActuator
+from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
 from tests.contract.actuator_contract import CONTRACT
 from tests.integration.fake_apiserver import FakeApiServer
 from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator

@@ -7,8 +7,8 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from daedalus_spark.config import ActuatorConfig, KubernetesConfig
-from daedalus_spark.execute.kubernetes import KubernetesScaleActuator
+from daedalus_spark.config import KubernetesConfig
+from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
 from tests.conftest import FakeTime as SharedFakeTime
 from tests.integration.fake_apiserver import FakeApiServer
 
@@ -30,12 +30,10 @@ def scale_actuator(
         "retries": 3,
         "backoff_s": 0.5,
     }
-    confirm = ActuatorConfig(confirm_timeout_s=settings.pop("confirm_timeout_s", 10.0), confirm_poll_s=1.0)
     return KubernetesScaleActuator(
         k8s.AppsV1Api(api.api_client()),
         NAMESPACE,
         KubernetesConfig(**{**defaults, **settings}),
-        confirm,
         sleep=time.sleep,
         monotonic=time.now,
     )

@@ -10,17 +10,15 @@ import pytest
 from kubernetes import client as k8s
 
 from daedalus_spark.config import Config, KubernetesConfig
-from daedalus_spark.execute.kubernetes import (
+from daedalus_spark.execute.kubernetes_client import KubernetesSetupError, api_error_kind, load_api_client
+from daedalus_spark.execute.kubernetes_pods import (
     ExecutorPod,
     ExecutorPodWatcher,
-    KubernetesSetupError,
     PendingAwareActuator,
-    api_error_kind,
     classify_executor_pods,
-    load_api_client,
-    make_kubernetes_actuator,
 )
-from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
+from daedalus_spark.execute.kubernetes_scale import make_kubernetes_actuator
+from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome, PendingTarget
 from tests.integration.fake_apiserver import FakeApiServer
 from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator
 
@@ -39,15 +37,16 @@ def patches(api: FakeApiServer) -> list[str]:
 
 def test_applied_target_patches_the_scale_with_a_merge_patch_and_a_resource_version(api):
     time = FakeTime()
-    result = scale_actuator(api, time).apply(4)
-    assert result.outcome is Outcome.APPLIED and result.live == 4
+    actuator = scale_actuator(api, time)
+    result = actuator.apply(4)
+    assert result.outcome is Outcome.ACCEPTED and result.live == 2 and actuator.current() == 4
     assert api.content_types == ["application/merge-patch+json"]
     assert api.objects[("statefulsets", NAMESPACE, "spark-worker")].resource_version == 2
 
 
 def test_a_target_already_set_writes_nothing(api):
     actuator = scale_actuator(api, FakeTime())
-    assert actuator.apply(2).outcome is Outcome.APPLIED
+    assert actuator.apply(2).outcome is Outcome.ACCEPTED
     assert patches(api) == []
 
 
@@ -55,7 +54,7 @@ def test_conflicts_are_retried_each_after_a_fresh_read(api):
     api.conflicts_by_others = 2
     time = FakeTime()
     result = scale_actuator(api, time).apply(5)
-    assert result.outcome is Outcome.APPLIED, result.detail
+    assert result.outcome is Outcome.ACCEPTED, result.detail
     writes = [m for m, path in api.requests if path.endswith("/scale")][:6]
     assert writes == ["GET", "PATCH"] * 3  # every PATCH carries the resourceVersion just read
     assert time.sleeps == [0.5, 1.0]
@@ -103,7 +102,7 @@ def test_server_errors_back_off_then_fail(api):
 def test_a_transient_server_error_is_ridden_out(api):
     api.scripted["PATCH"] = [503]
     time = FakeTime()
-    assert scale_actuator(api, time).apply(4).outcome is Outcome.APPLIED
+    assert scale_actuator(api, time).apply(4).outcome is Outcome.ACCEPTED
     assert time.sleeps == [0.5]
 
 
@@ -115,24 +114,30 @@ def test_a_slow_api_server_times_out_within_the_bounded_retries(api):
     assert time.sleeps == [0.5]
 
 
-def test_pods_that_come_up_late_are_awaited_then_applied(api):
+def test_pods_that_come_up_late_are_confirmed_on_a_later_tick(api):
     api.objects[("statefulsets", NAMESPACE, "spark-worker")].join_reads = 3
     time = FakeTime()
-    result = scale_actuator(api, time).apply(6)
-    assert result.outcome is Outcome.APPLIED and result.duration_s == pytest.approx(3.0)
+    actuator = scale_actuator(api, time)
+    assert actuator.apply(6).outcome is Outcome.ACCEPTED and time.sleeps == []  # the tick does not wait
+    pending = PendingTarget(6, accepted_s=0.0, timeout_s=90.0)
+    verdicts = [pending.verdict(actuator.current(), now_s=10.0 * tick) for tick in (1, 2, 3, 4)]
+    assert verdicts[:3] == [None, None, None]  # three reads see the 2 old replicas, the fourth all 6
+    assert verdicts[3] is not None and verdicts[3].outcome is Outcome.APPLIED and verdicts[3].live == 6
 
 
 def test_pods_that_never_come_up_are_unconfirmed(api):
     api.objects[("statefulsets", NAMESPACE, "spark-worker")].join_reads = 1000
-    result = scale_actuator(api, FakeTime(), confirm_timeout_s=5.0).apply(6)
-    assert result.outcome is Outcome.UNCONFIRMED and result.live == 2
-    assert "replicas set to 6, 2 after 5.0 s" in result.detail
+    actuator = scale_actuator(api, FakeTime())
+    assert actuator.apply(6).outcome is Outcome.ACCEPTED
+    result = PendingTarget(6, accepted_s=0.0, timeout_s=5.0).verdict(actuator.current(), now_s=5.0)
+    assert result is not None and result.outcome is Outcome.UNCONFIRMED and result.live == 2
+    assert "target 6 accepted, but 2 executors live after 5 s" in result.detail
 
 
 def test_deployments_are_scaled_through_their_own_subresource(api):
     api.add("deployments", NAMESPACE, "spark-worker", 1)
     result = scale_actuator(api, FakeTime(), kind="Deployment").apply(3)
-    assert result.outcome is Outcome.APPLIED
+    assert result.outcome is Outcome.ACCEPTED
     assert ("PATCH", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/spark-worker/scale") in api.requests
 
 
@@ -324,7 +329,6 @@ class StandInAgent:
     """What the agent actuator would answer: the target is accepted, `live` executors are up."""
 
     live: int
-    outcome: Outcome = Outcome.UNCONFIRMED
     asked: list[int] = field(default_factory=list)
 
     def current(self) -> int:
@@ -332,30 +336,26 @@ class StandInAgent:
 
     def apply(self, target: int) -> Actuation:
         self.asked.append(target)
-        return Actuation(target, self.outcome, f"target {target} set, but {self.live} executors live", self.live)
+        return Actuation(target, Outcome.ACCEPTED, f"target {target} set, {self.live} executors live", self.live)
 
 
 def test_a_target_whose_pods_stay_pending_is_unreachable(api):
     api.pods = [pod_json("1", "Running", 600, running=True)]
-    time = FakeTime(NOW)
     agent = StandInAgent(live=1)
-    actuator = PendingAwareActuator(agent, watcher(api, time))
-
-    def executors_pending_after_apply(target: int) -> Actuation:
-        api.pods.append(pod_json("2", "Pending", 200, unschedulable=True))  # the pod the new target created
-        return StandInAgent.apply(agent, target)
-
-    agent.apply = executors_pending_after_apply  # type: ignore[method-assign]
-    result = actuator.apply(2)
-    assert result.outcome is Outcome.UNCONFIRMED and "target unreachable: 1 executor pod(s) Pending" in result.detail
+    actuator = PendingAwareActuator(agent, watcher(api, FakeTime(NOW)))
+    assert actuator.apply(2).outcome is Outcome.ACCEPTED and actuator.obstacle(2) == ""
+    api.pods.append(pod_json("2", "Pending", 200, unschedulable=True))  # the pod the new target created
+    assert actuator.obstacle(2).startswith("target unreachable: 1 executor pod(s) Pending")
+    verdict = PendingTarget(2, accepted_s=NOW - 30, timeout_s=90).verdict(1, NOW, actuator.obstacle(2))
+    assert verdict is not None and verdict.outcome is Outcome.UNCONFIRMED and "Unschedulable" in verdict.detail
     again = actuator.apply(3)
     assert again.outcome is Outcome.REFUSED and again.detail.startswith("not scaling out: target unreachable")
     assert agent.asked == [2]  # no further scale-out into pending pods
-    assert actuator.apply(1).outcome is Outcome.UNCONFIRMED  # scaling in is still allowed
+    assert actuator.apply(1).outcome is Outcome.ACCEPTED  # scaling in is still allowed
     assert actuator.never_ran() == {"2"}
 
 
-def test_pod_check_failure_keeps_the_agents_outcome(api):
+def test_pods_that_cannot_be_listed_are_no_obstacle(api):
     api.forbidden.add(("GET", "pods"))
-    result = PendingAwareActuator(StandInAgent(live=3, outcome=Outcome.APPLIED), watcher(api, FakeTime(NOW))).apply(3)
-    assert result.outcome is Outcome.APPLIED and "executor pods not checked" in result.detail
+    actuator = PendingAwareActuator(StandInAgent(live=3), watcher(api, FakeTime(NOW)))
+    assert actuator.apply(4).outcome is Outcome.ACCEPTED and actuator.obstacle(4) == ""

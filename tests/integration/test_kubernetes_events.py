@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -74,6 +75,26 @@ def step(
                 "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
             ),
             id="unconfirmed-is-a-warning",
+        ),
+        pytest.param(
+            step(Outcome.ACCEPTED, detail="target 3 set, 2 executors live"),
+            EventSpec(
+                "Normal",
+                "ScaleOutSmallestValid",
+                "scale-out 2 -> 3 accepted: target 3 set, 2 executors live; workload_avg_per_s=1200.5 "
+                "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
+            ),
+            id="accepted",
+        ),
+        pytest.param(
+            replace(step(None), confirmation=Actuation(3, Outcome.APPLIED, "3 executors live after 60 s", 3, 60.0)),
+            EventSpec("Normal", "RescaleApplied", "scale-out target 3 applied: 3 executors live after 60 s"),
+            id="confirmed-later",
+        ),
+        pytest.param(
+            replace(step(None), confirmation=Actuation(3, Outcome.UNCONFIRMED, "target 3 accepted, but 2 ...")),
+            EventSpec("Warning", "RescaleUnconfirmed", "scale-out target 3 unconfirmed: target 3 accepted, but 2 ..."),
+            id="not-confirmed-later-is-a-warning",
         ),
     ],
 )

@@ -146,7 +146,7 @@ def applied(records: list[dict[str, object]], direction: int) -> list[dict[str, 
     return [
         d
         for d in records
-        if (d.get("actuation") or {}).get("outcome") in ("applied", "unconfirmed")  # type: ignore[union-attr]
+        if (d.get("actuation") or {}).get("outcome") in ("accepted", "applied", "unconfirmed")  # type: ignore[union-attr]
         and (int(d["target"]) - int(d["current"])) * direction > 0
     ]  # type: ignore[arg-type]
 

@@ -10,7 +10,7 @@ import pytest
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Observation, Reason
-from daedalus_spark.execute.port import Actuation, Outcome
+from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore
 from daedalus_spark.loop import Loop, StepResult
 from daedalus_spark.monitor.port import MonitorError
@@ -75,6 +75,7 @@ def make_loop(monitor=None, actuator=None):
 @pytest.mark.parametrize(
     "outcome,counts",
     [
+        pytest.param(Outcome.ACCEPTED, True, id="accepted-counts-before-it-is-confirmed"),
         pytest.param(Outcome.APPLIED, True, id="applied"),
         pytest.param(Outcome.UNCONFIRMED, True, id="unconfirmed-still-disturbed-the-job"),
         pytest.param(Outcome.REFUSED, False, id="refused"),
@@ -163,3 +164,90 @@ def test_an_actuator_that_raises_is_reported_failed():
     d = loop.step().decision
     assert d.actuation == "failed" and "bug" in d.actuation_detail
     assert loop.controller.knowledge.last_rescale_s is None
+
+
+# ------------------------------------------------------------------ confirmation on the next ticks
+
+
+@dataclass
+class AcceptingActuator:
+    """Accepts every target at once; the job then runs `live` executors (set by the test), or cannot be read."""
+
+    live: int | None = 4
+    blocked_by: str = ""  # an obstacle, as PendingAwareActuator reports stuck pods
+    requested: list[int] = field(default_factory=list)
+
+    def current(self) -> int:
+        if self.live is None:
+            raise ActuatorError("agent unreachable")
+        return self.live
+
+    def apply(self, target: int) -> Actuation:
+        self.requested.append(target)
+        return Actuation(target, Outcome.ACCEPTED, f"target {target} set", self.live)
+
+    def obstacle(self, target: int) -> str:
+        return self.blocked_by
+
+
+def test_an_accepted_rescale_counts_at_once_and_is_confirmed_on_a_later_tick():
+    actuator = AcceptingActuator()
+    loop, clock, recorder = make_loop(actuator=actuator)
+    first = loop.step()
+    target, k = first.decision.target_scaleout, loop.controller.knowledge
+    assert first.decision.actuation == "accepted" and first.confirmation is None
+    assert k.last_rescale_s == 60.0 and k.recovery.pending is not None  # cool-down and recovery start at once
+    clock.advance(60)
+    assert loop.step().confirmation is None  # executors still starting: no verdict, no wait
+    actuator.live = target
+    clock.advance(60)
+    third = loop.step()
+    assert third.confirmation is not None and third.confirmation.outcome is Outcome.APPLIED
+    assert third.confirmation.live == target and third.confirmation.duration_s == pytest.approx(120.0)
+    assert third.decision.actuation is None and "confirm" in third.timings_s
+    assert [r.decision.reason for r in recorder.results][1:] == [Reason.COOLDOWN] * 2
+
+
+def test_a_target_not_live_within_the_confirm_timeout_is_unconfirmed():
+    loop, clock, _ = make_loop(actuator=AcceptingActuator(live=4))  # actuator.confirm_timeout_s: 90
+    loop.step()
+    clock.advance(60)
+    assert loop.step().confirmation is None
+    clock.advance(60)
+    late = loop.step().confirmation
+    assert late is not None and late.outcome is Outcome.UNCONFIRMED and late.live == 4
+    assert "but 4 executors live after 120 s (confirm_timeout_s 90)" in late.detail
+
+
+def test_an_obstacle_makes_the_target_unconfirmed_before_the_timeout():
+    actuator = AcceptingActuator(live=4)
+    loop, clock, _ = make_loop(actuator=actuator)
+    loop.step()
+    actuator.blocked_by = "target unreachable: 2 executor pod(s) Pending longer than 120 s"
+    clock.advance(30)
+    verdict = loop.step().confirmation
+    assert verdict is not None and verdict.outcome is Outcome.UNCONFIRMED and "Pending" in verdict.detail
+
+
+def test_an_unreadable_actuator_is_confirmed_from_the_monitors_scaleout():
+    actuator = AcceptingActuator(live=4)
+    monitor = ScriptedMonitor()
+    loop, clock, _ = make_loop(monitor, actuator)
+    target = loop.step().decision.target_scaleout
+    actuator.live, monitor.scaleout = None, target
+    clock.advance(60)
+    verdict = loop.step().confirmation
+    assert verdict is not None and verdict.outcome is Outcome.APPLIED and verdict.live == target
+
+
+def test_a_new_target_supersedes_one_still_pending():
+    config = CONFIG.model_copy(update={"controller": CONFIG.controller.model_copy(update={"cooldown_s": 0.0})})
+    monitor, actuator = ScriptedMonitor(), AcceptingActuator(live=4)
+    loop = Loop(Controller(config), monitor, actuator, InMemoryKnowledgeStore(), FakeClock(60.0))
+    first = loop.step().decision.target_scaleout
+    monitor.workload_per_s = 4500.0
+    loop.clock.advance(60)  # type: ignore[attr-defined]
+    second = loop.step()
+    assert second.decision.actuation == "accepted" and second.decision.target_scaleout != first
+    assert second.confirmation is not None and second.confirmation.outcome is Outcome.UNCONFIRMED
+    assert second.confirmation.target == first and "superseded" in second.confirmation.detail

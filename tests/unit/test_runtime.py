@@ -112,7 +112,11 @@ def test_health_turns_stalled_when_ticks_stop(tmp_path):
     sidecar = Sidecar(config_in(tmp_path), ScriptedMonitor(), ScriptedActuator(), clock=clock)
     sidecar.step()
     assert sidecar.health()[0]
-    clock.advance(3 * 5 + 90 + 1)  # three intervals plus the confirmation time without a tick
+    # Three intervals, plus the longest a tick's actuation may take (3 attempts of 10 s, waits 1 + 2 s), may pass
+    # without a tick; confirmation adds nothing: it waits on the next ticks, not inside one.
+    clock.advance(3 * 5 + 3 * 10 + 1 + 2)
+    assert sidecar.health()[0]
+    clock.advance(1)
     healthy, details = sidecar.health()
     assert not healthy and details["status"] == "stalled"
 
