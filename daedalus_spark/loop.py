@@ -10,7 +10,7 @@ from typing import Protocol
 
 from daedalus_spark.clock import Clock
 from daedalus_spark.controller import Controller
-from daedalus_spark.domain import Decision, Observation
+from daedalus_spark.domain import CapacityTable, Decision, Observation
 from daedalus_spark.execute.port import Actuation, Actuator, Outcome
 from daedalus_spark.knowledge.state import KnowledgeStore
 from daedalus_spark.monitor.port import MetricsSource, MonitorError
@@ -30,6 +30,7 @@ class StepResult:
     monitor_error: MonitorError | None
     timings_s: dict[str, float] = field(default_factory=dict)  # monitor, tick, record, actuate, save
     store_error: str | None = None  # the knowledge could not be saved at the end of this step
+    capacities: CapacityTable | None = None  # the latest capacity table learned (None: none yet)
 
 
 class Publisher(Protocol):
@@ -74,7 +75,9 @@ class Loop:
             timings["actuate"] = time.perf_counter() - started
         decision = self.controller.conclude(decision, actuation)
         store_error = self._save(timings, "save")
-        result = StepResult(now_s, decision, observation, actuation, error, timings, store_error)
+        result = StepResult(
+            now_s, decision, observation, actuation, error, timings, store_error, self.controller.latest_capacities
+        )
         for publisher in self.publishers:
             publisher.publish(result)
         return result

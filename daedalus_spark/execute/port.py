@@ -4,24 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Protocol
 
 from daedalus_spark.config import ActuatorConfig
-
-
-class Outcome(StrEnum):
-    APPLIED = "applied"  # the job runs the target scale-out
-    UNCONFIRMED = "unconfirmed"  # the target was accepted, but the live count had not reached it in time
-    REFUSED = "refused"  # the actuator said no (out of bounds, forbidden); nothing changed
-    FAILED = "failed"  # could not reach the actuator or it erred; nothing known to have changed
-    DRY_RUN = "dry_run"  # advisor mode: decided, not actuated
-    NOT_RECORDED = "not_recorded"  # not sent: the tick could not record the decision first (knowledge store)
-
-    @property
-    def changed_the_job(self) -> bool:
-        """Whether the job was disturbed, so the rescale counts (cool-down, recovery measurement)."""
-        return self in (Outcome.APPLIED, Outcome.UNCONFIRMED)
+from daedalus_spark.domain import Outcome as Outcome  # a domain value (a decision records it), re-exported
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from daedalus_spark.analyze.recovery import predict_recovery_s, replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import CapacityTable, Decision, Forecast, Reason
+from daedalus_spark.evidence import Evidence, TargetEvidence, TickEvidence
 
 
 @dataclass(frozen=True)
@@ -48,23 +49,27 @@ class Candidate:
 def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     """Algorithm 1 with bounds and cool-down; every return carries a reason and its numbers."""
     current = inputs.current_scaleout
-    forecast_max = inputs.forecast.max_within(math.inf)
-    evidence = tick_evidence(inputs)
+    evidence = Evidence(tick=tick_evidence(inputs))
     since_rescale = seconds_since_rescale(inputs)
-
-    def decide(target: int, reason: Reason, notes: tuple[str, ...] = (), chosen: Candidate | None = None) -> Decision:
-        if chosen is not None:
-            evidence.update(
-                capacity_target_per_s=round(chosen.capacity_per_s, 3),
-                predicted_recovery_s=chosen.recovery_s,
-                downtime_used_s=chosen.downtime_s,
-            )
-        return Decision(inputs.now_s, current, target, reason, evidence, notes)
-
     if since_rescale < settings.cooldown_s:
-        return decide(current, Reason.COOLDOWN)
-    if since_rescale < settings.recent_rescale_window_s and _still_fine(inputs, settings.loop_interval_s, evidence):
-        return decide(current, Reason.RECENT_RESCALE_STILL_FINE)
+        return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
+    if since_rescale < settings.recent_rescale_window_s:
+        next_loop_max = inputs.forecast.max_within(settings.loop_interval_s)
+        evidence = replace(evidence, forecast_next_loop_max_per_s=round(next_loop_max, 3))
+        if _still_fine(inputs, next_loop_max):
+            return Decision(inputs.now_s, current, current, Reason.RECENT_RESCALE_STILL_FINE, evidence)
+    target, reason, notes, chosen = _smallest_valid(inputs, settings)
+    if chosen is not None:
+        evidence = replace(evidence, target=target_evidence(chosen))
+    return Decision(inputs.now_s, current, target, reason, evidence, notes)
+
+
+def _smallest_valid(
+    inputs: PlanInputs, settings: ControllerConfig
+) -> tuple[int, Reason, tuple[str, ...], Candidate | None]:
+    """Algorithm 1's search: the smallest scale-out that passes every check (with the one chosen), else the most."""
+    current = inputs.current_scaleout
+    forecast_max = inputs.forecast.max_within(math.inf)
     notes: list[str] = []
     deferred = False
     replay = replay_backlog_records(
@@ -76,7 +81,7 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
         rejection = _reject(inputs, cand, forecast_max, settings.target_recovery_s)
         if rejection is None and n == current:
             reason = Reason.SCALE_IN_DEFERRED_LAG if deferred else Reason.CURRENT_IS_SMALLEST_VALID
-            return decide(n, reason, tuple(notes), cand)
+            return n, reason, tuple(notes), cand
         if (
             rejection is None
             and n < current
@@ -93,34 +98,41 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
             )
         if rejection is None:
             reason = Reason.SCALE_OUT_SMALLEST_VALID if n > current else Reason.SCALE_IN_SMALLEST_VALID
-            return decide(n, reason, tuple(notes), cand)
+            return n, reason, tuple(notes), cand
         notes.append(f"{n}: {rejection}")
-    return decide(settings.max_scaleout, Reason.NO_VALID_SCALEOUT_USE_MAX, tuple(notes))
+    return settings.max_scaleout, Reason.NO_VALID_SCALEOUT_USE_MAX, tuple(notes), None
 
 
 def seconds_since_rescale(inputs: PlanInputs) -> float:
     return math.inf if inputs.last_rescale_s is None else inputs.now_s - inputs.last_rescale_s
 
 
-def tick_evidence(inputs: PlanInputs) -> dict[str, float | int | str | None]:
+def tick_evidence(inputs: PlanInputs) -> TickEvidence:
     """The numbers every planner's decision carries."""
     since_rescale = seconds_since_rescale(inputs)
-    return {
-        "workload_avg_per_s": round(inputs.workload_avg_per_s, 3),
-        "forecast_max_per_s": round(inputs.forecast.max_within(math.inf), 3),
-        "forecast_model": inputs.forecast.model,
-        "capacity_current_per_s": round(inputs.capacities.current_per_s, 3),
-        "capacity_catch_up_per_s": round(inputs.capacities.catch_up_at(inputs.current_scaleout), 3),
-        "consumer_lag_records": round(inputs.consumer_lag_records, 3),
-        "since_rescale_s": None if math.isinf(since_rescale) else round(since_rescale, 3),
-    }
+    return TickEvidence(
+        workload_avg_per_s=round(inputs.workload_avg_per_s, 3),
+        forecast_max_per_s=round(inputs.forecast.max_within(math.inf), 3),
+        forecast_model=inputs.forecast.model,
+        capacity_current_per_s=round(inputs.capacities.current_per_s, 3),
+        capacity_catch_up_per_s=round(inputs.capacities.catch_up_at(inputs.current_scaleout), 3),
+        consumer_lag_records=round(inputs.consumer_lag_records, 3),
+        since_rescale_s=None if math.isinf(since_rescale) else round(since_rescale, 3),
+    )
 
 
-def _still_fine(inputs: PlanInputs, loop_interval_s: float, evidence: dict[str, float | int | str | None]) -> bool:
-    next_loop_max = inputs.forecast.max_within(loop_interval_s)
-    evidence["forecast_next_loop_max_per_s"] = round(next_loop_max, 3)
+def target_evidence(chosen: Candidate) -> TargetEvidence:
+    """The numbers of the scale-out chosen."""
+    return TargetEvidence(
+        capacity_target_per_s=round(chosen.capacity_per_s, 3),
+        predicted_recovery_s=chosen.recovery_s,
+        downtime_used_s=chosen.downtime_s,
+    )
+
+
+def _still_fine(inputs: PlanInputs, next_loop_max_per_s: float) -> bool:
     capacity = inputs.capacities.current_per_s
-    return capacity > inputs.workload_avg_per_s and capacity > next_loop_max
+    return capacity > inputs.workload_avg_per_s and capacity > next_loop_max_per_s
 
 
 def candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: tuple[float, ...]) -> Candidate:

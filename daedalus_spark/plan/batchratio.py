@@ -15,14 +15,15 @@ and no rescale budget.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Reason
-from daedalus_spark.plan.algorithm import PlanInputs, candidate, tick_evidence
+from daedalus_spark.evidence import BatchRatioEvidence, Evidence
+from daedalus_spark.plan.algorithm import PlanInputs, candidate, target_evidence, tick_evidence
 
 
 @dataclass(frozen=True)
@@ -74,22 +75,18 @@ def plan_batch_ratio(inputs: PlanInputs, settings: ControllerConfig) -> Decision
     )
     ratio = window_ratio(inputs.batches_completed, inputs.batch_seconds, inputs.trigger_interval_s)
     target = batch_ratio_target(current=current, ratio=ratio, s=rule)
-    evidence = tick_evidence(inputs)
-    evidence.update(
+    batches = BatchRatioEvidence(
         batch_ratio=None if ratio is None else round(ratio, 4),
         batches_completed=round(inputs.batches_completed, 3),
         trigger_interval_s=inputs.trigger_interval_s,
     )
+    evidence = Evidence(tick=tick_evidence(inputs), batches=batches)
     if target == current:
         return Decision(inputs.now_s, current, current, Reason.BATCH_RATIO_HOLDS, evidence)
     replay = replay_backlog_records(
         inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
     )
     chosen = candidate(inputs, target, replay, inputs.forecast.per_second())
-    evidence.update(
-        capacity_target_per_s=round(chosen.capacity_per_s, 3),
-        predicted_recovery_s=chosen.recovery_s,
-        downtime_used_s=chosen.downtime_s,
-    )
+    evidence = replace(evidence, target=target_evidence(chosen))
     reason = Reason.BATCH_RATIO_SCALES_OUT if target > current else Reason.BATCH_RATIO_SCALES_IN
     return Decision(inputs.now_s, current, target, reason, evidence)

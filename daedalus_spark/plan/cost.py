@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
+from daedalus_spark.evidence import CostAwareEvidence, ScaleInEvidence
 from daedalus_spark.plan.algorithm import PlanInputs, plan
 
 COST_MODEL = (
@@ -56,9 +57,8 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     more executor-seconds than they cost; the one saving most wins, or the scale-out is kept."""
     upper = inputs.forecast.upper_bound()
     safe = plan(replace(inputs, forecast=upper), settings)
-    evidence = dict(safe.evidence)
-    evidence["planner"] = "cost_aware"
-    evidence["forecast_bound"] = "upper" if upper is not inputs.forecast else "point"
+    bound = CostAwareEvidence(forecast_bound="upper" if upper is not inputs.forecast else "point")
+    evidence = replace(safe.evidence, planner="cost_aware", cost_aware=bound)
     current, proposed = safe.current_scaleout, safe.target_scaleout
     if proposed >= current:
         return replace(safe, evidence=evidence)
@@ -67,16 +67,90 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     )
     # What every candidate shares: the records replayed and those arriving while the job is down for the scale-in.
     extra_records = replay + sum(upper.per_second()[: max(0, math.ceil(inputs.downtime_scale_in_s))])
-    options = [_scale_in(inputs, upper, n, extra_records) for n in range(proposed, current)]
     undo = _undo_executor_s(inputs)
-    options = [_with_dwell(o, inputs, undo) for o in options]
-    history = inputs.lookback_workload_per_s
-    evidence["lookback_peak_per_s"] = round(max(history, default=0.0), 3)
-    carrying = [o for o in options if o.dwell_s is None or o.cycle_net_executor_s > 0]
-    lasting = [o for o in carrying if o.hold_s >= settings.cooldown_s]
-    paying = [o for o in lasting if o.net_executor_s > 0]
-    best = max(paying or lasting or carrying or options, key=lambda o: (o.net_executor_s, -o.scaleout))
-    evidence.update(
+    options = [_with_dwell(_scale_in(inputs, upper, n, extra_records), inputs, undo) for n in range(proposed, current)]
+    weighed = _Weighed.of(options, settings.cooldown_s)
+    bound = replace(bound, scale_in=_scale_in_evidence(weighed.best, inputs.lookback_workload_per_s))
+    held = _held(inputs, settings, weighed, proposed)
+    if held is not None:
+        reason, note = held
+        if reason is Reason.SCALE_IN_RESCALE_BUDGET:
+            bound = replace(bound, rescale_tokens=round(inputs.rescale_tokens, 3))
+        evidence = replace(evidence, cost_aware=bound)
+        return replace(safe, target_scaleout=current, reason=reason, evidence=evidence, notes=(*safe.notes, note))
+    evidence = replace(evidence, cost_aware=bound)
+    best = weighed.best
+    if best.scaleout == proposed:
+        return replace(safe, evidence=evidence)
+    first = options[0]
+    why = (
+        f"the workload rose back above its capacity {first.capacity_per_s:.0f}/s within the lookback"
+        if first not in weighed.carrying
+        else f"net {first.net_executor_s:.0f} executor-s, less than {best.net_executor_s:.0f}"
+    )
+    if evidence.target is not None:  # Algorithm 1's numbers of the scale-in it proposed, with this one's capacity
+        target = replace(evidence.target, capacity_target_per_s=round(best.capacity_per_s, 3))
+        evidence = replace(evidence, target=target)
+    return replace(
+        safe,
+        target_scaleout=best.scaleout,
+        reason=Reason.SCALE_IN_BEST_NET_SAVING,
+        evidence=evidence,
+        notes=(*safe.notes, f"{proposed}: {why}"),
+    )
+
+
+@dataclass(frozen=True)
+class _Weighed:
+    """The scale-in options through each filter in turn, and the one saving most of the last non-empty filter."""
+
+    options: list[ScaleIn]
+    carrying: list[ScaleIn]  # not outgrown again within the lookback (or the dwell paid for the round trip)
+    lasting: list[ScaleIn]  # ... that outlast the cool-down by the forecast
+    paying: list[ScaleIn]  # ... that save more than they cost
+    best: ScaleIn
+
+    @classmethod
+    def of(cls, options: list[ScaleIn], cooldown_s: float) -> _Weighed:
+        carrying = [o for o in options if o.dwell_s is None or o.cycle_net_executor_s > 0]
+        lasting = [o for o in carrying if o.hold_s >= cooldown_s]
+        paying = [o for o in lasting if o.net_executor_s > 0]
+        best = max(paying or lasting or carrying or options, key=lambda o: (o.net_executor_s, -o.scaleout))
+        return cls(options, carrying, lasting, paying, best)
+
+
+def _held(
+    inputs: PlanInputs, settings: ControllerConfig, weighed: _Weighed, proposed: int
+) -> tuple[Reason, str] | None:
+    """Why the scale-in Algorithm 1 proposed is held, with a note for people; None: it goes ahead."""
+    best = weighed.best
+    if settings.max_rescales_per_hour and inputs.rescale_tokens < 1.0:
+        wait_s = (1.0 - inputs.rescale_tokens) / settings.max_rescales_per_hour * 3600.0
+        return Reason.SCALE_IN_RESCALE_BUDGET, (
+            f"{proposed}: the rescale budget ({settings.max_rescales_per_hour:g} per hour) has "
+            f"{inputs.rescale_tokens:.2f} tokens, a whole one in {wait_s:.0f} s"
+        )
+    if not weighed.carrying:
+        return Reason.SCALE_IN_RECENTLY_OUTGROWN, (
+            f"{inputs.current_scaleout - 1}: the workload rose back above its capacity "
+            f"{weighed.options[-1].capacity_per_s:.0f}/s within the last {settings.scale_in_lookback_s:.0f} s"
+        )
+    if not weighed.lasting:
+        return Reason.SCALE_IN_UNDONE_WITHIN_COOLDOWN, (
+            f"{best.scaleout}: the forecast reaches its capacity in {best.hold_s:.0f} s, "
+            f"within the {settings.cooldown_s:.0f}-s cool-down"
+        )
+    if not weighed.paying:
+        return Reason.SCALE_IN_NOT_WORTH_IT, (
+            f"{best.scaleout}: saves {best.saved_executor_s:.0f} executor-s over {best.hold_s:.0f} s, "
+            f"costs {best.cost_executor_s:.0f}"
+        )
+    return None
+
+
+def _scale_in_evidence(best: ScaleIn, lookback_workload_per_s: tuple[float, ...]) -> ScaleInEvidence:
+    return ScaleInEvidence(
+        lookback_peak_per_s=round(max(lookback_workload_per_s, default=0.0), 3),
         scale_in_target=best.scaleout,
         hold_s=round(best.hold_s, 3),
         saved_executor_s=round(best.saved_executor_s, 3),
@@ -87,53 +161,6 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
         undo_executor_s=round(best.undo_executor_s, 3),
         cost_model=COST_MODEL,
     )
-
-    def hold(reason: Reason, note: str) -> Decision:
-        return replace(safe, target_scaleout=current, reason=reason, evidence=evidence, notes=(*safe.notes, note))
-
-    if settings.max_rescales_per_hour and inputs.rescale_tokens < 1.0:
-        evidence["rescale_tokens"] = round(inputs.rescale_tokens, 3)
-        wait_s = (1.0 - inputs.rescale_tokens) / settings.max_rescales_per_hour * 3600.0
-        return hold(
-            Reason.SCALE_IN_RESCALE_BUDGET,
-            f"{proposed}: the rescale budget ({settings.max_rescales_per_hour:g} per hour) has "
-            f"{inputs.rescale_tokens:.2f} tokens, a whole one in {wait_s:.0f} s",
-        )
-    if not carrying:
-        return hold(
-            Reason.SCALE_IN_RECENTLY_OUTGROWN,
-            f"{current - 1}: the workload rose back above its capacity {options[-1].capacity_per_s:.0f}/s "
-            f"within the last {settings.scale_in_lookback_s:.0f} s",
-        )
-    if not lasting:
-        return hold(
-            Reason.SCALE_IN_UNDONE_WITHIN_COOLDOWN,
-            f"{best.scaleout}: the forecast reaches its capacity in {best.hold_s:.0f} s, "
-            f"within the {settings.cooldown_s:.0f}-s cool-down",
-        )
-    if not paying:
-        return hold(
-            Reason.SCALE_IN_NOT_WORTH_IT,
-            f"{best.scaleout}: saves {best.saved_executor_s:.0f} executor-s over {best.hold_s:.0f} s, "
-            f"costs {best.cost_executor_s:.0f}",
-        )
-    if best.scaleout != proposed:
-        first = options[0]
-        why = (
-            f"the workload rose back above its capacity {first.capacity_per_s:.0f}/s within the lookback"
-            if first not in carrying
-            else f"net {first.net_executor_s:.0f} executor-s, less than {best.net_executor_s:.0f}"
-        )
-        capacity = round(best.capacity_per_s, 3)
-        evidence["capacity_target_per_s"] = capacity
-        return replace(
-            safe,
-            target_scaleout=best.scaleout,
-            reason=Reason.SCALE_IN_BEST_NET_SAVING,
-            evidence=evidence,
-            notes=(*safe.notes, f"{proposed}: {why}"),
-        )
-    return replace(safe, evidence=evidence)
 
 
 def _scale_in(inputs: PlanInputs, upper: Forecast, n: int, extra_records: float) -> ScaleIn:

@@ -11,11 +11,13 @@ import numpy as np
 from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
+from daedalus_spark.evidence import Evidence, HorizonEvidence, PlanScheduleEvidence
 from daedalus_spark.plan.algorithm import (
     PlanInputs,
     candidate,
     plan,
     seconds_since_rescale,
+    target_evidence,
     tick_evidence,
 )
 from daedalus_spark.plan.schedule import QueueModel, Schedule, ScheduleInfeasible, Start, Stop, cheapest_schedule
@@ -82,8 +84,7 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     keeps the target (a load above what max_scaleout carries, a lag the job cannot work off in time), Algorithm 1 on
     the forecast's upper bound decides, and the decision says so."""
     current = inputs.current_scaleout
-    evidence = tick_evidence(inputs)
-    evidence["planner"] = "horizon"
+    evidence = Evidence(tick=tick_evidence(inputs), planner="horizon")
     if seconds_since_rescale(inputs) < settings.cooldown_s:
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
 
@@ -105,15 +106,17 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     replay = replay_backlog_records(
         inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
     )
-    evidence.update(plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance)
+    horizon = HorizonEvidence(
+        plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance
+    )
     for load in attempts if lo <= current <= hi else ():
-        evidence["plan_load_max_per_s"] = round(float(load.max()), 3)
+        horizon = replace(horizon, plan_load_max_per_s=round(float(load.max()), 3))
         try:
             schedule = _solve(inputs, settings, load, interval, allowance, replay)
         except ScheduleInfeasible as exc:
             problem = f"no schedule over the {len(load)}-s forecast keeps the target: {exc}"
         else:
-            decision = _first_step(inputs, schedule, evidence, settings, replay)
+            decision = _first_step(inputs, schedule, replace(evidence, horizon=horizon), settings, replay)
             if load is capped:
                 note = f"the forecast exceeds what {hi} executors carry: planned with it capped at {ceiling:.0f}/s"
                 reason = Reason.NO_VALID_SCALEOUT_USE_MAX if decision.target_scaleout == hi else decision.reason
@@ -121,7 +124,9 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
             return decision
     safe = plan(replace(inputs, forecast=inputs.forecast.upper_bound()), settings)
     notes = (f"{problem}; Algorithm 1 on the forecast's upper bound decides", *safe.notes)
-    return replace(safe, evidence={**safe.evidence, **evidence}, notes=notes)
+    # Algorithm 1's numbers, with this tick's (the point forecast's peak) and the horizon's attempt
+    merged = replace(safe.evidence, tick=evidence.tick, planner="horizon", horizon=horizon)
+    return replace(safe, evidence=merged, notes=notes)
 
 
 def _solve(
@@ -165,7 +170,7 @@ def _solve(
 def _first_step(
     inputs: PlanInputs,
     schedule: Schedule,
-    evidence: dict[str, float | int | str | None],
+    evidence: Evidence,
     settings: ControllerConfig,
     replay: float,
 ) -> Decision:
@@ -179,18 +184,16 @@ def _first_step(
         carries = next((n for n in range(lo, hi + 1) if inputs.capacities.at(n) > avg), hi)
         notes.append(f"{target} does not carry the {avg:.0f}/s observed now; {carries} does")
         target = carries
-    evidence.update(
+    assert evidence.horizon is not None
+    planned = PlanScheduleEvidence(
         plan_scaleouts=",".join(str(n) for n in schedule.scaleouts),
         plan_interval_s=schedule.interval_s,
         plan_executor_s=round(schedule.executor_seconds, 3),
     )
+    evidence = replace(evidence, horizon=replace(evidence.horizon, schedule=planned))
     reason = Reason.PLAN_HOLDS
     if target != current:
         reason = Reason.PLAN_SCALES_OUT if target > current else Reason.PLAN_SCALES_IN
         chosen = candidate(inputs, target, replay, inputs.forecast.per_second())
-        evidence.update(
-            capacity_target_per_s=round(chosen.capacity_per_s, 3),
-            predicted_recovery_s=chosen.recovery_s,
-            downtime_used_s=chosen.downtime_s,
-        )
+        evidence = replace(evidence, target=target_evidence(chosen))
     return Decision(inputs.now_s, current, target, reason, evidence, tuple(notes))
