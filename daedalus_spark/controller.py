@@ -6,8 +6,10 @@ import math
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import replace
+from typing import Any
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
+from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.domain import CapacityTable, Decision, Forecast, Observation, Reason
 from daedalus_spark.evidence import Evidence, SkipEvidence
@@ -15,10 +17,10 @@ from daedalus_spark.execute.port import Actuation
 from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
-from daedalus_spark.plan.batchratio import plan_batch_ratio
+from daedalus_spark.plan.batchratio import BatchRatioInputs, plan_batch_ratio
 from daedalus_spark.plan.budget import rescale_tokens
-from daedalus_spark.plan.cost import plan_cost_aware
-from daedalus_spark.plan.horizon import plan_horizon
+from daedalus_spark.plan.cost import CostAwareInputs, plan_cost_aware
+from daedalus_spark.plan.horizon import HorizonInputs, plan_horizon
 from daedalus_spark.redact import redact
 
 
@@ -124,36 +126,60 @@ class Controller:
                 planned_per_s=provisioned_per_s(forecast, settings),
             )
         )
+        decision = self._plan(obs, now_s, table, forecast)
+        return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
+
+    def _plan(self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast) -> Decision:
+        """The configured planner on what this tick analyzed, each planner given what it reads."""
+        k, settings = self.knowledge, self.config.controller
         inputs = PlanInputs(
             now_s=now_s,
             current_scaleout=obs.scaleout,
             capacities=table,
             workload_avg_per_s=sum(obs.workload_per_s) / len(obs.workload_per_s),
-            recent_workload_per_s=obs.workload_per_s,
-            step_s=obs.step_s,
+            replay_records=replay_backlog_records(
+                obs.workload_per_s, step_s=obs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
+            ),
             forecast=forecast,
             consumer_lag_records=obs.consumer_lag_records,
             last_rescale_s=k.last_rescale_s,
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
-            lookback_workload_per_s=_since(k.history.workload, now_s - settings.scale_in_lookback_s),
-            lookback_step_s=self.config.forecast.resolution_s,
-            rescale_tokens=rescale_tokens(
-                [
-                    d.time_s
-                    for d in k.decisions
-                    if d.rescale and d.actuation is not None and d.actuation.changed_the_job
-                ],
-                now_s,
-                per_hour=settings.max_rescales_per_hour,
-                since_s=k.decisions[0].time_s if k.decisions else now_s,
-            ),
-            batches_completed=obs.batches.batches if obs.batches is not None else 0.0,
-            batch_seconds=obs.batches.duration_s if obs.batches is not None else 0.0,
-            trigger_interval_s=self.config.capacity.trigger_interval_s,
         )
-        decision = PLANNERS[settings.planner](inputs, settings)
-        return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
+        if settings.planner == "cost_aware":
+            return plan_cost_aware(
+                inputs.extended(
+                    CostAwareInputs,
+                    lookback_workload_per_s=_since(k.history.workload, now_s - settings.scale_in_lookback_s),
+                    lookback_step_s=self.config.forecast.resolution_s,
+                    rescale_tokens=self._rescale_tokens(now_s),
+                ),
+                settings,
+            )
+        if settings.planner == "horizon":
+            return plan_horizon(inputs.extended(HorizonInputs, rescale_tokens=self._rescale_tokens(now_s)), settings)
+        if settings.planner == "batch_ratio":
+            batches = obs.batches
+            return plan_batch_ratio(
+                inputs.extended(
+                    BatchRatioInputs,
+                    batches_completed=batches.batches if batches is not None else 0.0,
+                    batch_seconds=batches.duration_s if batches is not None else 0.0,
+                    trigger_interval_s=self.config.capacity.trigger_interval_s,
+                ),
+                settings,
+            )
+        return plan(inputs, settings)
+
+    def _rescale_tokens(self, now_s: float) -> float:
+        """The rescale budget's bucket now, over the rescales remembered that changed the job."""
+        decisions = self.knowledge.decisions
+        return rescale_tokens(
+            [d.time_s for d in decisions if d.rescale and d.actuation is not None and d.actuation.changed_the_job],
+            now_s,
+            per_hour=self.config.controller.max_rescales_per_hour,
+            since_s=decisions[0].time_s if decisions else now_s,
+        )
 
     def _measure_recovery(self, obs: Observation) -> None:
         k = self.knowledge
@@ -182,7 +208,8 @@ def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[f
     return forecast.toward_upper(settings.horizon_upper_weight_ratio).values_per_s
 
 
-PLANNERS: dict[str, Callable[[PlanInputs, ControllerConfig], Decision]] = {
+# Each planner takes its own inputs (PlanInputs extended with what it alone reads), as Controller._plan builds them.
+PLANNERS: dict[str, Callable[[Any, ControllerConfig], Decision]] = {
     "paper": plan,
     "cost_aware": plan_cost_aware,
     "horizon": plan_horizon,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
 
-from daedalus_spark.analyze.recovery import predict_recovery_s, replay_backlog_records
+from daedalus_spark.analyze.recovery import predict_recovery_s
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import CapacityTable, Decision, Forecast, Reason
 from daedalus_spark.evidence import Evidence, TargetEvidence, TickEvidence
@@ -13,29 +14,26 @@ from daedalus_spark.evidence import Evidence, TargetEvidence, TickEvidence
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """Everything Algorithm 1 looks at, already analyzed."""
+    """Everything Algorithm 1 looks at, already analyzed; every planner reads these (each planner's own inputs
+    extend them: plan/cost.py, plan/horizon.py, plan/batchratio.py)."""
 
     now_s: float
     current_scaleout: int
     capacities: CapacityTable
     workload_avg_per_s: float
-    recent_workload_per_s: tuple[float, ...]  # the latest samples, for the checkpoint replay
-    step_s: float
+    replay_records: float  # what a restart replays from the last checkpoint (analyze.recovery_prediction)
     forecast: Forecast
     consumer_lag_records: float
     last_rescale_s: float | None
     downtime_scale_out_s: float
     downtime_scale_in_s: float
-    # Observed workload over the last `scale_in_lookback_s`, oldest first, one average per forecast-resolution step;
-    # read by the cost_aware planner only.
-    lookback_workload_per_s: tuple[float, ...] = ()
-    lookback_step_s: float = 10.0
-    rescale_tokens: float = math.inf  # the rescale budget's bucket now (read by the cost_aware planner only)
-    # The query's micro-batches completed in the observation's window and their summed seconds, and its trigger
-    # interval (read by the batch_ratio planner only; 0 batches: the monitor reported none).
-    batches_completed: float = 0.0
-    batch_seconds: float = 0.0
-    trigger_interval_s: float = 0.0
+
+    def extended(self, planner_inputs: type[Extended], **only_it_reads: Any) -> Extended:
+        """These inputs as a planner's own (a subclass), with what that planner alone reads."""
+        return planner_inputs(**{f.name: getattr(self, f.name) for f in fields(PlanInputs)}, **only_it_reads)
+
+
+Extended = TypeVar("Extended", bound=PlanInputs)
 
 
 @dataclass(frozen=True)
@@ -72,12 +70,9 @@ def _smallest_valid(
     forecast_max = inputs.forecast.max_within(math.inf)
     notes: list[str] = []
     deferred = False
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
     per_second = inputs.forecast.per_second()
     for n in range(settings.min_scaleout, settings.max_scaleout + 1):
-        cand = candidate(inputs, n, replay, per_second)
+        cand = candidate(inputs, n, per_second)
         rejection = _reject(inputs, cand, forecast_max, settings.target_recovery_s)
         if rejection is None and n == current:
             reason = Reason.SCALE_IN_DEFERRED_LAG if deferred else Reason.CURRENT_IS_SMALLEST_VALID
@@ -135,7 +130,7 @@ def _still_fine(inputs: PlanInputs, next_loop_max_per_s: float) -> bool:
     return capacity > inputs.workload_avg_per_s and capacity > next_loop_max_per_s
 
 
-def candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: tuple[float, ...]) -> Candidate:
+def candidate(inputs: PlanInputs, n: int, forecast_per_second: tuple[float, ...]) -> Candidate:
     """Scale-out n: its capacity, the downtime of going there and the predicted recovery."""
     capacity = inputs.capacities.at(n)
     # Keeping the scale-out is judged against a failure restart, which costs what a scale-out does.
@@ -144,7 +139,7 @@ def candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: tu
         capacity_per_s=inputs.capacities.catch_up_at(n),  # a backlog is worked off in large batches
         forecast_per_second=forecast_per_second,
         downtime_s=downtime,
-        replay_records=replay,
+        replay_records=inputs.replay_records,
         lag_records=inputs.consumer_lag_records,
     )
     return Candidate(n, capacity, downtime, recovery)

@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Reason
 from daedalus_spark.evidence import BatchRatioEvidence, Evidence
@@ -65,7 +64,17 @@ def window_ratio(batches: float, batch_seconds: float, trigger_s: float) -> floa
     return mean_ms / (trigger_s * 1000.0)
 
 
-def plan_batch_ratio(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
+@dataclass(frozen=True)
+class BatchRatioInputs(PlanInputs):
+    """The tick's inputs, and the query's micro-batches completed in the observation's window, their summed seconds
+    and its trigger interval (0 batches: the monitor reported none)."""
+
+    batches_completed: float = 0.0
+    batch_seconds: float = 0.0
+    trigger_interval_s: float = 0.0
+
+
+def plan_batch_ratio(inputs: BatchRatioInputs, settings: ControllerConfig) -> Decision:
     """One scaling round of the batch-duration rule on the tick's batches; the evidence says what it saw."""
     current = inputs.current_scaleout
     rule = BatchRatioSettings(
@@ -83,10 +92,7 @@ def plan_batch_ratio(inputs: PlanInputs, settings: ControllerConfig) -> Decision
     evidence = Evidence(tick=tick_evidence(inputs), batches=batches)
     if target == current:
         return Decision(inputs.now_s, current, current, Reason.BATCH_RATIO_HOLDS, evidence)
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
-    chosen = candidate(inputs, target, replay, inputs.forecast.per_second())
+    chosen = candidate(inputs, target, inputs.forecast.per_second())
     evidence = replace(evidence, target=target_evidence(chosen))
     reason = Reason.BATCH_RATIO_SCALES_OUT if target > current else Reason.BATCH_RATIO_SCALES_IN
     return Decision(inputs.now_s, current, target, reason, evidence)

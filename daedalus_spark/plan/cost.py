@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
 from daedalus_spark.evidence import CostAwareEvidence, ScaleInEvidence
@@ -16,6 +15,16 @@ COST_MODEL = (
     "cost = downtime_s * current + (replay + arrivals during the downtime) / (capacity(n) / n); "
     "outgrown within the lookback: saved over min(dwell_s, hold_s), minus the scale-out back (undo_executor_s)"
 )
+
+
+@dataclass(frozen=True)
+class CostAwareInputs(PlanInputs):
+    """Algorithm 1's inputs, and what the cost_aware planner weighs a scale-in with."""
+
+    # Observed workload over the last `scale_in_lookback_s`, oldest first, one average per forecast-resolution step.
+    lookback_workload_per_s: tuple[float, ...] = ()
+    lookback_step_s: float = 10.0
+    rescale_tokens: float = math.inf  # the rescale budget's bucket now (plan/budget.py)
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,7 @@ class ScaleIn:
         return saved - self.cost_executor_s - self.undo_executor_s
 
 
-def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
+def plan_cost_aware(inputs: CostAwareInputs, settings: ControllerConfig) -> Decision:
     """Algorithm 1 on the forecast's upper bound. Its scale-outs and holds stand (safety is never traded for cost);
     a scale-in it proposes is trimmed to the scale-outs the observed load did not outgrow again within the lookback
     (unless the dwell below them paid for the round trip), that outlast the cool-down by the forecast, and that save
@@ -62,11 +71,8 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     current, proposed = safe.current_scaleout, safe.target_scaleout
     if proposed >= current:
         return replace(safe, evidence=evidence)
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
     # What every candidate shares: the records replayed and those arriving while the job is down for the scale-in.
-    extra_records = replay + sum(upper.per_second()[: max(0, math.ceil(inputs.downtime_scale_in_s))])
+    extra_records = inputs.replay_records + sum(upper.per_second()[: max(0, math.ceil(inputs.downtime_scale_in_s))])
     undo = _undo_executor_s(inputs)
     options = [_with_dwell(_scale_in(inputs, upper, n, extra_records), inputs, undo) for n in range(proposed, current)]
     weighed = _Weighed.of(options, settings.cooldown_s)
@@ -120,7 +126,7 @@ class _Weighed:
 
 
 def _held(
-    inputs: PlanInputs, settings: ControllerConfig, weighed: _Weighed, proposed: int
+    inputs: CostAwareInputs, settings: ControllerConfig, weighed: _Weighed, proposed: int
 ) -> tuple[Reason, str] | None:
     """Why the scale-in Algorithm 1 proposed is held, with a note for people; None: it goes ahead."""
     best = weighed.best
@@ -172,7 +178,7 @@ def _scale_in(inputs: PlanInputs, upper: Forecast, n: int, extra_records: float)
     return ScaleIn(n, capacity, hold, (current - n) * hold, inputs.downtime_scale_in_s * current, catch_up)
 
 
-def _with_dwell(option: ScaleIn, inputs: PlanInputs, undo_executor_s: float) -> ScaleIn:
+def _with_dwell(option: ScaleIn, inputs: CostAwareInputs, undo_executor_s: float) -> ScaleIn:
     """The option with the observed dwell below its capacity before the load last rose back above it, if it did."""
     dwell_steps = _dwell_before_last_rise(inputs.lookback_workload_per_s, option.capacity_per_s)
     if dwell_steps is None:

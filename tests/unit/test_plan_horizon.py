@@ -275,7 +275,9 @@ def test_without_rescale_costs_the_first_step_is_the_optimums(levels, current):
     levels = sorted(levels)
     forecast = [v for v in levels for _ in range(6)]  # one level per 60-s interval
     free = SETTINGS.model_copy(update={"checkpoint_interval_s": 0})
-    plan_inputs = inputs(current=current, workload=levels[0], forecast=forecast, downtime_out=0.0, downtime_in=0.0)
+    plan_inputs = inputs(
+        current=current, workload=levels[0], forecast=forecast, downtime_out=0.0, downtime_in=0.0, checkpoint_s=0.0
+    )
     decision = plan_horizon(plan_inputs, free)
     smallest = [next(n for n in range(1, 13) if 100.0 * n >= v) for v in levels]
     assert decision.target_scaleout == smallest[0]
