@@ -8,8 +8,8 @@ from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any
 
-from daedalus_spark.analyze.anomaly import PendingRecovery
-from daedalus_spark.analyze.recovery import replay_backlog_records
+from daedalus_spark.analyze.recovery_measurement import PendingRecovery
+from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
 from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.domain import CapacityTable, Decision, Forecast, Observation, Reason
 from daedalus_spark.evidence import Evidence, SkipEvidence

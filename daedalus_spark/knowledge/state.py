@@ -10,9 +10,9 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from daedalus_spark.analyze.anomaly import RecoveryMonitor
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.analyze.forecast import WorkloadForecaster
+from daedalus_spark.analyze.recovery_measurement import RecoveryMeter
 from daedalus_spark.config import HISTORY_LIMIT, Config
 from daedalus_spark.domain import Decision, Outcome, Reason, Recovery
 from daedalus_spark.evidence import Evidence
@@ -33,7 +33,7 @@ _OUTCOMES = frozenset(o.value for o in Outcome)
 class Knowledge:
     capacity: CapacityModel
     forecaster: WorkloadForecaster
-    recovery: RecoveryMonitor
+    recovery: RecoveryMeter
     last_rescale_s: float | None = None
     decisions: deque[Decision] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
     recoveries: deque[Recovery] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
@@ -45,7 +45,7 @@ class Knowledge:
         return cls(
             capacity=CapacityModel(config.capacity),
             forecaster=WorkloadForecaster(config.forecast, refit_pool=refit_pool),
-            recovery=RecoveryMonitor(config.recovery),
+            recovery=RecoveryMeter(config.recovery),
         )
 
 
@@ -197,7 +197,7 @@ def _restore_learned(s: Snapshot, config: Config, refit_pool: Executor | None) -
     return Knowledge(
         capacity=CapacityModel.from_state(config.capacity, json.loads(s.components["capacity"])),
         forecaster=WorkloadForecaster(config.forecast, refit_pool=refit_pool),
-        recovery=RecoveryMonitor.from_state(config.recovery, json.loads(s.components["recovery"])),
+        recovery=RecoveryMeter.from_state(config.recovery, json.loads(s.components["recovery"])),
         last_rescale_s=optional_number(controller["last_rescale_s"], "controller.last_rescale_s"),
         history=_history(s.components.get("history"), damage),
         damage=damage,

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
-from daedalus_spark.analyze.recovery import predict_recovery_s
+from daedalus_spark.analyze.recovery_prediction import predict_recovery_s
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import CapacityTable, Decision, Forecast, Reason
 from daedalus_spark.evidence import Evidence, TargetEvidence, TickEvidence

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from daedalus_spark.analyze.recovery import replay_backlog_records
+from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
 from daedalus_spark.domain import CapacityTable, Forecast
 from daedalus_spark.plan.batchratio import BatchRatioInputs
 from daedalus_spark.plan.cost import CostAwareInputs
