@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from daedalus_spark.controller import PLANNERS
-from daedalus_spark.domain import Decision, Outcome, Reason
+from daedalus_spark.domain import CapacityTable, Decision, Outcome, Reason
 from daedalus_spark.evidence import Evidence, SkipEvidence, TargetEvidence, TickEvidence
 from daedalus_spark.knowledge.state import decision_from_json, decision_to_json
+from daedalus_spark.loop import StepResult
+from daedalus_spark.runtime.publishers import ControllerMetrics
 from tests.unit import test_plan, test_plan_cost, test_plan_horizon
 
 ROWS = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "decision_rows_v1.jsonl").open()]
@@ -102,3 +104,19 @@ def test_the_outcome_is_stored_as_its_value_and_read_back_as_the_enum():
     row = decision_to_json(decision)
     assert json.loads(row)["actuation"] == "unconfirmed"
     assert decision_from_json(row).actuation is Outcome.UNCONFIRMED
+
+
+def test_the_metrics_read_the_step_result_alone():
+    """No controller handed to the metrics: the tick's gauges come from the decision's evidence, the capacity
+    gauges from StepResult.capacities."""
+    tick = TickEvidence(1200.0, 1500.0, "arima", 1000.0, 1100.0, 42.0, since_rescale_s=None)
+    decision = Decision(5.0, 2, 2, Reason.CURRENT_IS_SMALLEST_VALID, Evidence(tick=tick))
+    table = CapacityTable(2, 1000.0, (500.0, 1000.0, 1400.0), frozenset({2}), ())
+    metrics = ControllerMetrics()
+    metrics.publish(StepResult(5.0, decision, None, None, None, capacities=table))
+    value = metrics.registry.get_sample_value
+    assert value("daedalus_controller_workload_records_per_second") == 1200.0
+    assert value("daedalus_controller_consumer_lag_records") == 42.0
+    assert value("daedalus_controller_forecast_model_info", {"model": "arima"}) == 1.0
+    assert value("daedalus_controller_capacity_current_records_per_second") == 1000.0
+    assert value("daedalus_controller_capacity_records_per_second", {"scaleout": "3", "observed": "false"}) == 1400.0
