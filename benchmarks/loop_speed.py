@@ -91,7 +91,8 @@ def measure(executors: int, prometheus: PrometheusServer, job: SyntheticJob, wor
             for part in PARTS:
                 times[part].append(result.timings_s.get(part, 0.0))
             skipped += result.monitor_error is not None
-            models.add(str(result.decision.evidence.get("forecast_model", result.decision.reason.value)))
+            tick = result.decision.evidence.tick
+            models.add(tick.forecast_model if tick is not None else result.decision.reason.value)
         if skipped:
             print(f"  warning: {skipped} steps could not observe: {result.monitor_error}")
         print(f"  {executors} executors: forecast models used: {', '.join(sorted(models))}")

@@ -62,7 +62,10 @@ def simulated(plan: DemoPlan, seed: int, config: Config | None = None) -> dict[s
         "lag_p95_records": float(np.percentile(result.lag_records, 95)),
         "capacity_per_scaleout": list(table.per_scaleout_per_s) if table else [],
         "true_capacity_per_scaleout": [setup.capacity.capacity(n) for n in range(1, plan.max_scaleout + 1)],
-        "capacity_by_tick": [(d.current_scaleout, d.evidence.get("capacity_current_per_s")) for d in policy.decisions],
+        "capacity_by_tick": [
+            (d.current_scaleout, d.evidence.tick.capacity_current_per_s if d.evidence.tick else None)
+            for d in policy.decisions
+        ],
         "no_valid_scaleout_use_max": sum(1 for d in policy.decisions if d.reason == "no_valid_scaleout_use_max"),
     }
 

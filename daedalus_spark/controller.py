@@ -5,18 +5,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
-from daedalus_spark.analyze.anomaly import PendingRecovery
 from daedalus_spark.analyze.forecast import RefitScheduler
+from daedalus_spark.analyze.recovery_measurement import PendingRecovery
+from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
 from daedalus_spark.config import Config, ControllerConfig
-from daedalus_spark.domain import Decision, Forecast, Observation, Reason
-from daedalus_spark.execute.port import Actuation, Outcome
+from daedalus_spark.domain import CapacityTable, Decision, Forecast, Observation, Reason
+from daedalus_spark.evidence import Evidence, SkipEvidence
+from daedalus_spark.execute.port import Actuation
 from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
 from daedalus_spark.plan.algorithm import PlanInputs, plan
-from daedalus_spark.plan.batchratio import plan_batch_ratio
-from daedalus_spark.plan.cost import plan_cost_aware
-from daedalus_spark.plan.horizon import plan_horizon
+from daedalus_spark.plan.batchratio import BatchRatioInputs, plan_batch_ratio
+from daedalus_spark.plan.budget import rescale_tokens
+from daedalus_spark.plan.cost import CostAwareInputs, plan_cost_aware
+from daedalus_spark.plan.horizon import HorizonInputs, plan_horizon
 from daedalus_spark.redact import redact
 
 
@@ -44,6 +48,11 @@ class Controller:
         knowledge = restore(saved, config, now_s=now_s, refits=refits) if saved else None
         return cls(config, knowledge=knowledge, refits=refits)
 
+    @property
+    def latest_capacities(self) -> CapacityTable | None:
+        """The capacity table the latest tick that learned one used (restored with the knowledge)."""
+        return self.knowledge.history.latest_table
+
     def save(self, store: KnowledgeStore) -> None:
         store.save(snapshot(self.knowledge))
 
@@ -51,9 +60,10 @@ class Controller:
         """Learn from the observation and decide; nothing counts as a rescale until `conclude` says it was applied."""
         return self._decide(observation, now_s)
 
-    def skip(self, now_s: float, scaleout: int, **evidence: float | str) -> Decision:
+    def skip(self, now_s: float, scaleout: int, *, problem: str, monitor_error: str) -> Decision:
         """A tick that could not observe: keep the scale-out, say why."""
-        return Decision(now_s, scaleout, scaleout, Reason.SKIP_MISSING_DATA, dict(evidence))
+        evidence = Evidence(skip=SkipEvidence(problem=problem, monitor_error=monitor_error))
+        return Decision(now_s, scaleout, scaleout, Reason.SKIP_MISSING_DATA, evidence)
 
     def conclude(self, decision: Decision, actuation: Actuation | None = None) -> Decision:
         """Record the decision with what the actuator did; a rescale counts only once it changed the job.
@@ -63,7 +73,7 @@ class Controller:
         """
         if actuation is not None:
             # The detail may quote an error that quotes a URL or a header: no secret reaches the store or the log.
-            decision = replace(decision, actuation=actuation.outcome.value, actuation_detail=redact(actuation.detail))
+            decision = replace(decision, actuation=actuation.outcome, actuation_detail=redact(actuation.detail))
         k = self.knowledge
         k.decisions.append(decision)
         if decision.rescale and actuation is not None and actuation.outcome.changed_the_job:
@@ -74,21 +84,22 @@ class Controller:
         k, now_s = self.knowledge, decision.time_s
         k.last_rescale_s = now_s
         direction = "out" if decision.target_scaleout > decision.current_scaleout else "in"
+        chosen = decision.evidence.target  # None: the planner chose no candidate (the largest, none valid)
         k.recovery.start(
             PendingRecovery(
                 rescale_time_s=now_s,
                 direction=direction,
                 from_scaleout=decision.current_scaleout,
                 to_scaleout=decision.target_scaleout,
-                predicted_recovery_s=_number(decision.evidence.get("predicted_recovery_s"), math.inf),
-                downtime_used_s=_number(decision.evidence.get("downtime_used_s"), k.recovery.downtime_s(direction)),
+                predicted_recovery_s=math.inf if chosen is None else chosen.predicted_recovery_s,
+                downtime_used_s=k.recovery.downtime_s(direction) if chosen is None else chosen.downtime_used_s,
             )
         )
 
     def _decide(self, obs: Observation, now_s: float) -> Decision:
         missing = _missing(obs)
         if missing:
-            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem=missing)
+            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=missing))
         k, settings = self.knowledge, self.config.controller
         warmup_samples = _samples_in_warmup(obs, settings.warmup_s)
         k.capacity.learn(obs, skip_first=warmup_samples)
@@ -96,10 +107,12 @@ class Controller:
         k.forecaster.observe(obs.workload_per_s, step_s=obs.step_s, end_s=obs.time_s)
         k.history.add_workload(obs, self.config.forecast.resolution_s)
         if warmup_samples >= len(obs.workload_per_s):
-            return self._hold(obs, now_s, Reason.SKIP_WARMUP, uptime_s=obs.uptime_s)
+            return self._hold(obs, now_s, Reason.SKIP_WARMUP, SkipEvidence(uptime_s=obs.uptime_s))
         table = k.capacity.table(obs, settings.max_scaleout)
         if table is None:
-            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem="no executor capacity known yet")
+            return self._hold(
+                obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem="no executor capacity known yet")
+            )
         k.capacity.remember(table)
         k.history.latest_table = table
         forecast = k.forecaster.predict(now_s)
@@ -113,32 +126,60 @@ class Controller:
                 planned_per_s=provisioned_per_s(forecast, settings),
             )
         )
+        decision = self._plan(obs, now_s, table, forecast)
+        return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
+
+    def _plan(self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast) -> Decision:
+        """The configured planner on what this tick analyzed, each planner given what it reads."""
+        k, settings = self.knowledge, self.config.controller
         inputs = PlanInputs(
             now_s=now_s,
             current_scaleout=obs.scaleout,
             capacities=table,
             workload_avg_per_s=sum(obs.workload_per_s) / len(obs.workload_per_s),
-            recent_workload_per_s=obs.workload_per_s,
-            step_s=obs.step_s,
+            replay_records=replay_backlog_records(
+                obs.workload_per_s, step_s=obs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
+            ),
             forecast=forecast,
             consumer_lag_records=obs.consumer_lag_records,
             last_rescale_s=k.last_rescale_s,
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
-            lookback_workload_per_s=_since(k.history.workload, now_s - settings.scale_in_lookback_s),
-            lookback_step_s=self.config.forecast.resolution_s,
-            rescale_tokens=rescale_tokens(
-                [d.time_s for d in k.decisions if d.rescale and d.actuation in _APPLIED],
-                now_s,
-                per_hour=settings.max_rescales_per_hour,
-                since_s=k.decisions[0].time_s if k.decisions else now_s,
-            ),
-            batches_completed=obs.batches.batches if obs.batches is not None else 0.0,
-            batch_seconds=obs.batches.duration_s if obs.batches is not None else 0.0,
-            trigger_interval_s=self.config.capacity.trigger_interval_s,
         )
-        decision = PLANNERS[settings.planner](inputs, settings)
-        return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
+        if settings.planner == "cost_aware":
+            return plan_cost_aware(
+                inputs.extended(
+                    CostAwareInputs,
+                    lookback_workload_per_s=_since(k.history.workload, now_s - settings.scale_in_lookback_s),
+                    lookback_step_s=self.config.forecast.resolution_s,
+                    rescale_tokens=self._rescale_tokens(now_s),
+                ),
+                settings,
+            )
+        if settings.planner == "horizon":
+            return plan_horizon(inputs.extended(HorizonInputs, rescale_tokens=self._rescale_tokens(now_s)), settings)
+        if settings.planner == "batch_ratio":
+            batches = obs.batches
+            return plan_batch_ratio(
+                inputs.extended(
+                    BatchRatioInputs,
+                    batches_completed=batches.batches if batches is not None else 0.0,
+                    batch_seconds=batches.duration_s if batches is not None else 0.0,
+                    trigger_interval_s=self.config.capacity.trigger_interval_s,
+                ),
+                settings,
+            )
+        return plan(inputs, settings)
+
+    def _rescale_tokens(self, now_s: float) -> float:
+        """The rescale budget's bucket now, over the rescales remembered that changed the job."""
+        decisions = self.knowledge.decisions
+        return rescale_tokens(
+            [d.time_s for d in decisions if d.rescale and d.actuation is not None and d.actuation.changed_the_job],
+            now_s,
+            per_hour=self.config.controller.max_rescales_per_hour,
+            since_s=decisions[0].time_s if decisions else now_s,
+        )
 
     def _measure_recovery(self, obs: Observation) -> None:
         k = self.knowledge
@@ -152,8 +193,8 @@ class Controller:
             if measured is not None:
                 k.recoveries.append(measured)
 
-    def _hold(self, obs: Observation, now_s: float, reason: Reason, **evidence: float | str) -> Decision:
-        return Decision(now_s, obs.scaleout, obs.scaleout, reason, dict(evidence))
+    def _hold(self, obs: Observation, now_s: float, reason: Reason, why: SkipEvidence) -> Decision:
+        return Decision(now_s, obs.scaleout, obs.scaleout, reason, Evidence(skip=why))
 
 
 def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
@@ -167,40 +208,18 @@ def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[f
     return forecast.toward_upper(settings.horizon_upper_weight_ratio).values_per_s
 
 
-PLANNERS: dict[str, Callable[[PlanInputs, ControllerConfig], Decision]] = {
+# Each planner takes its own inputs (PlanInputs extended with what it alone reads), as Controller._plan builds them.
+PLANNERS: dict[str, Callable[[Any, ControllerConfig], Decision]] = {
     "paper": plan,
     "cost_aware": plan_cost_aware,
     "horizon": plan_horizon,
     "batch_ratio": plan_batch_ratio,
 }
-_APPLIED = frozenset(o.value for o in Outcome if o.changed_the_job)
-
-
-def rescale_tokens(
-    rescale_times_s: Iterable[float], now_s: float, *, per_hour: float, since_s: float | None = None
-) -> float:
-    """The rescale budget's token bucket at `now_s`: refilled at `per_hour` per hour up to full (`per_hour` tokens),
-    one token taken per rescale (possibly into debt: scale-outs are never held). It fills from empty at `since_s`,
-    the oldest tick remembered, so that a fresh controller earns its budget like the rate says (a full bucket at
-    start let 3-h runs make 12 rescales against a budget of 9), and is full from the start without it."""
-    if per_hour <= 0:
-        return math.inf
-    rate_per_s = per_hour / 3600.0
-    tokens, last = (per_hour, None) if since_s is None else (0.0, since_s)
-    for t in sorted(rescale_times_s):
-        if last is not None:
-            tokens = min(per_hour, tokens + rate_per_s * (t - last))
-        tokens, last = tokens - 1.0, t
-    return tokens if last is None else min(per_hour, tokens + rate_per_s * max(0.0, now_s - last))
 
 
 def _since(workload: Iterable[tuple[float, float]], since_s: float) -> tuple[float, ...]:
     """Observed workload (per forecast-resolution step) stamped after `since_s`, oldest first."""
     return tuple(value for t, value in workload if t > since_s)
-
-
-def _number(value: object, default: float) -> float:
-    return default if value is None else float(value)  # type: ignore[arg-type]
 
 
 def _missing(obs: Observation) -> str:

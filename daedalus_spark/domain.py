@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from daedalus_spark.evidence import Evidence
+
 SPARK_DRIVER_ID = "driver"  # Spark lists the driver among the executors under this id; it runs no source tasks
 
 
@@ -242,6 +244,23 @@ class Reason(StrEnum):
     SKIP_WARMUP = "skip_warmup"
 
 
+class Outcome(StrEnum):
+    """What the actuator did with a rescale (the execute port reports it, the decision records it)."""
+
+    ACCEPTED = "accepted"  # the actuator took the target; the loop confirms it on its next ticks (applied/unconfirmed)
+    APPLIED = "applied"  # the job runs the target (seen on a later tick; the simulator's job at once)
+    UNCONFIRMED = "unconfirmed"  # accepted, but not seen live in time, unreachable, or superseded (a later tick)
+    REFUSED = "refused"  # the actuator said no (out of bounds, forbidden); nothing changed
+    FAILED = "failed"  # could not reach the actuator or it erred; nothing known to have changed
+    DRY_RUN = "dry_run"  # advisor mode: decided, not actuated
+    NOT_RECORDED = "not_recorded"  # not sent: the tick could not record the decision first (knowledge store)
+
+    @property
+    def changed_the_job(self) -> bool:
+        """Whether the job was disturbed, so the rescale counts (cool-down, recovery measurement)."""
+        return self in (Outcome.ACCEPTED, Outcome.APPLIED, Outcome.UNCONFIRMED)
+
+
 @dataclass(frozen=True)
 class Decision:
     """The planner's answer: an absolute target scale-out, why, and the numbers that decided it."""
@@ -250,9 +269,9 @@ class Decision:
     current_scaleout: int
     target_scaleout: int
     reason: Reason
-    evidence: dict[str, float | int | str | None] = field(default_factory=dict, compare=False)
+    evidence: Evidence = field(default_factory=Evidence, compare=False)
     notes: tuple[str, ...] = ()  # one line per scale-out examined and rejected, for people
-    actuation: str | None = None  # what the actuator did with a rescale (execute.port.Outcome), None if not asked
+    actuation: Outcome | None = None  # what the actuator did with a rescale, None if not asked
     actuation_detail: str = ""
 
     @property

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from daedalus_spark.clock import Clock
 from daedalus_spark.controller import Controller
-from daedalus_spark.domain import Decision, Observation
+from daedalus_spark.domain import CapacityTable, Decision, Observation
 from daedalus_spark.execute.port import Actuation, Actuator, ActuatorError, Outcome, PendingTarget, SeesObstacles
 from daedalus_spark.knowledge.state import KnowledgeStore
 from daedalus_spark.monitor.port import MetricsSource, MonitorError
@@ -34,6 +34,7 @@ class StepResult:
     # An earlier accepted target, settled at this step: applied (seen live) or unconfirmed (not in time, unreachable,
     # superseded). It changes no decision: the rescale counted when it was accepted.
     confirmation: Actuation | None = None
+    capacities: CapacityTable | None = None  # the latest capacity table learned (None: none yet)
 
 
 class Publisher(Protocol):
@@ -81,7 +82,17 @@ class Loop:
             confirmation = self._await(actuation, now_s) or confirmation
         decision = self.controller.conclude(decision, actuation)
         store_error = self._save(timings, "save")
-        result = StepResult(now_s, decision, observation, actuation, error, timings, store_error, confirmation)
+        result = StepResult(
+            now_s,
+            decision,
+            observation,
+            actuation,
+            error,
+            timings,
+            store_error,
+            confirmation,
+            self.controller.latest_capacities,
+        )
         for publisher in self.publishers:
             publisher.publish(result)
         return result

@@ -4,23 +4,9 @@ next ticks, whether the live count reached it (applied) or not in time (unconfir
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-
-class Outcome(StrEnum):
-    ACCEPTED = "accepted"  # the actuator took the target; the loop confirms it on its next ticks (applied/unconfirmed)
-    APPLIED = "applied"  # the job runs the target (seen on a later tick; the simulator's job at once)
-    UNCONFIRMED = "unconfirmed"  # accepted, but not seen live in time, unreachable, or superseded (a later tick)
-    REFUSED = "refused"  # the actuator said no (out of bounds, forbidden); nothing changed
-    FAILED = "failed"  # could not reach the actuator or it erred; nothing known to have changed
-    DRY_RUN = "dry_run"  # advisor mode: decided, not actuated
-    NOT_RECORDED = "not_recorded"  # not sent: the tick could not record the decision first (knowledge store)
-
-    @property
-    def changed_the_job(self) -> bool:
-        """Whether the job was disturbed, so the rescale counts (cool-down, recovery measurement)."""
-        return self in (Outcome.ACCEPTED, Outcome.APPLIED, Outcome.UNCONFIRMED)
+from daedalus_spark.domain import Outcome as Outcome  # a domain value (a decision records it), re-exported
 
 
 @dataclass(frozen=True)

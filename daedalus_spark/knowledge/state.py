@@ -9,11 +9,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from daedalus_spark.analyze.anomaly import RecoveryMonitor
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
+from daedalus_spark.analyze.recovery_measurement import RecoveryMeter
 from daedalus_spark.config import HISTORY_LIMIT, Config
-from daedalus_spark.domain import Decision, Reason, Recovery
+from daedalus_spark.domain import Decision, Outcome, Reason, Recovery
+from daedalus_spark.evidence import Evidence
 from daedalus_spark.knowledge.history import History
 from daedalus_spark.untrusted import Damaged, integer, mapping, number, optional_number, text
 from daedalus_spark.untrusted import field as field_of
@@ -24,13 +25,14 @@ FORMAT_VERSION = 1
 FUTURE_TOLERANCE_S = 60.0  # stored times this far ahead of the clock (or one loop interval) are still believed
 _MOST = 100_000  # the largest scale-out a stored row may name
 _REASONS = frozenset(r.value for r in Reason)
+_OUTCOMES = frozenset(o.value for o in Outcome)
 
 
 @dataclass
 class Knowledge:
     capacity: CapacityModel
     forecaster: WorkloadForecaster
-    recovery: RecoveryMonitor
+    recovery: RecoveryMeter
     last_rescale_s: float | None = None
     decisions: deque[Decision] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
     recoveries: deque[Recovery] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
@@ -42,7 +44,7 @@ class Knowledge:
         return cls(
             capacity=CapacityModel(config.capacity),
             forecaster=WorkloadForecaster(config.forecast, refits=refits),
-            recovery=RecoveryMonitor(config.recovery),
+            recovery=RecoveryMeter(config.recovery),
         )
 
 
@@ -66,7 +68,18 @@ class KnowledgeStore(Protocol):
 
 
 def decision_to_json(d: Decision) -> str:
-    return json.dumps({**asdict(d), "reason": d.reason.value}, sort_keys=True)
+    """A decision as the store keeps it: its evidence as the decision log's flat fields, outcome and reason as text."""
+    row = {
+        "time_s": d.time_s,
+        "current_scaleout": d.current_scaleout,
+        "target_scaleout": d.target_scaleout,
+        "reason": d.reason.value,
+        "evidence": d.evidence.fields(),
+        "notes": list(d.notes),
+        "actuation": None if d.actuation is None else d.actuation.value,
+        "actuation_detail": d.actuation_detail,
+    }
+    return json.dumps(row, sort_keys=True)
 
 
 def decision_from_json(row: str, where: str = "decision") -> Decision:
@@ -83,16 +96,16 @@ def decision_from_json(row: str, where: str = "decision") -> Decision:
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise Damaged(f"{where}.notes: expected a list of strings")
     actuation = raw.get("actuation")
-    if actuation is not None:
-        text(actuation, f"{where}.actuation", max_len=40)
+    if actuation is not None and text(actuation, f"{where}.actuation", max_len=40) not in _OUTCOMES:
+        raise Damaged(f"{where}.actuation: {actuation!r:.40} is not an outcome this version knows")
     return Decision(
         time_s=number(field_of(raw, "time_s", where), f"{where}.time_s"),
         current_scaleout=integer(field_of(raw, "current_scaleout", where), f"{where}.current_scaleout", lo=0, hi=_MOST),
         target_scaleout=integer(field_of(raw, "target_scaleout", where), f"{where}.target_scaleout", lo=0, hi=_MOST),
         reason=Reason(reason),
-        evidence=dict(evidence),
+        evidence=Evidence.from_fields(evidence),
         notes=tuple(notes),
-        actuation=actuation,
+        actuation=None if actuation is None else Outcome(actuation),
         actuation_detail=text(raw.get("actuation_detail", ""), f"{where}.actuation_detail", max_len=10_000),
     )
 
@@ -183,7 +196,7 @@ def _restore_learned(s: Snapshot, config: Config, refits: RefitScheduler | None)
     return Knowledge(
         capacity=CapacityModel.from_state(config.capacity, json.loads(s.components["capacity"])),
         forecaster=WorkloadForecaster(config.forecast, refits=refits),
-        recovery=RecoveryMonitor.from_state(config.recovery, json.loads(s.components["recovery"])),
+        recovery=RecoveryMeter.from_state(config.recovery, json.loads(s.components["recovery"])),
         last_rescale_s=optional_number(controller["last_rescale_s"], "controller.last_rescale_s"),
         history=_history(s.components.get("history"), damage),
         damage=damage,

@@ -3,38 +3,37 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
 
-from daedalus_spark.analyze.recovery import predict_recovery_s, replay_backlog_records
+from daedalus_spark.analyze.recovery_prediction import predict_recovery_s
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import CapacityTable, Decision, Forecast, Reason
+from daedalus_spark.evidence import Evidence, TargetEvidence, TickEvidence
 
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """Everything Algorithm 1 looks at, already analyzed."""
+    """Everything Algorithm 1 looks at, already analyzed; every planner reads these (each planner's own inputs
+    extend them: plan/cost.py, plan/horizon.py, plan/batchratio.py)."""
 
     now_s: float
     current_scaleout: int
     capacities: CapacityTable
     workload_avg_per_s: float
-    recent_workload_per_s: tuple[float, ...]  # the latest samples, for the checkpoint replay
-    step_s: float
+    replay_records: float  # what a restart replays from the last checkpoint (analyze.recovery_prediction)
     forecast: Forecast
     consumer_lag_records: float
     last_rescale_s: float | None
     downtime_scale_out_s: float
     downtime_scale_in_s: float
-    # Observed workload over the last `scale_in_lookback_s`, oldest first, one average per forecast-resolution step;
-    # read by the cost_aware planner only.
-    lookback_workload_per_s: tuple[float, ...] = ()
-    lookback_step_s: float = 10.0
-    rescale_tokens: float = math.inf  # the rescale budget's bucket now (read by the cost_aware planner only)
-    # The query's micro-batches completed in the observation's window and their summed seconds, and its trigger
-    # interval (read by the batch_ratio planner only; 0 batches: the monitor reported none).
-    batches_completed: float = 0.0
-    batch_seconds: float = 0.0
-    trigger_interval_s: float = 0.0
+
+    def extended(self, planner_inputs: type[Extended], **only_it_reads: Any) -> Extended:
+        """These inputs as a planner's own (a subclass), with what that planner alone reads."""
+        return planner_inputs(**{f.name: getattr(self, f.name) for f in fields(PlanInputs)}, **only_it_reads)
+
+
+Extended = TypeVar("Extended", bound=PlanInputs)
 
 
 @dataclass(frozen=True)
@@ -48,35 +47,36 @@ class Candidate:
 def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     """Algorithm 1 with bounds and cool-down; every return carries a reason and its numbers."""
     current = inputs.current_scaleout
-    forecast_max = inputs.forecast.max_within(math.inf)
-    evidence = tick_evidence(inputs)
+    evidence = Evidence(tick=tick_evidence(inputs))
     since_rescale = seconds_since_rescale(inputs)
-
-    def decide(target: int, reason: Reason, notes: tuple[str, ...] = (), chosen: Candidate | None = None) -> Decision:
-        if chosen is not None:
-            evidence.update(
-                capacity_target_per_s=round(chosen.capacity_per_s, 3),
-                predicted_recovery_s=chosen.recovery_s,
-                downtime_used_s=chosen.downtime_s,
-            )
-        return Decision(inputs.now_s, current, target, reason, evidence, notes)
-
     if since_rescale < settings.cooldown_s:
-        return decide(current, Reason.COOLDOWN)
-    if since_rescale < settings.recent_rescale_window_s and _still_fine(inputs, settings.loop_interval_s, evidence):
-        return decide(current, Reason.RECENT_RESCALE_STILL_FINE)
+        return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
+    if since_rescale < settings.recent_rescale_window_s:
+        next_loop_max = inputs.forecast.max_within(settings.loop_interval_s)
+        evidence = replace(evidence, forecast_next_loop_max_per_s=round(next_loop_max, 3))
+        if _still_fine(inputs, next_loop_max):
+            return Decision(inputs.now_s, current, current, Reason.RECENT_RESCALE_STILL_FINE, evidence)
+    target, reason, notes, chosen = _smallest_valid(inputs, settings)
+    if chosen is not None:
+        evidence = replace(evidence, target=target_evidence(chosen))
+    return Decision(inputs.now_s, current, target, reason, evidence, notes)
+
+
+def _smallest_valid(
+    inputs: PlanInputs, settings: ControllerConfig
+) -> tuple[int, Reason, tuple[str, ...], Candidate | None]:
+    """Algorithm 1's search: the smallest scale-out that passes every check (with the one chosen), else the most."""
+    current = inputs.current_scaleout
+    forecast_max = inputs.forecast.max_within(math.inf)
     notes: list[str] = []
     deferred = False
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
     per_second = inputs.forecast.per_second()
     for n in range(settings.min_scaleout, settings.max_scaleout + 1):
-        cand = candidate(inputs, n, replay, per_second)
+        cand = candidate(inputs, n, per_second)
         rejection = _reject(inputs, cand, forecast_max, settings.target_recovery_s)
         if rejection is None and n == current:
             reason = Reason.SCALE_IN_DEFERRED_LAG if deferred else Reason.CURRENT_IS_SMALLEST_VALID
-            return decide(n, reason, tuple(notes), cand)
+            return n, reason, tuple(notes), cand
         if (
             rejection is None
             and n < current
@@ -93,37 +93,44 @@ def plan(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
             )
         if rejection is None:
             reason = Reason.SCALE_OUT_SMALLEST_VALID if n > current else Reason.SCALE_IN_SMALLEST_VALID
-            return decide(n, reason, tuple(notes), cand)
+            return n, reason, tuple(notes), cand
         notes.append(f"{n}: {rejection}")
-    return decide(settings.max_scaleout, Reason.NO_VALID_SCALEOUT_USE_MAX, tuple(notes))
+    return settings.max_scaleout, Reason.NO_VALID_SCALEOUT_USE_MAX, tuple(notes), None
 
 
 def seconds_since_rescale(inputs: PlanInputs) -> float:
     return math.inf if inputs.last_rescale_s is None else inputs.now_s - inputs.last_rescale_s
 
 
-def tick_evidence(inputs: PlanInputs) -> dict[str, float | int | str | None]:
+def tick_evidence(inputs: PlanInputs) -> TickEvidence:
     """The numbers every planner's decision carries."""
     since_rescale = seconds_since_rescale(inputs)
-    return {
-        "workload_avg_per_s": round(inputs.workload_avg_per_s, 3),
-        "forecast_max_per_s": round(inputs.forecast.max_within(math.inf), 3),
-        "forecast_model": inputs.forecast.model,
-        "capacity_current_per_s": round(inputs.capacities.current_per_s, 3),
-        "capacity_catch_up_per_s": round(inputs.capacities.catch_up_at(inputs.current_scaleout), 3),
-        "consumer_lag_records": round(inputs.consumer_lag_records, 3),
-        "since_rescale_s": None if math.isinf(since_rescale) else round(since_rescale, 3),
-    }
+    return TickEvidence(
+        workload_avg_per_s=round(inputs.workload_avg_per_s, 3),
+        forecast_max_per_s=round(inputs.forecast.max_within(math.inf), 3),
+        forecast_model=inputs.forecast.model,
+        capacity_current_per_s=round(inputs.capacities.current_per_s, 3),
+        capacity_catch_up_per_s=round(inputs.capacities.catch_up_at(inputs.current_scaleout), 3),
+        consumer_lag_records=round(inputs.consumer_lag_records, 3),
+        since_rescale_s=None if math.isinf(since_rescale) else round(since_rescale, 3),
+    )
 
 
-def _still_fine(inputs: PlanInputs, loop_interval_s: float, evidence: dict[str, float | int | str | None]) -> bool:
-    next_loop_max = inputs.forecast.max_within(loop_interval_s)
-    evidence["forecast_next_loop_max_per_s"] = round(next_loop_max, 3)
+def target_evidence(chosen: Candidate) -> TargetEvidence:
+    """The numbers of the scale-out chosen."""
+    return TargetEvidence(
+        capacity_target_per_s=round(chosen.capacity_per_s, 3),
+        predicted_recovery_s=chosen.recovery_s,
+        downtime_used_s=chosen.downtime_s,
+    )
+
+
+def _still_fine(inputs: PlanInputs, next_loop_max_per_s: float) -> bool:
     capacity = inputs.capacities.current_per_s
-    return capacity > inputs.workload_avg_per_s and capacity > next_loop_max
+    return capacity > inputs.workload_avg_per_s and capacity > next_loop_max_per_s
 
 
-def candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: tuple[float, ...]) -> Candidate:
+def candidate(inputs: PlanInputs, n: int, forecast_per_second: tuple[float, ...]) -> Candidate:
     """Scale-out n: its capacity, the downtime of going there and the predicted recovery."""
     capacity = inputs.capacities.at(n)
     # Keeping the scale-out is judged against a failure restart, which costs what a scale-out does.
@@ -132,7 +139,7 @@ def candidate(inputs: PlanInputs, n: int, replay: float, forecast_per_second: tu
         capacity_per_s=inputs.capacities.catch_up_at(n),  # a backlog is worked off in large batches
         forecast_per_second=forecast_per_second,
         downtime_s=downtime,
-        replay_records=replay,
+        replay_records=inputs.replay_records,
         lag_records=inputs.consumer_lag_records,
     )
     return Candidate(n, capacity, downtime, recovery)

@@ -15,14 +15,14 @@ and no rescale budget.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Reason
-from daedalus_spark.plan.algorithm import PlanInputs, candidate, tick_evidence
+from daedalus_spark.evidence import BatchRatioEvidence, Evidence
+from daedalus_spark.plan.algorithm import PlanInputs, candidate, target_evidence, tick_evidence
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,17 @@ def window_ratio(batches: float, batch_seconds: float, trigger_s: float) -> floa
     return mean_ms / (trigger_s * 1000.0)
 
 
-def plan_batch_ratio(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
+@dataclass(frozen=True)
+class BatchRatioInputs(PlanInputs):
+    """The tick's inputs, and the query's micro-batches completed in the observation's window, their summed seconds
+    and its trigger interval (0 batches: the monitor reported none)."""
+
+    batches_completed: float = 0.0
+    batch_seconds: float = 0.0
+    trigger_interval_s: float = 0.0
+
+
+def plan_batch_ratio(inputs: BatchRatioInputs, settings: ControllerConfig) -> Decision:
     """One scaling round of the batch-duration rule on the tick's batches; the evidence says what it saw."""
     current = inputs.current_scaleout
     rule = BatchRatioSettings(
@@ -74,22 +84,15 @@ def plan_batch_ratio(inputs: PlanInputs, settings: ControllerConfig) -> Decision
     )
     ratio = window_ratio(inputs.batches_completed, inputs.batch_seconds, inputs.trigger_interval_s)
     target = batch_ratio_target(current=current, ratio=ratio, s=rule)
-    evidence = tick_evidence(inputs)
-    evidence.update(
+    batches = BatchRatioEvidence(
         batch_ratio=None if ratio is None else round(ratio, 4),
         batches_completed=round(inputs.batches_completed, 3),
         trigger_interval_s=inputs.trigger_interval_s,
     )
+    evidence = Evidence(tick=tick_evidence(inputs), batches=batches)
     if target == current:
         return Decision(inputs.now_s, current, current, Reason.BATCH_RATIO_HOLDS, evidence)
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
-    chosen = candidate(inputs, target, replay, inputs.forecast.per_second())
-    evidence.update(
-        capacity_target_per_s=round(chosen.capacity_per_s, 3),
-        predicted_recovery_s=chosen.recovery_s,
-        downtime_used_s=chosen.downtime_s,
-    )
+    chosen = candidate(inputs, target, inputs.forecast.per_second())
+    evidence = replace(evidence, target=target_evidence(chosen))
     reason = Reason.BATCH_RATIO_SCALES_OUT if target > current else Reason.BATCH_RATIO_SCALES_IN
     return Decision(inputs.now_s, current, target, reason, evidence)

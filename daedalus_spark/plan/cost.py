@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
+from daedalus_spark.evidence import CostAwareEvidence, ScaleInEvidence
 from daedalus_spark.plan.algorithm import PlanInputs, plan
 
 COST_MODEL = (
@@ -15,6 +15,16 @@ COST_MODEL = (
     "cost = downtime_s * current + (replay + arrivals during the downtime) / (capacity(n) / n); "
     "outgrown within the lookback: saved over min(dwell_s, hold_s), minus the scale-out back (undo_executor_s)"
 )
+
+
+@dataclass(frozen=True)
+class CostAwareInputs(PlanInputs):
+    """Algorithm 1's inputs, and what the cost_aware planner weighs a scale-in with."""
+
+    # Observed workload over the last `scale_in_lookback_s`, oldest first, one average per forecast-resolution step.
+    lookback_workload_per_s: tuple[float, ...] = ()
+    lookback_step_s: float = 10.0
+    rescale_tokens: float = math.inf  # the rescale budget's bucket now (plan/budget.py)
 
 
 @dataclass(frozen=True)
@@ -49,34 +59,104 @@ class ScaleIn:
         return saved - self.cost_executor_s - self.undo_executor_s
 
 
-def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
+def plan_cost_aware(inputs: CostAwareInputs, settings: ControllerConfig) -> Decision:
     """Algorithm 1 on the forecast's upper bound. Its scale-outs and holds stand (safety is never traded for cost);
     a scale-in it proposes is trimmed to the scale-outs the observed load did not outgrow again within the lookback
     (unless the dwell below them paid for the round trip), that outlast the cool-down by the forecast, and that save
     more executor-seconds than they cost; the one saving most wins, or the scale-out is kept."""
     upper = inputs.forecast.upper_bound()
     safe = plan(replace(inputs, forecast=upper), settings)
-    evidence = dict(safe.evidence)
-    evidence["planner"] = "cost_aware"
-    evidence["forecast_bound"] = "upper" if upper is not inputs.forecast else "point"
+    bound = CostAwareEvidence(forecast_bound="upper" if upper is not inputs.forecast else "point")
+    evidence = replace(safe.evidence, planner="cost_aware", cost_aware=bound)
     current, proposed = safe.current_scaleout, safe.target_scaleout
     if proposed >= current:
         return replace(safe, evidence=evidence)
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
-    )
     # What every candidate shares: the records replayed and those arriving while the job is down for the scale-in.
-    extra_records = replay + sum(upper.per_second()[: max(0, math.ceil(inputs.downtime_scale_in_s))])
-    options = [_scale_in(inputs, upper, n, extra_records) for n in range(proposed, current)]
+    extra_records = inputs.replay_records + sum(upper.per_second()[: max(0, math.ceil(inputs.downtime_scale_in_s))])
     undo = _undo_executor_s(inputs)
-    options = [_with_dwell(o, inputs, undo) for o in options]
-    history = inputs.lookback_workload_per_s
-    evidence["lookback_peak_per_s"] = round(max(history, default=0.0), 3)
-    carrying = [o for o in options if o.dwell_s is None or o.cycle_net_executor_s > 0]
-    lasting = [o for o in carrying if o.hold_s >= settings.cooldown_s]
-    paying = [o for o in lasting if o.net_executor_s > 0]
-    best = max(paying or lasting or carrying or options, key=lambda o: (o.net_executor_s, -o.scaleout))
-    evidence.update(
+    options = [_with_dwell(_scale_in(inputs, upper, n, extra_records), inputs, undo) for n in range(proposed, current)]
+    weighed = _Weighed.of(options, settings.cooldown_s)
+    bound = replace(bound, scale_in=_scale_in_evidence(weighed.best, inputs.lookback_workload_per_s))
+    held = _held(inputs, settings, weighed, proposed)
+    if held is not None:
+        reason, note = held
+        if reason is Reason.SCALE_IN_RESCALE_BUDGET:
+            bound = replace(bound, rescale_tokens=round(inputs.rescale_tokens, 3))
+        evidence = replace(evidence, cost_aware=bound)
+        return replace(safe, target_scaleout=current, reason=reason, evidence=evidence, notes=(*safe.notes, note))
+    evidence = replace(evidence, cost_aware=bound)
+    best = weighed.best
+    if best.scaleout == proposed:
+        return replace(safe, evidence=evidence)
+    first = options[0]
+    why = (
+        f"the workload rose back above its capacity {first.capacity_per_s:.0f}/s within the lookback"
+        if first not in weighed.carrying
+        else f"net {first.net_executor_s:.0f} executor-s, less than {best.net_executor_s:.0f}"
+    )
+    if evidence.target is not None:  # Algorithm 1's numbers of the scale-in it proposed, with this one's capacity
+        target = replace(evidence.target, capacity_target_per_s=round(best.capacity_per_s, 3))
+        evidence = replace(evidence, target=target)
+    return replace(
+        safe,
+        target_scaleout=best.scaleout,
+        reason=Reason.SCALE_IN_BEST_NET_SAVING,
+        evidence=evidence,
+        notes=(*safe.notes, f"{proposed}: {why}"),
+    )
+
+
+@dataclass(frozen=True)
+class _Weighed:
+    """The scale-in options through each filter in turn, and the one saving most of the last non-empty filter."""
+
+    options: list[ScaleIn]
+    carrying: list[ScaleIn]  # not outgrown again within the lookback (or the dwell paid for the round trip)
+    lasting: list[ScaleIn]  # ... that outlast the cool-down by the forecast
+    paying: list[ScaleIn]  # ... that save more than they cost
+    best: ScaleIn
+
+    @classmethod
+    def of(cls, options: list[ScaleIn], cooldown_s: float) -> _Weighed:
+        carrying = [o for o in options if o.dwell_s is None or o.cycle_net_executor_s > 0]
+        lasting = [o for o in carrying if o.hold_s >= cooldown_s]
+        paying = [o for o in lasting if o.net_executor_s > 0]
+        best = max(paying or lasting or carrying or options, key=lambda o: (o.net_executor_s, -o.scaleout))
+        return cls(options, carrying, lasting, paying, best)
+
+
+def _held(
+    inputs: CostAwareInputs, settings: ControllerConfig, weighed: _Weighed, proposed: int
+) -> tuple[Reason, str] | None:
+    """Why the scale-in Algorithm 1 proposed is held, with a note for people; None: it goes ahead."""
+    best = weighed.best
+    if settings.max_rescales_per_hour and inputs.rescale_tokens < 1.0:
+        wait_s = (1.0 - inputs.rescale_tokens) / settings.max_rescales_per_hour * 3600.0
+        return Reason.SCALE_IN_RESCALE_BUDGET, (
+            f"{proposed}: the rescale budget ({settings.max_rescales_per_hour:g} per hour) has "
+            f"{inputs.rescale_tokens:.2f} tokens, a whole one in {wait_s:.0f} s"
+        )
+    if not weighed.carrying:
+        return Reason.SCALE_IN_RECENTLY_OUTGROWN, (
+            f"{inputs.current_scaleout - 1}: the workload rose back above its capacity "
+            f"{weighed.options[-1].capacity_per_s:.0f}/s within the last {settings.scale_in_lookback_s:.0f} s"
+        )
+    if not weighed.lasting:
+        return Reason.SCALE_IN_UNDONE_WITHIN_COOLDOWN, (
+            f"{best.scaleout}: the forecast reaches its capacity in {best.hold_s:.0f} s, "
+            f"within the {settings.cooldown_s:.0f}-s cool-down"
+        )
+    if not weighed.paying:
+        return Reason.SCALE_IN_NOT_WORTH_IT, (
+            f"{best.scaleout}: saves {best.saved_executor_s:.0f} executor-s over {best.hold_s:.0f} s, "
+            f"costs {best.cost_executor_s:.0f}"
+        )
+    return None
+
+
+def _scale_in_evidence(best: ScaleIn, lookback_workload_per_s: tuple[float, ...]) -> ScaleInEvidence:
+    return ScaleInEvidence(
+        lookback_peak_per_s=round(max(lookback_workload_per_s, default=0.0), 3),
         scale_in_target=best.scaleout,
         hold_s=round(best.hold_s, 3),
         saved_executor_s=round(best.saved_executor_s, 3),
@@ -88,53 +168,6 @@ def plan_cost_aware(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
         cost_model=COST_MODEL,
     )
 
-    def hold(reason: Reason, note: str) -> Decision:
-        return replace(safe, target_scaleout=current, reason=reason, evidence=evidence, notes=(*safe.notes, note))
-
-    if settings.max_rescales_per_hour and inputs.rescale_tokens < 1.0:
-        evidence["rescale_tokens"] = round(inputs.rescale_tokens, 3)
-        wait_s = (1.0 - inputs.rescale_tokens) / settings.max_rescales_per_hour * 3600.0
-        return hold(
-            Reason.SCALE_IN_RESCALE_BUDGET,
-            f"{proposed}: the rescale budget ({settings.max_rescales_per_hour:g} per hour) has "
-            f"{inputs.rescale_tokens:.2f} tokens, a whole one in {wait_s:.0f} s",
-        )
-    if not carrying:
-        return hold(
-            Reason.SCALE_IN_RECENTLY_OUTGROWN,
-            f"{current - 1}: the workload rose back above its capacity {options[-1].capacity_per_s:.0f}/s "
-            f"within the last {settings.scale_in_lookback_s:.0f} s",
-        )
-    if not lasting:
-        return hold(
-            Reason.SCALE_IN_UNDONE_WITHIN_COOLDOWN,
-            f"{best.scaleout}: the forecast reaches its capacity in {best.hold_s:.0f} s, "
-            f"within the {settings.cooldown_s:.0f}-s cool-down",
-        )
-    if not paying:
-        return hold(
-            Reason.SCALE_IN_NOT_WORTH_IT,
-            f"{best.scaleout}: saves {best.saved_executor_s:.0f} executor-s over {best.hold_s:.0f} s, "
-            f"costs {best.cost_executor_s:.0f}",
-        )
-    if best.scaleout != proposed:
-        first = options[0]
-        why = (
-            f"the workload rose back above its capacity {first.capacity_per_s:.0f}/s within the lookback"
-            if first not in carrying
-            else f"net {first.net_executor_s:.0f} executor-s, less than {best.net_executor_s:.0f}"
-        )
-        capacity = round(best.capacity_per_s, 3)
-        evidence["capacity_target_per_s"] = capacity
-        return replace(
-            safe,
-            target_scaleout=best.scaleout,
-            reason=Reason.SCALE_IN_BEST_NET_SAVING,
-            evidence=evidence,
-            notes=(*safe.notes, f"{proposed}: {why}"),
-        )
-    return replace(safe, evidence=evidence)
-
 
 def _scale_in(inputs: PlanInputs, upper: Forecast, n: int, extra_records: float) -> ScaleIn:
     current = inputs.current_scaleout
@@ -145,7 +178,7 @@ def _scale_in(inputs: PlanInputs, upper: Forecast, n: int, extra_records: float)
     return ScaleIn(n, capacity, hold, (current - n) * hold, inputs.downtime_scale_in_s * current, catch_up)
 
 
-def _with_dwell(option: ScaleIn, inputs: PlanInputs, undo_executor_s: float) -> ScaleIn:
+def _with_dwell(option: ScaleIn, inputs: CostAwareInputs, undo_executor_s: float) -> ScaleIn:
     """The option with the observed dwell below its capacity before the load last rose back above it, if it did."""
     dwell_steps = _dwell_before_last_rise(inputs.lookback_workload_per_s, option.capacity_per_s)
     if dwell_steps is None:

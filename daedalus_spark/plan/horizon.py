@@ -4,18 +4,19 @@ within the target (plan/schedule.py, the offline optimum's DP), of which only th
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from daedalus_spark.analyze.recovery import replay_backlog_records
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
+from daedalus_spark.evidence import Evidence, HorizonEvidence, PlanScheduleEvidence
 from daedalus_spark.plan.algorithm import (
     PlanInputs,
     candidate,
     plan,
     seconds_since_rescale,
+    target_evidence,
     tick_evidence,
 )
 from daedalus_spark.plan.schedule import QueueModel, Schedule, ScheduleInfeasible, Start, Stop, cheapest_schedule
@@ -76,14 +77,20 @@ def describe(schedule: Schedule) -> str:
     return ", then ".join(f"{n} for {s} s" for n, s in runs)
 
 
-def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
+@dataclass(frozen=True)
+class HorizonInputs(PlanInputs):
+    """Algorithm 1's inputs (its fallback), and the rescale budget the schedule keeps to."""
+
+    rescale_tokens: float = math.inf  # the rescale budget's bucket now (plan/budget.py)
+
+
+def plan_horizon(inputs: HorizonInputs, settings: ControllerConfig) -> Decision:
     """Solve the offline optimum's problem over the forecast from the job as it is now (scale-out, consumer lag,
     learned capacities and downtimes, the rescale budget left) and apply its first interval. Where no schedule
     keeps the target (a load above what max_scaleout carries, a lag the job cannot work off in time), Algorithm 1 on
     the forecast's upper bound decides, and the decision says so."""
     current = inputs.current_scaleout
-    evidence = tick_evidence(inputs)
-    evidence["planner"] = "horizon"
+    evidence = Evidence(tick=tick_evidence(inputs), planner="horizon")
     if seconds_since_rescale(inputs) < settings.cooldown_s:
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
 
@@ -102,18 +109,17 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     # above what the largest carries, the uncapped plan cannot keep up: straight to the capped one
     attempts = (load,) if peak <= ceiling else (load, capped) if peak <= inputs.capacities.at(hi) else (capped,)
     allowance = rescale_allowance(inputs.rescale_tokens, settings.max_rescales_per_hour, len(load))
-    replay = replay_backlog_records(
-        inputs.recent_workload_per_s, step_s=inputs.step_s, checkpoint_interval_s=settings.checkpoint_interval_s
+    horizon = HorizonEvidence(
+        plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance
     )
-    evidence.update(plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance)
     for load in attempts if lo <= current <= hi else ():
-        evidence["plan_load_max_per_s"] = round(float(load.max()), 3)
+        horizon = replace(horizon, plan_load_max_per_s=round(float(load.max()), 3))
         try:
-            schedule = _solve(inputs, settings, load, interval, allowance, replay)
+            schedule = _solve(inputs, settings, load, interval, allowance)
         except ScheduleInfeasible as exc:
             problem = f"no schedule over the {len(load)}-s forecast keeps the target: {exc}"
         else:
-            decision = _first_step(inputs, schedule, evidence, settings, replay)
+            decision = _first_step(inputs, schedule, replace(evidence, horizon=horizon), settings)
             if load is capped:
                 note = f"the forecast exceeds what {hi} executors carry: planned with it capped at {ceiling:.0f}/s"
                 reason = Reason.NO_VALID_SCALEOUT_USE_MAX if decision.target_scaleout == hi else decision.reason
@@ -121,23 +127,24 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
             return decision
     safe = plan(replace(inputs, forecast=inputs.forecast.upper_bound()), settings)
     notes = (f"{problem}; Algorithm 1 on the forecast's upper bound decides", *safe.notes)
-    return replace(safe, evidence={**safe.evidence, **evidence}, notes=notes)
+    # Algorithm 1's numbers, with this tick's (the point forecast's peak) and the horizon's attempt
+    merged = replace(safe.evidence, tick=evidence.tick, planner="horizon", horizon=horizon)
+    return replace(safe, evidence=merged, notes=notes)
 
 
 def _solve(
-    inputs: PlanInputs,
+    inputs: HorizonInputs,
     settings: ControllerConfig,
     load: np.ndarray,
     interval: int,
     allowance: int | None,
-    replay: float,
 ) -> Schedule:
     """The cheapest schedule from the job as it is now over `load`, with the scale-outs worth considering, in time
     units of the forecast's step where the loop interval is a multiple of it (the forecast has nothing finer; 10-s
     units make the DP ten times faster than 1-s ones)."""
     lo, hi, current = settings.min_scaleout, settings.max_scaleout, inputs.current_scaleout
     target = planning_target_s(inputs, settings)
-    need = 2.0 * (inputs.consumer_lag_records + replay) / target
+    need = 2.0 * (inputs.consumer_lag_records + inputs.replay_records) / target
     capacity_at = [inputs.capacities.at(n) for n in range(lo, hi + 1)]
     sizes = schedule_scaleouts(capacity_at, lo, current, load, need)
     unit = math.gcd(interval, max(1, round(inputs.forecast.step_s)))
@@ -165,9 +172,8 @@ def _solve(
 def _first_step(
     inputs: PlanInputs,
     schedule: Schedule,
-    evidence: dict[str, float | int | str | None],
+    evidence: Evidence,
     settings: ControllerConfig,
-    replay: float,
 ) -> Decision:
     current, target = inputs.current_scaleout, schedule.scaleouts[0]
     notes = [f"plan: {describe(schedule)}"]
@@ -179,18 +185,16 @@ def _first_step(
         carries = next((n for n in range(lo, hi + 1) if inputs.capacities.at(n) > avg), hi)
         notes.append(f"{target} does not carry the {avg:.0f}/s observed now; {carries} does")
         target = carries
-    evidence.update(
+    assert evidence.horizon is not None
+    planned = PlanScheduleEvidence(
         plan_scaleouts=",".join(str(n) for n in schedule.scaleouts),
         plan_interval_s=schedule.interval_s,
         plan_executor_s=round(schedule.executor_seconds, 3),
     )
+    evidence = replace(evidence, horizon=replace(evidence.horizon, schedule=planned))
     reason = Reason.PLAN_HOLDS
     if target != current:
         reason = Reason.PLAN_SCALES_OUT if target > current else Reason.PLAN_SCALES_IN
-        chosen = candidate(inputs, target, replay, inputs.forecast.per_second())
-        evidence.update(
-            capacity_target_per_s=round(chosen.capacity_per_s, 3),
-            predicted_recovery_s=chosen.recovery_s,
-            downtime_used_s=chosen.downtime_s,
-        )
+        chosen = candidate(inputs, target, inputs.forecast.per_second())
+        evidence = replace(evidence, target=target_evidence(chosen))
     return Decision(inputs.now_s, current, target, reason, evidence, tuple(notes))

@@ -117,133 +117,225 @@ def cheapest_schedule(
     """The DP over (decision point, scale-out[, rescales made]). Without `start` the first interval's scale-out is
     free and the backlog empty (the offline optimum); with it the job starts there and the first interval is already
     a decision (hold or rescale at second 0). Raises ScheduleInfeasible when nothing meets the constraints."""
-    w = np.asarray(arrivals, dtype=float)
-    total = len(w)
-    interval = max(1, int(interval_s))
-    target = float(model.target_recovery_s)
-    base = model.base_latency_s
-    sizes = np.asarray(model.scaleouts)
-    caps = np.asarray(model.capacity_per_s, dtype=float)
-    nsz = len(sizes)
-    out_from, out_to = model.scale_out_stop.start_s, model.scale_out_stop.end_s
-    in_from, in_to = model.scale_in_stop.start_s, model.scale_in_stop.end_s
-    ckpt = model.replay_s
-    horizon = max(math.ceil(target) + 1, interval)
-    floor_ = np.asarray(caught_up_records, dtype=float)
-    segments = max(1, math.ceil(total / interval))
+    p = _Problem.of(arrivals, model, interval_s, caught_up_records, max_rescales)
+    states, first = _first_states(p, start)
+    segments = max(1, math.ceil(p.total / p.interval))
+    parents = np.full((segments, p.nsz, p.levels), -1, dtype=np.int64)  # the previous interval's scale-out index
+    for k in range(first, segments):
+        states = _advance(p, states, _Segment.of(p, k), parents[k])
+    return _backtrack(p, states, parents, first, started=start is not None)
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """The DP's constants: the load, the scale-outs and their capacities, the stops, the target."""
+
+    w: np.ndarray  # arrivals per second
+    total: int
+    interval: int
+    target: float
+    base: float
+    sizes: np.ndarray
+    caps: np.ndarray
+    out_from: int
+    out_to: int
+    in_from: int
+    in_to: int
+    ckpt: int
+    horizon: int  # seconds a rescale's recovery is followed
+    floor: np.ndarray  # caught up: the backlog within this, per second
     # Column b of every state array: paths that have rescaled b times (one column when rescales are not limited).
-    levels = 1 if max_rescales is None else max(0, max_rescales) + 1
-    spent = 0 if max_rescales is None else 1  # columns a rescale moves to the right
+    levels: int
+    spent: int  # columns a rescale moves to the right
 
-    inf = math.inf
-    cost = np.full((nsz, levels), inf)
-    backlog = np.zeros((nsz, levels))
-    tail = np.zeros((nsz, levels))  # records processed in the last `ckpt` seconds: the replay of a rescale now
-    recovered = np.zeros((nsz, levels))  # second by which the backlog has been worked off (no "behind" before)
-    gate = np.zeros((nsz, levels))  # second from which the next rescale may start (the last one has recovered)
-    restart = np.zeros((nsz, levels))  # second processing (re)starts after the last rescale
-    parents = np.full((segments, nsz, levels), -1, dtype=np.int64)  # the previous interval's scale-out index
+    @classmethod
+    def of(
+        cls,
+        arrivals: np.ndarray,
+        model: QueueModel,
+        interval_s: int,
+        caught_up_records: np.ndarray,
+        max_rescales: int | None,
+    ) -> _Problem:
+        w = np.asarray(arrivals, dtype=float)
+        interval = max(1, int(interval_s))
+        target = float(model.target_recovery_s)
+        return cls(
+            w=w,
+            total=len(w),
+            interval=interval,
+            target=target,
+            base=model.base_latency_s,
+            sizes=np.asarray(model.scaleouts),
+            caps=np.asarray(model.capacity_per_s, dtype=float),
+            out_from=model.scale_out_stop.start_s,
+            out_to=model.scale_out_stop.end_s,
+            in_from=model.scale_in_stop.start_s,
+            in_to=model.scale_in_stop.end_s,
+            ckpt=model.replay_s,
+            horizon=max(math.ceil(target) + 1, interval),
+            floor=np.asarray(caught_up_records, dtype=float),
+            levels=1 if max_rescales is None else max(0, max_rescales) + 1,
+            spent=0 if max_rescales is None else 1,
+        )
 
-    first = 0  # the first interval decided in the loop
+    @property
+    def nsz(self) -> int:
+        return len(self.sizes)
+
+
+@dataclass
+class _States:
+    """Per (scale-out index, rescales column): the cheapest path's cost, and what it carries into the state."""
+
+    cost: np.ndarray
+    backlog: np.ndarray
+    tail: np.ndarray  # records processed in the last `ckpt` seconds: the replay of a rescale now
+    recovered: np.ndarray  # second by which the backlog has been worked off (no "behind" before)
+    gate: np.ndarray  # second from which the next rescale may start (the last one has recovered)
+    restart: np.ndarray  # second processing (re)starts after the last rescale
+
+    @classmethod
+    def empty(cls, p: _Problem) -> _States:
+        shape = (p.nsz, p.levels)
+        return cls(np.full(shape, math.inf), *(np.zeros(shape) for _ in range(5)))
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """Decision interval k: its seconds [t0, t1), and the seconds [t0, h1) a rescale at t0 is followed over."""
+
+    t0: int
+    t1: int
+    h1: int
+    arr: np.ndarray
+    arr_h: np.ndarray
+    secs: np.ndarray
+
+    @classmethod
+    def of(cls, p: _Problem, k: int) -> _Segment:
+        t0, t1 = k * p.interval, min((k + 1) * p.interval, p.total)
+        h1 = min(p.total, t0 + p.horizon)
+        return cls(t0, t1, h1, p.w[t0:t1], p.w[t0:h1], np.arange(t0, h1))
+
+    @property
+    def seg(self) -> int:
+        return self.t1 - self.t0
+
+
+def _first_states(p: _Problem, start: Start | None) -> tuple[_States, int]:
+    """The states before the first interval the loop decides, and that interval's index."""
+    s = _States.empty(p)
+    first = 0
     if start is None:  # first interval: any scale-out, processing from t=0 with an empty backlog
         first = 1
-        end0 = min(interval, total)
-        arr0 = w[:end0]
-        rows0 = lindley(0.0, arr0, np.repeat(caps[:, None], end0, axis=1))
-        lat0 = base + rows0 / caps[:, None]
-        ok = (lat0.max(axis=1, initial=0.0) <= target) & (rows0 <= floor_[:end0]).all(axis=1)
-        cost[ok, 0], backlog[ok, 0] = sizes[ok].astype(float) * end0, rows0[ok, -1]
-        tail[ok, 0] = _tails(0.0, arr0, rows0[ok], caps[ok], np.zeros(int(ok.sum())), ckpt)
+        end0 = min(p.interval, p.total)
+        arr0 = p.w[:end0]
+        rows0 = lindley(0.0, arr0, np.repeat(p.caps[:, None], end0, axis=1))
+        lat0 = p.base + rows0 / p.caps[:, None]
+        ok = (lat0.max(axis=1, initial=0.0) <= p.target) & (rows0 <= p.floor[:end0]).all(axis=1)
+        s.cost[ok, 0], s.backlog[ok, 0] = p.sizes[ok].astype(float) * end0, rows0[ok, -1]
+        s.tail[ok, 0] = _tails(0.0, arr0, rows0[ok], p.caps[ok], np.zeros(int(ok.sum())), p.ckpt)
     else:
-        matches = np.flatnonzero(sizes == start.scaleout)
+        matches = np.flatnonzero(p.sizes == start.scaleout)
         if len(matches) != 1:
             raise ValueError(f"start scale-out {start.scaleout} is not one of the schedule's scale-outs")
         i0 = int(matches[0])
         # worked off by the deadline: caught up from its last second on, like a recovery at the deadline
         deadline = max(0.0, float(start.catch_up_by_s) - 1.0) if start.catch_up_by_s > 0 else 0.0
-        cost[i0, 0], backlog[i0, 0], recovered[i0, 0] = 0.0, float(start.backlog_records), deadline
-    if not np.isfinite(cost).any():
-        raise ScheduleInfeasible(0, int(sizes[-1]))
+        s.cost[i0, 0], s.backlog[i0, 0], s.recovered[i0, 0] = 0.0, float(start.backlog_records), deadline
+    if not np.isfinite(s.cost).any():
+        raise ScheduleInfeasible(0, int(p.sizes[-1]))
+    return s, first
 
-    for k in range(first, segments):
-        t0, t1 = k * interval, min((k + 1) * interval, total)
-        seg = t1 - t0
-        arr = w[t0:t1]
-        new_cost = np.full((nsz, levels), inf)
-        new_state = np.zeros((5, nsz, levels))  # backlog, tail, recovered, gate, restart
-        h1 = min(total, t0 + horizon)
-        arr_h = w[t0:h1]
-        secs = np.arange(t0, h1)
-        for i, b in zip(*np.nonzero(np.isfinite(cost)), strict=True):
-            c_prev, b_prev = cost[i, b], backlog[i, b]
-            # hold scale-out i
-            cap_row = np.where(np.arange(t0, t1) < restart[i, b], 0.0, caps[i])
-            lag = lindley(b_prev, arr, cap_row)
-            wait = np.maximum(restart[i, b] - np.arange(t0, t1), 0.0)
-            behind = (lag > floor_[t0:t1]) & (np.arange(t0, t1) >= recovered[i, b])
-            down_left = int(max(0.0, restart[i, b] - t0))
-            if float((base + wait + lag / caps[i]).max()) <= target and not behind.any():
-                c = c_prev + float(sizes[i]) * seg
-                if c < new_cost[i, b] or (c == new_cost[i, b] and lag[-1] < new_state[0, i, b]):
-                    new_cost[i, b] = c
-                    tail_i = _tails(b_prev, arr, lag[None, :], caps[i : i + 1], np.array([down_left]), ckpt)[0]
-                    new_state[:, i, b] = (lag[-1], tail_i, recovered[i, b], gate[i, b], restart[i, b])
-                    parents[k, i, b] = i
-            # rescale i -> j, only once the previous rescale has recovered and while the budget allows
-            nb = b + spent
-            if gate[i, b] > t0 or restart[i, b] > t0 or nb >= levels:
-                continue
-            others = np.flatnonzero(np.arange(nsz) != i)
-            up = sizes[others] > sizes[i]
-            stop_from = np.where(up, out_from, in_from)[:, None]
-            downs = np.where(up, out_to, in_to)
-            offset = secs[None, :] - t0
-            cap_m = np.where(offset < stop_from, caps[i], np.where(offset < downs[:, None], 0.0, caps[others][:, None]))
-            lags = lindley(b_prev + tail[i, b], arr_h, cap_m)
-            waits = np.where(offset >= stop_from, np.maximum(downs[:, None] - offset, 0), 0)
-            lat = base + waits + lags / caps[others][:, None]
-            caught = (lags <= floor_[t0:h1][None, :]) & (offset >= downs[:, None])
-            any_hit = caught.any(axis=1)
-            hit = np.argmax(caught, axis=1)
-            rec_at = np.where(any_hit, t0 + hit + 1, total + 1)
-            # once recovered, the lag must stay caught up for the rest of the interval
-            behind = ~caught[:, :seg] & (secs[None, :seg] >= rec_at[:, None])
-            ok_lat = (lat[:, :seg].max(axis=1) <= target) & ~behind.any(axis=1)
-            # A recovery still under way where the load ends is refused, else a schedule would drop executors in
-            # the last `target` seconds for free.
-            ok_rec = any_hit & (hit + 1 <= target)
-            if recovered[i, b] > t0:  # still working off the start's backlog: a rescale does not move its deadline
-                ok_rec &= rec_at <= recovered[i, b] + 1
-            # every feasible target at once (each appears once for this state)
-            rows = np.flatnonzero(ok_lat & ok_rec)
-            js = others[rows]
-            c = c_prev + sizes[js].astype(float) * seg
-            end = lags[rows, seg - 1]
-            better = (c < new_cost[js, nb]) | ((c == new_cost[js, nb]) & (end < new_state[0, js, nb]))
-            rows, js, c, end = rows[better], js[better], c[better], end[better]
-            if len(rows) == 0:
-                continue
-            new_cost[js, nb] = c
-            new_state[0, js, nb] = end
-            new_state[1, js, nb] = _tails(b_prev + tail[i, b], arr, lags[rows, :seg], caps[js], downs[rows], ckpt)
-            new_state[2, js, nb] = rec_at[rows]
-            new_state[3, js, nb] = rec_at[rows]
-            new_state[4, js, nb] = t0 + downs[rows]
-            parents[k, js, nb] = i
-        if not np.isfinite(new_cost).any():
-            raise ScheduleInfeasible(t0, int(sizes[-1]))
-        cost = new_cost
-        backlog, tail, recovered, gate, restart = new_state
 
-    last, b = (int(x) for x in np.unravel_index(int(np.argmin(cost)), cost.shape))
-    best = float(cost[last, b])
+def _advance(p: _Problem, s: _States, g: _Segment, parents: np.ndarray) -> _States:
+    """The states after interval `g`: from every reachable state, hold or rescale; `parents` records the way in."""
+    new = _States.empty(p)
+    for i, b in zip(*np.nonzero(np.isfinite(s.cost)), strict=True):
+        _hold(p, s, new, g, parents, int(i), int(b))
+        _rescale(p, s, new, g, parents, int(i), int(b))
+    if not np.isfinite(new.cost).any():
+        raise ScheduleInfeasible(g.t0, int(p.sizes[-1]))
+    return new
+
+
+def _hold(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarray, i: int, b: int) -> None:
+    """Hold scale-out i over the interval, if latency stays within the target and the backlog caught up."""
+    b_prev, restart = s.backlog[i, b], s.restart[i, b]
+    seconds = np.arange(g.t0, g.t1)
+    lag = lindley(b_prev, g.arr, np.where(seconds < restart, 0.0, p.caps[i]))
+    wait = np.maximum(restart - seconds, 0.0)
+    behind = (lag > p.floor[g.t0 : g.t1]) & (seconds >= s.recovered[i, b])
+    down_left = int(max(0.0, restart - g.t0))
+    if not (float((p.base + wait + lag / p.caps[i]).max()) <= p.target and not behind.any()):
+        return
+    c = s.cost[i, b] + float(p.sizes[i]) * g.seg
+    if c < new.cost[i, b] or (c == new.cost[i, b] and lag[-1] < new.backlog[i, b]):
+        new.cost[i, b] = c
+        new.backlog[i, b] = lag[-1]
+        new.tail[i, b] = _tails(b_prev, g.arr, lag[None, :], p.caps[i : i + 1], np.array([down_left]), p.ckpt)[0]
+        new.recovered[i, b], new.gate[i, b], new.restart[i, b] = s.recovered[i, b], s.gate[i, b], restart
+        parents[i, b] = i
+
+
+def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarray, i: int, b: int) -> None:
+    """Rescale i -> every other scale-out at the interval's start, only once the previous rescale has recovered and
+    while the budget allows; each target that keeps latency and recovers within the target."""
+    nb = b + p.spent
+    if s.gate[i, b] > g.t0 or s.restart[i, b] > g.t0 or nb >= p.levels:
+        return
+    backlog = s.backlog[i, b] + s.tail[i, b]
+    others = np.flatnonzero(np.arange(p.nsz) != i)
+    up = p.sizes[others] > p.sizes[i]
+    stop_from = np.where(up, p.out_from, p.in_from)[:, None]
+    downs = np.where(up, p.out_to, p.in_to)
+    offset = g.secs[None, :] - g.t0
+    cap_m = np.where(offset < stop_from, p.caps[i], np.where(offset < downs[:, None], 0.0, p.caps[others][:, None]))
+    lags = lindley(backlog, g.arr_h, cap_m)
+    waits = np.where(offset >= stop_from, np.maximum(downs[:, None] - offset, 0), 0)
+    lat = p.base + waits + lags / p.caps[others][:, None]
+    caught = (lags <= p.floor[g.t0 : g.h1][None, :]) & (offset >= downs[:, None])
+    any_hit = caught.any(axis=1)
+    hit = np.argmax(caught, axis=1)
+    rec_at = np.where(any_hit, g.t0 + hit + 1, p.total + 1)
+    # once recovered, the lag must stay caught up for the rest of the interval
+    behind = ~caught[:, : g.seg] & (g.secs[None, : g.seg] >= rec_at[:, None])
+    ok_lat = (lat[:, : g.seg].max(axis=1) <= p.target) & ~behind.any(axis=1)
+    # A recovery still under way where the load ends is refused, else a schedule would drop executors in the last
+    # `target` seconds for free.
+    ok_rec = any_hit & (hit + 1 <= p.target)
+    if s.recovered[i, b] > g.t0:  # still working off the start's backlog: a rescale does not move its deadline
+        ok_rec &= rec_at <= s.recovered[i, b] + 1
+    # every feasible target at once (each appears once for this state)
+    rows = np.flatnonzero(ok_lat & ok_rec)
+    js = others[rows]
+    c = s.cost[i, b] + p.sizes[js].astype(float) * g.seg
+    end = lags[rows, g.seg - 1]
+    better = (c < new.cost[js, nb]) | ((c == new.cost[js, nb]) & (end < new.backlog[js, nb]))
+    rows, js, c, end = rows[better], js[better], c[better], end[better]
+    if len(rows) == 0:
+        return
+    new.cost[js, nb] = c
+    new.backlog[js, nb] = end
+    new.tail[js, nb] = _tails(backlog, g.arr, lags[rows, : g.seg], p.caps[js], downs[rows], p.ckpt)
+    new.recovered[js, nb] = rec_at[rows]
+    new.gate[js, nb] = rec_at[rows]
+    new.restart[js, nb] = g.t0 + downs[rows]
+    parents[js, nb] = i
+
+
+def _backtrack(p: _Problem, s: _States, parents: np.ndarray, first: int, *, started: bool) -> Schedule:
+    """The cheapest final state's path back through `parents`, as a schedule."""
+    last, b = (int(x) for x in np.unravel_index(int(np.argmin(s.cost)), s.cost.shape))
+    best = float(s.cost[last, b])
     path = [last]
-    for k in range(segments - 1, first - 1, -1):
+    for k in range(len(parents) - 1, first - 1, -1):
         i = int(parents[k, path[-1], b])
         if i != path[-1]:
-            b -= spent
+            b -= p.spent
         path.append(i)
-    if start is not None:
+    if started:
         path.pop()  # the start: the state before the first decision
     path.reverse()
-    return Schedule(interval, tuple(int(sizes[j]) for j in path), best)
+    return Schedule(p.interval, tuple(int(p.sizes[j]) for j in path), best)

@@ -68,7 +68,8 @@ def event_for(result: StepResult) -> EventSpec | None:
         return None if result.confirmation is None else _confirmation_event(result.confirmation)
     decision = result.decision
     ok = actuation.outcome in (Outcome.ACCEPTED, Outcome.APPLIED, Outcome.DRY_RUN)
-    numbers = " ".join(f"{k}={decision.evidence[k]}" for k in EVIDENCE_KEYS if decision.evidence.get(k) is not None)
+    rendered = decision.evidence.fields()  # as the decision log writes them
+    numbers = " ".join(f"{k}={rendered[k]}" for k in EVIDENCE_KEYS if rendered.get(k) is not None)
     message = (
         f"scale-out {decision.current_scaleout} -> {decision.target_scaleout} {actuation.outcome.value}"
         + (f": {actuation.detail}" if actuation.detail else "")

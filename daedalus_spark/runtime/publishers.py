@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Reason
+from daedalus_spark.evidence import TickEvidence
 from daedalus_spark.execute.port import Outcome
 from daedalus_spark.loop import StepResult
 from daedalus_spark.redact import redact
@@ -33,7 +34,7 @@ def result_record(result: StepResult) -> dict[str, Any]:
             "reason": d.reason.value,
             "current": d.current_scaleout,
             "target": d.target_scaleout,
-            "evidence": d.evidence,
+            "evidence": d.evidence.fields(),
             "notes": list(d.notes),
             "actuation": None
             if a is None
@@ -226,8 +227,9 @@ class ControllerMetrics:
         self.current.set(d.current_scaleout)
         self.target.set(d.target_scaleout)
         self.last_good.set(result.time_s)
-        self._set_from_evidence(d.evidence)
-        table = self.controller.knowledge.history.latest_table if self.controller is not None else None
+        if d.evidence.tick is not None:
+            self._set_from_tick(d.evidence.tick)
+        table = result.capacities
         if table is not None:
             self.capacity_current.set(table.current_per_s)
             self.capacity.clear()
@@ -235,16 +237,13 @@ class ControllerMetrics:
                 observed = "true" if n in table.observed_scaleouts else "false"
                 self.capacity.labels(str(n), observed).set(table.at(n))
 
-    def _set_from_evidence(self, evidence: dict[str, Any]) -> None:
-        for gauge, key in (
-            (self.workload, "workload_avg_per_s"),
-            (self.lag, "consumer_lag_records"),
-            (self.forecast_peak, "forecast_max_per_s"),
+    def _set_from_tick(self, tick: TickEvidence) -> None:
+        for gauge, value in (
+            (self.workload, tick.workload_avg_per_s),
+            (self.lag, tick.consumer_lag_records),
+            (self.forecast_peak, tick.forecast_max_per_s),
         ):
-            value = evidence.get(key)
-            if isinstance(value, (int, float)) and math.isfinite(value):
+            if math.isfinite(value):
                 gauge.set(value)
-        model = evidence.get("forecast_model")
-        if isinstance(model, str):
-            self.forecast_model.clear()
-            self.forecast_model.labels(model).set(1)
+        self.forecast_model.clear()
+        self.forecast_model.labels(tick.forecast_model).set(1)

@@ -31,9 +31,9 @@ def test_planner_returns_a_bounded_decision_with_reason_and_evidence(planner, pl
     assert isinstance(decision.reason, Reason)
     assert decision.time_s == NOW and decision.current_scaleout == plan_inputs.current_scaleout
     assert settings.min_scaleout <= decision.target_scaleout <= settings.max_scaleout
-    assert decision.evidence.keys() >= EVIDENCE
+    assert decision.evidence.fields().keys() >= EVIDENCE
     if decision.rescale and decision.reason is not Reason.NO_VALID_SCALEOUT_USE_MAX:  # max: no prediction holds
-        assert decision.evidence.get("predicted_recovery_s") is not None
+        assert decision.evidence.target is not None
 
 
 def test_the_config_names_every_planner():

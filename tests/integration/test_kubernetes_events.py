@@ -12,6 +12,7 @@ from kubernetes import client as k8s
 
 from daedalus_spark.config import Config
 from daedalus_spark.domain import Decision, Reason
+from daedalus_spark.evidence import Evidence
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.loop import StepResult
 from daedalus_spark.runtime.kubernetes_events import (
@@ -37,7 +38,7 @@ EVIDENCE = {
 def step(
     outcome: Outcome | None, *, current=2, target=3, reason=Reason.SCALE_OUT_SMALLEST_VALID, detail=""
 ) -> StepResult:
-    decision = Decision(0.0, current, target, reason, dict(EVIDENCE))
+    decision = Decision(0.0, current, target, reason, Evidence.from_fields(EVIDENCE))
     actuation = None if outcome is None else Actuation(target, outcome, detail)
     return StepResult(0.0, decision, None, actuation, None)
 

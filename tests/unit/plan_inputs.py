@@ -1,9 +1,19 @@
 """Test builder: the analyzed inputs of one planning step, with defaults the planner table tests vary one at a time."""
 
+from dataclasses import dataclass
+
+from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
 from daedalus_spark.domain import CapacityTable, Forecast
-from daedalus_spark.plan.algorithm import PlanInputs
+from daedalus_spark.plan.batchratio import BatchRatioInputs
+from daedalus_spark.plan.cost import CostAwareInputs
+from daedalus_spark.plan.horizon import HorizonInputs
 
 NOW = 10_000.0
+
+
+@dataclass(frozen=True)
+class AnyPlannerInputs(CostAwareInputs, HorizonInputs, BatchRatioInputs):
+    """Inputs every planner accepts (each reads its own part), so one situation can be planned by all."""
 
 
 def plan_inputs(
@@ -22,19 +32,20 @@ def plan_inputs(
     downtime_out=30.0,
     downtime_in=15.0,
     tokens=float("inf"),
+    checkpoint_s=10.0,
 ):
     """Capacities `per_executor * n` for n = 1..max_n (or `caps`), a flat forecast at `workload` over `steps` 10-s
-    buckets (or `forecast`, with `upper` as its upper bound), observed at the current scale-out only."""
+    buckets (or `forecast`, with `upper` as its upper bound), observed at the current scale-out only; a restart
+    replays `checkpoint_s` of the workload."""
     caps = tuple(caps) if caps is not None else tuple(per_executor * n for n in range(1, max_n + 1))
     table = CapacityTable(current, caps[current - 1], caps, frozenset({current}), ())
     values = forecast if forecast is not None else [workload] * steps
-    return PlanInputs(
+    return AnyPlannerInputs(
         now_s=NOW,
         current_scaleout=current,
         capacities=table,
         workload_avg_per_s=workload,
-        recent_workload_per_s=(workload,) * 60,
-        step_s=1.0,
+        replay_records=replay_backlog_records((workload,) * 60, step_s=1.0, checkpoint_interval_s=checkpoint_s),
         forecast=Forecast(NOW, 10.0, tuple(float(v) for v in values), "arima", tuple(float(v) for v in upper or ())),
         consumer_lag_records=lag,
         last_rescale_s=None if since_rescale is None else NOW - since_rescale,

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from daedalus_spark.config import Config, parse_config
-from daedalus_spark.controller import Controller, rescale_tokens
+from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Decision, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore, restore, snapshot
+from daedalus_spark.plan.budget import rescale_tokens
 from tests.conftest import observation
 
 CAPACITY = 500.0  # records/s per executor at full utilization
@@ -59,7 +60,7 @@ def test_overprovisioned_job_scales_in_to_the_smallest_valid_scaleout():
     first = decisions[0]
     assert first.reason is Reason.PLAN_SCALES_IN  # the default planner: horizon
     assert first.target_scaleout == 3  # 2 x 500/s only just carries 1000/s: no headroom to recover
-    assert first.evidence["capacity_current_per_s"] == pytest.approx(8 * CAPACITY, rel=0.05)
+    assert first.evidence.tick.capacity_current_per_s == pytest.approx(8 * CAPACITY, rel=0.05)
     assert decisions[1].reason is Reason.COOLDOWN
     assert {w.method for w in Controller(CONFIG).knowledge.capacity.regressions.values()} <= {"regression"}
 
@@ -68,7 +69,7 @@ def test_steady_load_without_utilization_spread_falls_back_to_the_conservative_r
     controller = Controller(CONFIG)
     first = drive(controller, 1, workload=1000.0, scaleout=8)[0]
     # 125/s at 32.5 % CPU with a 10 % idle floor: ratio 385/s per executor, below the true 500/s (the safe side).
-    assert first.evidence["capacity_current_per_s"] == pytest.approx(8 * 125 / 0.325, rel=0.02)
+    assert first.evidence.tick.capacity_current_per_s == pytest.approx(8 * 125 / 0.325, rel=0.02)
 
 
 def test_overloaded_job_scales_out_with_its_capacity_learned_online():
@@ -114,7 +115,7 @@ def test_never_scales_on_missing_or_absurd_data(obs, problem):
     decision = controller.tick(obs, 600.0)
     assert decision.reason is Reason.SKIP_MISSING_DATA
     assert decision.target_scaleout == decision.current_scaleout
-    assert problem in decision.evidence["problem"]
+    assert problem in decision.evidence.skip.problem
 
 
 def test_unknown_uptime_means_no_warmup():
@@ -228,4 +229,4 @@ def test_only_applied_rescales_spend_the_budget():
     # back at 8 executors (as if overridden) an hour's budget of 1 is spent: the next scale-in waits for its token
     held = controller.tick(window(900.0, load, 8, rng=rng), 900.0)  # past the 600-s recent-rescale window
     assert held.reason is Reason.SCALE_IN_RESCALE_BUDGET and held.target_scaleout == 8
-    assert held.evidence["rescale_tokens"] == pytest.approx((900.0 - 120.0) / 3600.0, abs=1e-3)  # rounded
+    assert held.evidence.cost_aware.rescale_tokens == pytest.approx((900.0 - 120.0) / 3600.0, abs=1e-3)  # rounded

@@ -9,12 +9,13 @@ import pytest
 
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import KnowledgeConfig, parse_config
-from daedalus_spark.controller import Controller, rescale_tokens
+from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Decision, Reason
 from daedalus_spark.knowledge import sqlite_store, state
 from daedalus_spark.knowledge.sqlite_store import SCHEMA_VERSION, SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import FORMAT_VERSION, IncompatibleKnowledge, Snapshot
 from daedalus_spark.loop import Loop, StepResult
+from daedalus_spark.plan.budget import rescale_tokens
 from daedalus_spark.report.knowledge_report import build
 from daedalus_spark.runtime.publishers import DecisionLog
 from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
@@ -145,7 +146,7 @@ def test_pruned_store_still_holds_what_the_controller_and_report_read(tmp_path, 
 
 def step_result(time_s: float) -> StepResult:
     return StepResult(
-        time_s, Decision(time_s, 2, 2, Reason.CURRENT_IS_SMALLEST_VALID, {}), None, None, None, {"tick": 0.001}
+        time_s, Decision(time_s, 2, 2, Reason.CURRENT_IS_SMALLEST_VALID), None, None, None, {"tick": 0.001}
     )
 
 

@@ -123,7 +123,7 @@ def test_monitor_errors_skip_with_a_reason_and_never_actuate(kind):
     result = loop.step()
     d = result.decision
     assert d.reason is Reason.SKIP_MISSING_DATA and not d.rescale and d.actuation is None
-    assert d.evidence == {"problem": f"prometheus said {kind}", "monitor_error": kind}
+    assert d.evidence.fields() == {"problem": f"prometheus said {kind}", "monitor_error": kind}
     assert d.current_scaleout == 4 and result.monitor_error is monitor.fail_with
     assert len(actuator.requested) == 1  # only the good tick's rescale
 

@@ -133,7 +133,7 @@ def test_algorithm_1(plan_inputs, settings, target, reason):
     decision = plan(plan_inputs, settings)
     assert (decision.target_scaleout, decision.reason) == (target, reason), decision.notes
     assert decision.current_scaleout == plan_inputs.current_scaleout
-    assert decision.evidence["workload_avg_per_s"] == plan_inputs.workload_avg_per_s
+    assert decision.evidence.tick.workload_avg_per_s == plan_inputs.workload_avg_per_s
 
 
 def test_every_reason_of_the_planner_is_covered_by_the_table():
@@ -160,5 +160,5 @@ def test_decision_explains_rejected_scaleouts_and_the_chosen_numbers():
     decision = plan(inputs(workload=450), SETTINGS)
     assert decision.notes[0].startswith("1: capacity 100/s not above the average workload 450/s")
     assert len(decision.notes) == 4  # 1..4 rejected, 5 chosen
-    assert decision.evidence["capacity_target_per_s"] == 500
-    assert 30 < decision.evidence["predicted_recovery_s"] <= 600
+    assert decision.evidence.target.capacity_target_per_s == 500
+    assert 30 < decision.evidence.target.predicted_recovery_s <= 600

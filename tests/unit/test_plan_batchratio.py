@@ -41,9 +41,9 @@ def test_one_round_of_the_rule(current, batches, seconds, trigger_s, target, rea
     )
     decision = plan_batch_ratio(inputs, SETTINGS)
     assert (decision.target_scaleout, decision.reason) == (target, reason)
-    assert decision.evidence["batches_completed"] == batches
+    assert decision.evidence.batches.batches_completed == batches
     if decision.rescale:
-        assert decision.evidence["predicted_recovery_s"] is not None
+        assert decision.evidence.target is not None
 
 
 def test_the_rule_ignores_cool_down_budget_and_lag_like_spark():

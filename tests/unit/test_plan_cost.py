@@ -90,7 +90,7 @@ def test_cost_aware(plan_inputs, current, target, reason):
         decision.notes,
         decision.evidence,
     )
-    assert decision.evidence["planner"] == "cost_aware"
+    assert decision.evidence.planner == "cost_aware"
 
 
 def test_every_cost_aware_reason_is_covered_by_the_table():
@@ -106,15 +106,15 @@ def test_every_cost_aware_reason_is_covered_by_the_table():
 
 def test_held_scale_in_explains_its_cost():
     decision = plan_cost_aware(CASES[6].values[0], SETTINGS)
-    e = decision.evidence
-    assert (e["scale_in_target"], e["hold_s"], e["saved_executor_s"]) == (3, 200.0, 200.0)
-    assert (e["downtime_executor_s"], e["catch_up_executor_s"], e["cost_executor_s"]) == (160.0, 75.0, 235.0)
-    assert "cost" in str(e["cost_model"]) and decision.notes[-1] == "3: saves 200 executor-s over 200 s, costs 235"
+    e = decision.evidence.cost_aware.scale_in
+    assert (e.scale_in_target, e.hold_s, e.saved_executor_s) == (3, 200.0, 200.0)
+    assert (e.downtime_executor_s, e.catch_up_executor_s, e.cost_executor_s) == (160.0, 75.0, 235.0)
+    assert "cost" in e.cost_model and decision.notes[-1] == "3: saves 200 executor-s over 200 s, costs 235"
 
 
 def test_scale_in_that_pays_carries_its_numbers():
-    e = plan_cost_aware(inputs(workload=150), SETTINGS).evidence
-    assert (e["saved_executor_s"], e["cost_executor_s"], e["forecast_bound"]) == (1800.0, 97.5, "point")
+    e = plan_cost_aware(inputs(workload=150), SETTINGS).evidence.cost_aware
+    assert (e.scale_in.saved_executor_s, e.scale_in.cost_executor_s, e.forecast_bound) == (1800.0, 97.5, "point")
 
 
 @settings(max_examples=200, deadline=None)

@@ -136,7 +136,7 @@ CASES = [
 def test_horizon_planner(plan_inputs, settings_, target, reason):
     decision = plan_horizon(plan_inputs, settings_)
     assert (decision.target_scaleout, decision.reason) == (target, reason), decision.notes
-    assert decision.evidence["planner"] == "horizon"
+    assert decision.evidence.planner == "horizon"
 
 
 def test_the_lag_plan_scales_out_before_the_deadline():
@@ -162,9 +162,9 @@ def test_a_downtime_longer_than_the_share_still_leaves_room_to_rescale():
 
 def test_a_rescale_carries_its_predicted_recovery_and_the_plan():
     decision = plan_horizon(inputs(workload=300, forecast=steps((300, 60), (700, 840))), SETTINGS)
-    assert decision.evidence["plan_scaleouts"].split(",")[0] == "7"  # type: ignore[union-attr]
-    assert 0 < float(decision.evidence["predicted_recovery_s"]) <= 600  # type: ignore[arg-type]
-    assert decision.evidence["downtime_used_s"] == 30.0
+    assert decision.evidence.horizon.schedule.plan_scaleouts.split(",")[0] == "7"
+    assert 0 < decision.evidence.target.predicted_recovery_s <= 600
+    assert decision.evidence.target.downtime_used_s == 30.0
     assert decision.notes[0].startswith("plan: 7 for")
 
 
@@ -275,11 +275,13 @@ def test_without_rescale_costs_the_first_step_is_the_optimums(levels, current):
     levels = sorted(levels)
     forecast = [v for v in levels for _ in range(6)]  # one level per 60-s interval
     free = SETTINGS.model_copy(update={"checkpoint_interval_s": 0})
-    plan_inputs = inputs(current=current, workload=levels[0], forecast=forecast, downtime_out=0.0, downtime_in=0.0)
+    plan_inputs = inputs(
+        current=current, workload=levels[0], forecast=forecast, downtime_out=0.0, downtime_in=0.0, checkpoint_s=0.0
+    )
     decision = plan_horizon(plan_inputs, free)
     smallest = [next(n for n in range(1, 13) if 100.0 * n >= v) for v in levels]
     assert decision.target_scaleout == smallest[0]
-    assert [int(n) for n in str(decision.evidence["plan_scaleouts"]).split(",")] == smallest
+    assert [int(n) for n in decision.evidence.horizon.schedule.plan_scaleouts.split(",")] == smallest
 
 
 def test_schedule_is_a_schedule():

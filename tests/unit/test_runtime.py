@@ -16,6 +16,7 @@ from daedalus_spark import waiting
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import parse_config
 from daedalus_spark.domain import Decision, Reason
+from daedalus_spark.evidence import Evidence, TargetEvidence
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import StepResult
@@ -122,9 +123,9 @@ def test_health_turns_stalled_when_ticks_stop(tmp_path):
 
 
 def test_decision_log_lines_are_strict_json(tmp_path):
-    decision = Decision(
-        10.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, {"predicted_recovery_s": math.inf, "x": math.nan, "ok": 1.5}
-    )
+    target = TargetEvidence(capacity_target_per_s=1.5, predicted_recovery_s=math.inf, downtime_used_s=30.0)
+    evidence = Evidence(target=target, other={"x": math.nan})
+    decision = Decision(10.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, evidence)
     result = StepResult(
         10.0, decision, None, Actuation(3, Outcome.UNCONFIRMED, "2 live", 2, 90.0), None, {"monitor": 0.1}
     )
@@ -132,7 +133,12 @@ def test_decision_log_lines_are_strict_json(tmp_path):
     line = (tmp_path / "d.jsonl").read_text()
     parsed = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
     assert parsed == result_record(result)
-    assert parsed["evidence"] == {"predicted_recovery_s": None, "x": None, "ok": 1.5}
+    assert parsed["evidence"] == {
+        "capacity_target_per_s": 1.5,
+        "predicted_recovery_s": None,
+        "downtime_used_s": 30.0,
+        "x": None,
+    }
     assert parsed["actuation"] == {"outcome": "unconfirmed", "detail": "2 live", "live": 2, "duration_s": 90.0}
 
 

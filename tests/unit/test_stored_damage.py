@@ -67,6 +67,11 @@ DAMAGED_ROWS = [
     ("scaleout-bool", _every_row("decision", _set("current_scaleout", True)), "current_scaleout: expected an integer"),
     ("evidence-list", _every_row("decision", _set("evidence", [1, 2])), "evidence: expected an object"),
     ("evidence-nested", _every_row("decision", _set("evidence", {"a": {"b": 1}})), "evidence.a: expected a number"),
+    (
+        "outcome-unknown",
+        _every_row("decision", _set("actuation", "exploded")),
+        "actuation: 'exploded' is not an outcome",
+    ),
     ("notes-not-strings", _every_row("decision", _set("notes", [1])), "notes: expected a list of strings"),
     ("not-json", _every_row("decision", lambda t: "{not json"), "damaged decision left out"),
     ("not-an-object", _every_row("decision", lambda t: "[1, 2]"), "expected an object"),

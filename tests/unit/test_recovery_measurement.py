@@ -2,7 +2,7 @@
 
 import pytest
 
-from daedalus_spark.analyze.anomaly import NO_ANOMALY_GRACE_S, PendingRecovery, RecoveryMonitor
+from daedalus_spark.analyze.recovery_measurement import NO_ANOMALY_GRACE_S, PendingRecovery, RecoveryMeter
 from daedalus_spark.config import RecoveryConfig
 from daedalus_spark.monitor.files import read_metric_csv
 from tests.conftest import MEASUREMENTS
@@ -39,7 +39,7 @@ def recovery_after(monitor, start_s, throughput_at, until_s=400, workload=1000.0
 
 
 def test_recovery_measured_on_the_paper_data_ends_when_throughput_settles():
-    monitor = RecoveryMonitor(RecoveryConfig())
+    monitor = RecoveryMeter(RecoveryConfig())
     result = None
     for s, w, t in measured_series():
         if s == RESCALE_S:
@@ -54,7 +54,7 @@ def test_recovery_measured_on_the_paper_data_ends_when_throughput_settles():
 
 def test_downtime_estimate_moves_towards_what_the_recovery_implies():
     config = RecoveryConfig(initial_downtime_scale_out_s=30, downtime_learning_ratio=0.5)
-    monitor = RecoveryMonitor(config)
+    monitor = RecoveryMeter(config)
     for i in range(200):
         monitor.feed(i, 1000.0, 1000.0 + (i % 3 - 1) * 5)
     # Predicted 60 s with 30 s of downtime; the stream took 100 s: 40 s more, so the downtime was ~70 s.
@@ -65,7 +65,7 @@ def test_downtime_estimate_moves_towards_what_the_recovery_implies():
 
 
 def test_scale_in_corrects_only_the_scale_in_downtime():
-    monitor = RecoveryMonitor(RecoveryConfig(initial_downtime_scale_in_s=15, downtime_learning_ratio=1.0))
+    monitor = RecoveryMeter(RecoveryConfig(initial_downtime_scale_in_s=15, downtime_learning_ratio=1.0))
     steady(monitor, 100)
     monitor.start(pending(100, predicted=20, downtime=15, direction="in"))
     result = recovery_after(monitor, 100, lambda i: 0.0 if i < 105 else 1000.0)
@@ -76,7 +76,7 @@ def test_scale_in_corrects_only_the_scale_in_downtime():
 
 
 def test_seamless_rescale_measures_zero_after_the_grace_period():
-    monitor = RecoveryMonitor(RecoveryConfig())
+    monitor = RecoveryMeter(RecoveryConfig())
     steady(monitor, 100)
     monitor.start(pending(100))
     results = [monitor.feed(100 + i, 1000.0, 1000.0) for i in range(int(NO_ANOMALY_GRACE_S) + 1)]
@@ -84,7 +84,7 @@ def test_seamless_rescale_measures_zero_after_the_grace_period():
 
 
 def test_a_recovery_that_never_settles_is_dropped_not_measured():
-    monitor = RecoveryMonitor(RecoveryConfig(max_recovery_s=120))
+    monitor = RecoveryMeter(RecoveryConfig(max_recovery_s=120))
     steady(monitor, 100)
     monitor.start(pending(100))
     assert all(monitor.feed(100 + i, 1000.0, 0.0) is None for i in range(200))
@@ -93,7 +93,7 @@ def test_a_recovery_that_never_settles_is_dropped_not_measured():
 
 
 def test_half_life_is_in_seconds_whatever_the_sample_step():
-    one_s, fifteen_s = RecoveryMonitor(RecoveryConfig()), RecoveryMonitor(RecoveryConfig())
+    one_s, fifteen_s = RecoveryMeter(RecoveryConfig()), RecoveryMeter(RecoveryConfig())
     for i in range(600):
         one_s.feed(i, 1000.0 if i < 300 else 2000.0, 1000.0)
     for i in range(0, 600, 15):
@@ -103,7 +103,7 @@ def test_half_life_is_in_seconds_whatever_the_sample_step():
 
 
 def test_a_rescale_during_a_recovery_is_timed_but_does_not_correct_the_downtime():
-    monitor = RecoveryMonitor(RecoveryConfig(downtime_learning_ratio=1.0))
+    monitor = RecoveryMeter(RecoveryConfig(downtime_learning_ratio=1.0))
     steady(monitor, 100)
     monitor.start(pending(100))
     assert recovery_after(monitor, 100, lambda i: 0.0, until_s=110) is None  # still down at the next rescale

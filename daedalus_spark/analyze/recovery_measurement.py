@@ -53,7 +53,7 @@ class PendingRecovery:
 
 
 @dataclass
-class RecoveryMonitor:
+class RecoveryMeter:
     """Learns the normal gap between workload and throughput; after a rescale, times the anomaly it causes.
 
     The paper keeps all-time Welford moments; measured data shows the normal gap drifting with the workload's
@@ -82,7 +82,7 @@ class RecoveryMonitor:
         }
 
     @classmethod
-    def from_state(cls, config: RecoveryConfig, raw: Any, where: str = "recovery") -> RecoveryMonitor:
+    def from_state(cls, config: RecoveryConfig, raw: Any, where: str = "recovery") -> RecoveryMeter:
         """The monitor as `to_state` wrote it, every value checked (`Damaged` names the first bad one)."""
         state = mapping(raw, where)
         check_version(state, where, STATE_VERSION)

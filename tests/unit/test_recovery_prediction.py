@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from daedalus_spark.analyze.recovery import predict_recovery_s, replay_backlog_records
+from daedalus_spark.analyze.recovery_prediction import predict_recovery_s, replay_backlog_records
 
 
 @pytest.mark.parametrize(
