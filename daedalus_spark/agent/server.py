@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from daedalus_spark.agent.targets import TargetError, TargetRefused, parse_target
-from daedalus_spark.httpserve import MAX_CONNECTIONS, BoundedHTTPServer, send_body, start
+from daedalus_spark.httpserve import MAX_CONNECTIONS, BoundedHTTPServer, send_body, send_json_error, start
 
 MAX_BODY_BYTES = 4096
 # A client gets this long for each read (request line, headers, body) before its connection is dropped.
@@ -120,13 +120,7 @@ class AgentHandler(BaseHTTPRequestHandler):
         return False
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """The stdlib's errors (bad request line, header too long, timeouts) as JSON like ours, then close."""
-        self.close_connection = True
-        # A garbage request line leaves the version at HTTP/0.9, which would send the body without a status line.
-        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
-            self.request_version = "HTTP/1.0"
-        reason = self.responses.get(code, ("error",))[0]
-        self._json(code, {"error": message or reason})
+        send_json_error(self, code, message)
 
     def _json(self, code: int, payload: dict[str, Any]) -> None:
         self._send(code, json.dumps(payload).encode(), "application/json")
