@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from pydantic import Field, Strict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError
 
 _MAPPING: TypeAdapter[dict[Any, Any]] = TypeAdapter(Annotated[dict[Any, Any], Strict()])
 _BOOLEAN: TypeAdapter[bool] = TypeAdapter(Annotated[bool, Strict()])
@@ -16,6 +16,39 @@ _BOOLEAN: TypeAdapter[bool] = TypeAdapter(Annotated[bool, Strict()])
 
 class Damaged(ValueError):
     """A stored value has the wrong type, is out of range or not finite; the message names it."""
+
+
+class StoredRecord(BaseModel):
+    """A record as a component stored it: strict types (no "4" for 4, no true for 1), finite numbers, keys it does
+    not know ignored (a newer writer's additions); read with `record`."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore", frozen=True)
+
+
+R = TypeVar("R", bound=StoredRecord)
+_EXPECTED = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false", "string_type": "text"}
+
+
+def record(model: type[R], raw: Any, where: str) -> R:
+    """`raw` as `model`; the first problem becomes `Damaged` naming the field (`where.field: ...`), worded as the
+    single-value checks below word it."""
+    try:
+        return model.model_validate(mapping(raw, where))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        at = ".".join([where, *(str(part) for part in err["loc"])])
+        value, kind = err.get("input"), err["type"]
+        if kind == "missing":
+            raise Damaged(f"{at}: missing") from None
+        if kind in _EXPECTED:
+            raise Damaged(f"{at}: expected {_EXPECTED[kind]}, got {value!r:.40}") from None
+        if kind == "finite_number":
+            raise Damaged(f"{at}: {float(value)} is not a finite number") from None
+        info = model.model_fields[str(err["loc"][0])]
+        lo = next((m.ge for m in info.metadata if hasattr(m, "ge")), -math.inf)
+        hi = next((m.le for m in info.metadata if hasattr(m, "le")), math.inf)
+        shown = float(value) if info.annotation is float else value
+        raise Damaged(f"{at}: {shown} outside [{lo}, {hi}]") from None
 
 
 @cache
