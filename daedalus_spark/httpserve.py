@@ -1,4 +1,4 @@
-"""Edge support: the HTTP plumbing the agent and the sidecar share — a connection-bounded server and one reply."""
+"""Edge support: the HTTP plumbing the agent and the sidecar share — a bounded server, one reply, JSON errors."""
 
 from __future__ import annotations
 
