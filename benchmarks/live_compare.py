@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from sim_vs_live import demo_config, demo_setup  # the benchmarks' shared helpers, next to this file
 
-from daedalus_spark.demo.live import AUTOSCALERS, DemoPlan, lag_seconds, run_demo, settled_rescales
+from daedalus_spark.demo.live import AUTOSCALERS, DemoPlan, run_demo
+from daedalus_spark.demo.summary import lag_seconds, settled_rescales
 from daedalus_spark.sim.policies import make_policy
 from daedalus_spark.sim.runner import run_policy
 

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import ConfigError, load_config, render_yaml
@@ -124,11 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="daedalus-spark", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('daedalus-spark')}")
     sub = parser.add_subparsers(dest="command", required=True)
-
     p = sub.add_parser("validate-config", help="check a YAML config and print the effective one")
     p.add_argument("file", type=Path)
     p.set_defaults(handler=_validate_config)
+    _register_capacity(sub)
+    _register_forecast(sub)
+    _register_run(sub)
+    _register_demo(sub)
+    register_simulate(sub)
+    register_report(sub)
+    register_tune(sub)
+    return parser
 
+
+def _register_capacity(sub: Any) -> None:
     p = sub.add_parser("capacity", help="capacity per executor and per scale-out from exported metric CSVs")
     p.add_argument("--utilization", required=True, type=Path, help="CSV: time column, one column per executor")
     p.add_argument("--throughput", required=True, type=Path, help="CSV with the same columns, records/s")
@@ -158,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_capacity)
 
+
+def _register_forecast(sub: Any) -> None:
     forecast = sub.add_parser("forecast", help="workload forecasting tools").add_subparsers(
         dest="action", required=True
     )
@@ -173,11 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_forecast_evaluate)
 
+
+def _register_run(sub: Any) -> None:
     p = sub.add_parser("run", help="the sidecar: run the MAPE-K loop against a live job until SIGTERM")
     p.add_argument("--config", type=Path, default=None, help="the YAML config (default: built-in defaults)")
     p.add_argument("--dry-run", action="store_true", help="advisor mode: decide, log and export, never actuate")
     p.set_defaults(handler=_run)
 
+
+def _register_demo(sub: Any) -> None:
     p = sub.add_parser("demo", help="what `make demo` runs: the live loop on a local Spark cluster")
     p.add_argument("--config", type=Path, default=None, help="controller config (default: deploy/demo.yaml)")
     p.add_argument("--out", type=Path, default=Path("out/demo"))
@@ -191,11 +207,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="ours, or what Spark users run today: dynamic allocation, the DStreams batch-duration rule, static max",
     )
     p.set_defaults(handler=_demo)
-
-    register_simulate(sub)
-    register_report(sub)
-    register_tune(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,8 @@
-"""Edge support: the HTTP plumbing the agent and the sidecar share — a connection-bounded server and one reply."""
+"""Edge support: the HTTP plumbing the agent and the sidecar share — a bounded server, one reply, JSON errors."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +19,17 @@ def send_body(handler: BaseHTTPRequestHandler, code: int, body: bytes, content_t
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+def send_json_error(handler: BaseHTTPRequestHandler, code: int, message: str | None) -> None:
+    """http.server's errors (bad request line, header too long, timeouts) as JSON, with a status line even for a
+    request that never said its version, then the connection closes."""
+    handler.close_connection = True
+    # A garbage request line leaves the version at HTTP/0.9, which would send the body without a status line.
+    if getattr(handler, "request_version", "HTTP/0.9") == "HTTP/0.9":
+        handler.request_version = "HTTP/1.0"
+    reason = handler.responses.get(code, ("error",))[0]
+    send_body(handler, code, json.dumps({"error": message or reason}).encode(), "application/json")
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):

@@ -8,28 +8,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daedalus_spark.analyze.batches import BatchEconomics
+from daedalus_spark.analyze.capacity_samples import (
+    FITTED_METHODS,
+    executor_rows,
+    job_throughput_per_s,
+    load_shares,
+    plausible_samples,
+    running_max,
+    sample_times,
+    saturation_point_per_s,
+)
+from daedalus_spark.analyze.capacity_state import STATE_VERSION, read_state
 from daedalus_spark.analyze.partitions import PartitionKey, busiest_share, even_weights
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.config import CapacityConfig
-from daedalus_spark.domain import CapacityTable, ExecutorCapacity, ExecutorSeries, Observation
-from daedalus_spark.untrusted import Damaged, check_version, integer, mapping, number, scaleout_key, text
+from daedalus_spark.domain import CapacityTable, ExecutorCapacity, Observation
 
-# Utilization slightly above 1 happens (sampling jitter, cgroup accounting); beyond this it is garbage.
-MAX_PLAUSIBLE_UTILIZATION = 1.2
 # Spark executor ids are never reused, so an executor unseen this long is gone for good.
 FORGET_EXECUTOR_AFTER_S = 3600.0
-STATE_VERSION = 3  # 2: partition shares; 3: executor activity, backlog floors, batch economics, the last table
 # Each tick moves the learned partition shares this far toward the window's (about 10 ticks of memory).
 PARTITION_SHARE_LEARNING_RATIO = 0.1
 # Each backlog window moves the floor this far toward its throughput: records of a batch that finished late
 # arrive as one burst, so no single window sets it.
 BACKLOG_FLOOR_LEARNING_RATIO = 0.3
-# Own capacities that rest on a fitted slope; only these may set the job's saturation when any exists.
-FITTED_METHODS = frozenset({"regression", "pooled"})
 # A sample this close to the fit (relative) is never an outlier, however tight the fit's residuals are.
 _MIN_RESIDUAL_RATIO = 0.05
 _FORGOTTEN_SHARE = 1e-6
-_MAX_SCALEOUT = 100_000  # a stored scale-out beyond this is not one we wrote
 
 
 @dataclass
@@ -70,7 +74,7 @@ class CapacityModel:
         """Feed every plausible sample of settled executors after the first `skip_first` ones (job warm-up);
         returns how many were learned from."""
         self._learn_partition_shares(observation)
-        times = _sample_times(observation)
+        times = sample_times(observation)
         if not self.last_seen_s:  # the first look: executors already running are settled
             for w in observation.executor_ids:
                 self.active_since_s.setdefault(w, times[0] - self.config.executor_warmup_s)
@@ -99,8 +103,8 @@ class CapacityModel:
     def _plausible(self, observation: Observation) -> dict[str, list[tuple[int, float, float, float]]]:
         """Executor id -> (index, time, utilization, throughput) of its plausible samples in this window."""
         if self._window is None or self._window[0] is not observation:
-            times = _sample_times(observation)
-            self._window = (observation, {w.executor_id: _plausible_samples(w, times) for w in observation.executors})
+            times = sample_times(observation)
+            self._window = (observation, {w.executor_id: plausible_samples(w, times) for w in observation.executors})
         return self._window[1]
 
     def _current_executors(self, observation: Observation) -> dict[str, list[float]]:
@@ -136,7 +140,7 @@ class CapacityModel:
 
     def _backlog(self, obs: Observation) -> bool:
         """The window ends with more lag than `backlog_floor_lag_s` seconds of the job's throughput."""
-        throughput = _job_throughput_per_s(self._current_executors(obs))
+        throughput = job_throughput_per_s(self._current_executors(obs))
         lag_s = self.config.backlog_floor_lag_s
         return lag_s > 0 and throughput > 0 and obs.consumer_lag_records >= lag_s * throughput
 
@@ -150,7 +154,7 @@ class CapacityModel:
         if skip_first or not settled or window_start_s < held_since_s:
             return
         self.batches.learn(obs.scaleout, obs.batches)
-        throughput = _job_throughput_per_s(self._current_executors(obs))
+        throughput = job_throughput_per_s(self._current_executors(obs))
         if not backlog:
             kept_up = self.kept_up_per_scaleout.get(obs.scaleout, 0.0)
             self.kept_up_per_scaleout[obs.scaleout] = max(kept_up, throughput)
@@ -212,14 +216,14 @@ class CapacityModel:
         samples = self._current_executors(observation)
         settled = [w for w in samples if self.settled(w, observation.time_s)]
         owns = {w: self.own_capacity(w) for w in settled}
-        shares = _load_shares({w: samples[w] for w in settled}) if settled else {}
-        saturation = _saturation(owns, shares)
+        shares = load_shares({w: samples[w] for w in settled}) if settled else {}
+        saturation = saturation_point_per_s(owns, shares)
         if saturation is None:
             return None
         n = observation.scaleout
         # Executors still joining count as their peers will once they run: the settled ones' capacity, scaled.
         measured = saturation * self._scale_factor(len(settled), n) if len(settled) != n else saturation
-        rows = _rows(samples, owns, shares, saturation, measured, self.regressions)
+        rows = executor_rows(samples, owns, shares, saturation, measured, self.regressions)
         notes: list[str] = []
         sizing, catch_up = self._job_evidence(n, measured)
         sizing = self._bounded(n, sizing, notes)
@@ -293,9 +297,9 @@ class CapacityModel:
             for n in range(1, size + 1)
         ]
         # More executors never carry less: Spark's locality wait hands a task to any free executor in the end.
-        sizing = _running_max(sizing)
+        sizing = running_max(sizing)
         ratio = catch_up / current if current > 0 else 1.0
-        catch_ups = _running_max(
+        catch_ups = running_max(
             [max(c * ratio, self.backlog_floor_per_scaleout.get(n, 0.0)) for n, c in enumerate(sizing, start=1)]
         )
         return CapacityTable(
@@ -350,152 +354,4 @@ class CapacityModel:
     def from_state(cls, config: CapacityConfig, raw: Any, where: str = "capacity") -> CapacityModel:
         """The model as `to_state` wrote it, every value checked (`Damaged` names the first bad one); versions 1
         and 2 load with what they lack empty (their executors count as settled)."""
-        state = mapping(raw, where)
-        version = check_version(state, where, STATE_VERSION)
-        last_seen = {
-            text(w, f"{where}.last_seen_s key"): number(t, f"{where}.last_seen_s.{w}")
-            for w, t in mapping(state["last_seen_s"], f"{where}.last_seen_s").items()
-        }
-        model = cls(
-            config,
-            regressions={
-                text(w, f"{where}.regressions key"): OnlineRegression.from_state(r, f"{where}.regressions.{w}")
-                for w, r in mapping(state["regressions"], f"{where}.regressions").items()
-            },
-            pooled=OnlineRegression.from_state(state["pooled"], f"{where}.pooled"),
-            last_seen_s=last_seen,
-            observed_per_scaleout=_per_scaleout(state["observed_per_scaleout"], f"{where}.observed_per_scaleout"),
-            partition_shares=_partition_shares(state.get("partition_shares", []), f"{where}.partition_shares"),
-        )
-        if version < 3:
-            model.active_since_s = {w: t - config.executor_warmup_s for w, t in last_seen.items()}
-            return model
-        model.active_since_s = {
-            text(w, f"{where}.active_since_s key"): number(t, f"{where}.active_since_s.{w}")
-            for w, t in mapping(state["active_since_s"], f"{where}.active_since_s").items()
-        }
-        model.backlog_floor_per_scaleout = _per_scaleout(
-            state["backlog_floor_per_scaleout"], f"{where}.backlog_floor_per_scaleout"
-        )
-        model.kept_up_per_scaleout = _per_scaleout(state["kept_up_per_scaleout"], f"{where}.kept_up_per_scaleout")
-        model.batches = BatchEconomics.from_state(
-            state["batches"],
-            f"{where}.batches",
-            min_points=config.min_points,
-            min_correlation_ratio=config.min_correlation_ratio,
-        )
-        model.last_per_scaleout = _capacities(state["last_per_scaleout"], f"{where}.last_per_scaleout")
-        model.unconfirmed = _unconfirmed(state["unconfirmed"], f"{where}.unconfirmed")
-        since = state["scaleout_since"]
-        if not isinstance(since, list) or len(since) != 2:
-            raise Damaged(f"{where}.scaleout_since: expected [scale-out, time]")
-        at = f"{where}.scaleout_since"
-        model.scaleout_since = (integer(since[0], f"{at}[0]", lo=0, hi=_MAX_SCALEOUT), number(since[1], f"{at}[1]"))
-        return model
-
-
-def _saturation(owns: dict[str, tuple[float, str]], shares: dict[str, float]) -> float | None:
-    """The job's throughput when its most constrained executor saturates (each executor's own capacity over its
-    share). An executor whose own capacity rests on no fitted slope cannot be that executor alone: when the lowest
-    estimate is such a one, the second lowest sets it (one executor fed by stalls set a whole job's capacity 10x
-    too low in a live run; two that agree are evidence)."""
-    each = sorted(
-        (c / shares[w], m in FITTED_METHODS) for w, (c, m) in owns.items() if math.isfinite(c) and c > 0 < shares[w]
-    )
-    if not each:
-        return None
-    lowest, fitted = each[0]
-    return lowest if fitted or len(each) == 1 else each[1][0]
-
-
-def _rows(
-    samples: dict[str, list[float]],
-    owns: dict[str, tuple[float, str]],
-    shares: dict[str, float],
-    saturation: float,
-    measured: float,
-    regressions: dict[str, OnlineRegression],
-) -> tuple[ExecutorCapacity, ...]:
-    """One row per executor; joining ones and ones without usable data carry their peers' mean."""
-    known = [c for c, _ in owns.values() if math.isfinite(c) and c > 0]
-    peer_mean = sum(known) / len(known) if known else math.nan
-    joining = [w for w in samples if w not in owns]
-    rows = []
-    for w in samples:
-        own, method = owns.get(w, (peer_mean, "joining"))
-        if not (math.isfinite(own) and own > 0):
-            own, method = peer_mean, "peer_mean"
-        share = shares.get(w, 0.0)
-        capacity = share * saturation if w in owns else (measured - saturation) / len(joining)
-        if method not in FITTED_METHODS and own < capacity:
-            own, method = capacity, "peers"  # its unfitted estimate was overruled by what its peers show
-        reg = regressions.get(w, OnlineRegression())
-        rows.append(ExecutorCapacity(w, reg.n, reg.intercept, reg.slope, own, share, capacity, method))
-    return tuple(rows)
-
-
-def _running_max(values: list[float]) -> list[float]:
-    out: list[float] = []
-    for v in values:
-        out.append(max(v, out[-1]) if out else v)
-    return out
-
-
-def _sample_times(observation: Observation) -> list[float]:
-    """The end time of each sample of the window, oldest first."""
-    n = len(observation.workload_per_s)
-    return [observation.time_s - (n - 1 - i) * observation.step_s for i in range(n)]
-
-
-def _job_throughput_per_s(executors: dict[str, list[float]]) -> float:
-    """Mean records/s of the whole job over the window (executors' plausible samples)."""
-    means = [sum(ys) / len(ys) for ys in executors.values() if ys]
-    return sum(means)
-
-
-def _plausible_samples(executor: ExecutorSeries, times: list[float]) -> list[tuple[int, float, float, float]]:
-    """(index, time, utilization, throughput) of every sample that could be real."""
-    samples = zip(times, executor.utilization_ratio, executor.throughput_per_s, strict=False)
-    return [
-        (i, t, x, y)
-        for i, (t, x, y) in enumerate(samples)
-        if math.isfinite(x) and math.isfinite(y) and 0.0 <= x <= MAX_PLAUSIBLE_UTILIZATION and y >= 0.0
-    ]
-
-
-def _load_shares(executors: dict[str, list[float]]) -> dict[str, float]:
-    means = {w: (sum(ys) / len(ys) if ys else 0.0) for w, ys in executors.items()}
-    total = sum(means.values())
-    if total <= 0:
-        return {w: 1.0 / len(executors) for w in executors}
-    return {w: m / total for w, m in means.items()}
-
-
-def _partition_shares(raw: Any, where: str) -> dict[PartitionKey, float]:
-    """[[topic, partition, share], ...] as to_state writes it (absent in version 1: none learned)."""
-    if not isinstance(raw, list) or len(raw) > _MAX_SCALEOUT:
-        raise Damaged(f"{where}: expected a list of [topic, partition, share]")
-    shares: dict[PartitionKey, float] = {}
-    for i, item in enumerate(raw):
-        if not isinstance(item, list) or len(item) != 3:
-            raise Damaged(f"{where}[{i}]: expected [topic, partition, share]")
-        key = (text(item[0], f"{where}[{i}][0]"), integer(item[1], f"{where}[{i}][1]", lo=0, hi=_MAX_SCALEOUT))
-        shares[key] = number(item[2], f"{where}[{i}][2]", lo=0.0, hi=1.0)
-    return shares
-
-
-def _per_scaleout(raw: Any, where: str) -> dict[int, float]:
-    """{"n": records/s} as to_state writes it."""
-    return {scaleout_key(n, where): number(c, f"{where}.{n!s:.20}", lo=0.0) for n, c in mapping(raw, where).items()}
-
-
-def _capacities(raw: Any, where: str) -> tuple[float, ...]:
-    if not isinstance(raw, list) or len(raw) > _MAX_SCALEOUT:
-        raise Damaged(f"{where}: expected a list of capacities")
-    return tuple(number(c, f"{where}[{i}]", lo=0.0) for i, c in enumerate(raw))
-
-
-def _unconfirmed(raw: Any, where: str) -> tuple[int, int]:
-    if not isinstance(raw, list) or len(raw) != 2:
-        raise Damaged(f"{where}: expected [direction, ticks]")
-    return integer(raw[0], f"{where}[0]", lo=-1, hi=1), integer(raw[1], f"{where}[1]", lo=0, hi=1_000_000)
+        return cls(config, **read_state(config, raw, where))

@@ -6,7 +6,25 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from daedalus_spark.untrusted import Damaged, integer, mapping, number
+from pydantic import Field
+
+from daedalus_spark.untrusted import Damaged, StoredRecord, record
+
+
+class _StoredRegression(StoredRecord):
+    n: int = Field(ge=0, le=2**53)
+    mean_x: float
+    mean_y: float
+    m2_x: float = Field(ge=0.0)  # a negative sum of squares would reach a division in a later tick
+    m2_y: float = Field(ge=0.0)
+    c_xy: float
+
+
+class _StoredMoments(StoredRecord):
+    alpha: float = Field(ge=0.0, le=1.0)
+    n: int = Field(ge=0, le=2**53)
+    mean: float
+    var: float = Field(ge=0.0)
 
 
 @dataclass
@@ -59,15 +77,7 @@ class OnlineRegression:
     @classmethod
     def from_state(cls, raw: Any, where: str) -> OnlineRegression:
         """Stored Welford moments; NaN or a negative sum of squares would reach a division in a later tick."""
-        r = mapping(raw, where)
-        reg = cls(
-            n=integer(r["n"], f"{where}.n", lo=0, hi=2**53),
-            mean_x=number(r["mean_x"], f"{where}.mean_x"),
-            mean_y=number(r["mean_y"], f"{where}.mean_y"),
-            m2_x=number(r["m2_x"], f"{where}.m2_x", lo=0.0),
-            m2_y=number(r["m2_y"], f"{where}.m2_y", lo=0.0),
-            c_xy=number(r["c_xy"], f"{where}.c_xy"),
-        )
+        reg = cls(**record(_StoredRegression, raw, where).model_dump())
         # Cauchy-Schwarz: |c_xy| <= sqrt(m2_x m2_y); beyond rounding the moments were not accumulated by us.
         if abs(reg.c_xy) > math.sqrt(reg.m2_x * reg.m2_y) * (1 + 1e-6) + 1e-9:
             raise Damaged(f"{where}: co-moment larger than the variances allow")
@@ -103,10 +113,4 @@ class ExponentialMoments:
 
     @classmethod
     def from_state(cls, raw: Any, where: str) -> ExponentialMoments:
-        m = mapping(raw, where)
-        return cls(
-            alpha=number(m["alpha"], f"{where}.alpha", lo=0.0, hi=1.0),
-            n=integer(m["n"], f"{where}.n", lo=0, hi=2**53),
-            mean=number(m["mean"], f"{where}.mean"),
-            var=number(m["var"], f"{where}.var", lo=0.0),
-        )
+        return cls(**record(_StoredMoments, raw, where).model_dump())

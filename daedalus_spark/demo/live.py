@@ -17,15 +17,14 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from daedalus_spark.config import Config, load_config, render_yaml
-from daedalus_spark.demo.counts import WordCounts, word_counts
+from daedalus_spark.demo.counts import word_counts
 from daedalus_spark.demo.processes import Processes
+from daedalus_spark.demo.summary import LiveRun, format_summary, summarize
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.monitor.files import BUNDLED_TRACES
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
@@ -142,147 +141,159 @@ def controller_config(
 def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CONFIG, log: Any = print) -> int:
     if plan.autoscaler not in AUTOSCALERS:
         raise ValueError(f"autoscaler {plan.autoscaler!r}: expected one of {', '.join(AUTOSCALERS)}")
-    controlled = plan.autoscaler in ("daedalus", "batch-ratio")
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("knowledge.sqlite", "decisions.jsonl"):
+    for stale in ("knowledge.sqlite", "decisions.jsonl", "wordcount.log", "generator.log", "controller.log"):
         (out / stale).unlink(missing_ok=True)
     work = Path(tempfile.mkdtemp(prefix="daedalus-demo-"))
-    processes = Processes(out)
-    for name in ("wordcount", "generator", "controller"):
-        (out / f"{name}.log").unlink(missing_ok=True)
     base = load_config(config_path)
-    cluster = LocalCluster(
-        workers=plan.max_scaleout, cpus_per_executor=plan.cpus_per_executor, memory_per_worker="768m"
+    running = _Running(
+        Processes(out),
+        LocalCluster(workers=plan.max_scaleout, cpus_per_executor=plan.cpus_per_executor, memory_per_worker="768m"),
     )
-    prometheus: PrometheusServer | None = None
-    sampler: Sampler | None = None
-    agent_answer: dict[str, Any] = {}
     load_ended_s, drained, counts = math.inf, False, None
     started = time.monotonic()
     try:
-        log(
-            f"demo: starting {plan.max_scaleout} Spark workers ({plan.cpus_per_executor:g} CPU each; cgroup quota: "
-            f"{cpu_quota_support() or 'none'})"
-        )
-        cluster.start()
-        exporter_url = cluster.start_cpu_exporter()
-        agent_port, controller_port = free_port(), free_port()
-        agent = f"http://127.0.0.1:{agent_port}"
-        processes.python(
-            "wordcount",
-            "daedalus_spark.workloads.wordcount",
-            "--master",
-            cluster.master_url,
-            "--log-dir",
-            str(work / "log"),
-            "--partitions",
-            str(plan.partitions),
-            "--sink",
-            "files",
-            "--sink-path",
-            str(work / "counts"),
-            "--checkpoint",
-            str(work / "checkpoint"),
-            "--agent-port",
-            str(agent_port),
-            "--config",
-            str(config_path),
-            "--max-executors",
-            str(plan.max_scaleout),
-            *autoscaler_job_args(plan),
-            "--conf",
-            "spark.executor.cores=1",
-            "--conf",
-            "spark.executor.memory=512m",
-            "--conf",
-            "spark.ui.showConsoleProgress=false",
-        )
-        log("demo: WordCount starting with the agent ...")
-        wait_for_processes(lambda: answers(f"{agent}/healthz"), "the agent", 180, processes)
-        prometheus_url = ""
-        if controlled and plan.use_prometheus and find_binary() is not None:
-            targets = [u.removeprefix("http://").removesuffix("/metrics") for u in (f"{agent}/metrics", exporter_url)]
-            prometheus = start_prometheus([*targets, f"127.0.0.1:{controller_port}"], workdir=work / "prometheus")
-            prometheus_url = prometheus.url
-        config = controller_config(
-            base,
-            out,
-            agent_url=agent,
-            scrape_urls=[f"{agent}/metrics", exporter_url],
-            prometheus_url=prometheus_url,
-            metrics_port=controller_port,
-            max_scaleout=plan.max_scaleout,
-        )
-        if plan.autoscaler == "batch-ratio":
-            config = config.model_copy(
-                update={"controller": config.controller.model_copy(update={"planner": "batch_ratio"})}
-            )
-        (out / "demo-config.yaml").write_text(render_yaml(config))
-        processes.python(
-            "generator",
-            "daedalus_spark.workloads.generator",
-            "wordcount",
-            "--trace",
-            str(plan.trace),
-            "--start-s",
-            str(plan.trace_start_s),
-            "--duration-s",
-            str(plan.trace_seconds),
-            "--compression",
-            f"{plan.compression:.6g}",
-            "--scale",
-            f"{plan.scale:g}",
-            "--log-dir",
-            str(work / "log"),
-            "--partitions",
-            str(plan.partitions),
-        )
-        if controlled:
-            processes.start(
-                "controller",
-                [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")],
-            )
-        sampler = Sampler(f"{agent}/metrics").start()
-        agent_answer = _agent_status(agent)
-        log(
-            f"demo: load cycle of {plan.duration_s:.0f} s running; autoscaler {plan.autoscaler}"
-            + (
-                f"; monitor: {'Prometheus ' + prometheus_url if prometheus_url else 'embedded scraper'}; "
-                f"controller metrics on 127.0.0.1:{controller_port}"
-                if controlled
-                else f"; the agent: {_mode(agent_answer)}"
-            )
-            + f"; logs in {out}"
-        )
-        _wait_out(plan.duration_s, processes, log)
+        sampler = _start_everything(out, plan, config_path, base, work, running, log)
+        _wait_out(plan.duration_s, running.processes, log)
         load_ended_s = time.monotonic() - sampler.started
-        drained = _drain(sampler, plan.drain_s, processes, log)
+        drained = _drain(sampler, plan.drain_s, running.processes, log)
         if drained:
             counts = word_counts(work / "log", TOPIC, work / "counts")
     except KeyboardInterrupt:
         log("demo: interrupted; stopping everything")
     finally:
-        if sampler is not None:
-            sampler.stop()
-        processes.stop_all()
-        if prometheus is not None:
-            prometheus.stop()
-        cluster.stop()
+        running.stop()
         shutil.rmtree(work, ignore_errors=True)
-    run = LiveRun(sampler.samples if sampler else [], load_ended_s, drained, agent_answer, counts)
+    samples = running.sampler.samples if running.sampler else []
+    run = LiveRun(samples, load_ended_s, drained, running.agent_answer, counts)
     return _finish(out, plan, run, time.monotonic() - started, log)
 
 
-@dataclass(frozen=True)
-class LiveRun:
-    """What one run saw: the samples, when the load cycle ended (s since sampling began), whether the lag was then
-    worked off within the drain time, the agent's first answer on /executors, and the words in against counted."""
+@dataclass
+class _Running:
+    """What a demo has started, for stopping it all whatever happens; the agent's first answer on /executors."""
 
-    samples: list[Any]
-    load_ended_s: float
-    drained: bool
-    agent: dict[str, Any]
-    counts: WordCounts | None = None
+    processes: Processes
+    cluster: LocalCluster
+    prometheus: PrometheusServer | None = None
+    sampler: Sampler | None = None
+    agent_answer: dict[str, Any] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+        self.processes.stop_all()
+        if self.prometheus is not None:
+            self.prometheus.stop()
+        self.cluster.stop()
+
+
+def _start_everything(
+    out: Path, plan: DemoPlan, config_path: Path, base: Config, work: Path, running: _Running, log: Any
+) -> Sampler:
+    """The cluster, the job with the agent, Prometheus if used, the generator and the controller; returns the
+    sampler of the agent's metrics, started."""
+    controlled = plan.autoscaler in ("daedalus", "batch-ratio")
+    log(
+        f"demo: starting {plan.max_scaleout} Spark workers ({plan.cpus_per_executor:g} CPU each; cgroup quota: "
+        f"{cpu_quota_support() or 'none'})"
+    )
+    running.cluster.start()
+    exporter_url = running.cluster.start_cpu_exporter()
+    agent_port, controller_port = free_port(), free_port()
+    agent = f"http://127.0.0.1:{agent_port}"
+    processes = running.processes
+    processes.python(
+        "wordcount", "daedalus_spark.workloads.wordcount", *_job_args(plan, running, work, agent_port, config_path)
+    )
+    log("demo: WordCount starting with the agent ...")
+    wait_for_processes(lambda: answers(f"{agent}/healthz"), "the agent", 180, processes)
+    prometheus_url = ""
+    if controlled and plan.use_prometheus and find_binary() is not None:
+        targets = [u.removeprefix("http://").removesuffix("/metrics") for u in (f"{agent}/metrics", exporter_url)]
+        running.prometheus = start_prometheus([*targets, f"127.0.0.1:{controller_port}"], workdir=work / "prometheus")
+        prometheus_url = running.prometheus.url
+    config = controller_config(
+        base,
+        out,
+        agent_url=agent,
+        scrape_urls=[f"{agent}/metrics", exporter_url],
+        prometheus_url=prometheus_url,
+        metrics_port=controller_port,
+        max_scaleout=plan.max_scaleout,
+    )
+    if plan.autoscaler == "batch-ratio":
+        config = config.model_copy(
+            update={"controller": config.controller.model_copy(update={"planner": "batch_ratio"})}
+        )
+    (out / "demo-config.yaml").write_text(render_yaml(config))
+    processes.python("generator", "daedalus_spark.workloads.generator", "wordcount", *_generator_args(plan, work))
+    if controlled:
+        processes.start(
+            "controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")]
+        )
+    running.sampler = sampler = Sampler(f"{agent}/metrics").start()
+    running.agent_answer = _agent_status(agent)
+    log(
+        f"demo: load cycle of {plan.duration_s:.0f} s running; autoscaler {plan.autoscaler}"
+        + (
+            f"; monitor: {'Prometheus ' + prometheus_url if prometheus_url else 'embedded scraper'}; "
+            f"controller metrics on 127.0.0.1:{controller_port}"
+            if controlled
+            else f"; the agent: {_mode(running.agent_answer)}"
+        )
+        + f"; logs in {out}"
+    )
+    return sampler
+
+
+def _job_args(plan: DemoPlan, running: _Running, work: Path, agent_port: int, config_path: Path) -> list[str]:
+    return [
+        "--master",
+        running.cluster.master_url,
+        "--log-dir",
+        str(work / "log"),
+        "--partitions",
+        str(plan.partitions),
+        "--sink",
+        "files",
+        "--sink-path",
+        str(work / "counts"),
+        "--checkpoint",
+        str(work / "checkpoint"),
+        "--agent-port",
+        str(agent_port),
+        "--config",
+        str(config_path),
+        "--max-executors",
+        str(plan.max_scaleout),
+        *autoscaler_job_args(plan),
+        "--conf",
+        "spark.executor.cores=1",
+        "--conf",
+        "spark.executor.memory=512m",
+        "--conf",
+        "spark.ui.showConsoleProgress=false",
+    ]
+
+
+def _generator_args(plan: DemoPlan, work: Path) -> list[str]:
+    return [
+        "--trace",
+        str(plan.trace),
+        "--start-s",
+        str(plan.trace_start_s),
+        "--duration-s",
+        str(plan.trace_seconds),
+        "--compression",
+        f"{plan.compression:.6g}",
+        "--scale",
+        f"{plan.scale:g}",
+        "--log-dir",
+        str(work / "log"),
+        "--partitions",
+        str(plan.partitions),
+    ]
 
 
 def _mode(answer: dict[str, Any]) -> str:
@@ -349,112 +360,6 @@ def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any) ->
     if not summary["records_exact"]:
         return 1
     return 0 if plan.autoscaler != "daedalus" or (summary["scale_outs"] and summary["scale_ins"]) else 1
-
-
-SETTLE_S = 10.0  # a live count held this long is a level; passing levels (executors joining one by one) are not
-
-
-def settled_rescales(t: np.ndarray, live: np.ndarray, settle_s: float = SETTLE_S) -> int:
-    """Changes between the live executor counts held for `settle_s` or more: one per rescale, however the executors
-    joined or left, the same for every autoscaler."""
-    levels: list[float] = []
-    start = 0
-    for i in range(1, len(live) + 1):
-        if i == len(live) or live[i] != live[start]:
-            if t[i - 1] - t[start] >= settle_s and (not levels or levels[-1] != live[start]):
-                levels.append(float(live[start]))
-            start = i
-    return max(0, len(levels) - 1)
-
-
-def lag_seconds(t: np.ndarray, records_in: np.ndarray, lag: np.ndarray) -> np.ndarray:
-    """How old the oldest unread record is at each sample: the time since the source's end offset was where the
-    query's committed offset is now (records in, minus the lag), from the sampled history of records in."""
-    committed = records_in - lag
-    appended_at = np.interp(committed, records_in, t)  # records in only grows: an inverse by interpolation
-    delay: np.ndarray = np.maximum(0.0, t - appended_at)
-    return delay
-
-
-def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
-    """The run's figures over its load cycle (samples up to its end), and its record counts after the drain."""
-    samples = [s for s in run.samples if s.t_s <= run.load_ended_s]
-    t, live, lag, records_in = (
-        np.array([getattr(s, name) for s in samples], dtype=float)
-        for name in ("t_s", "executors", "lag_records", "records_in")
-    )
-    ok = np.isfinite(live)
-    executor_s = float(np.sum(live[ok][:-1] * np.diff(t[ok]))) if ok.sum() > 1 else 0.0
-    span_s = float(t[ok][-1] - t[ok][0]) if ok.sum() > 1 else 0.0
-    applied = [
-        d
-        for d in decisions
-        if d.get("actuation") and d["actuation"]["outcome"] in ("accepted", "applied", "unconfirmed")
-    ]
-    reasons: dict[str, int] = {}
-    for d in decisions:
-        reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
-    seen = np.isfinite(lag) & np.isfinite(records_in)
-    lag_s = lag_seconds(t[seen], records_in[seen], lag[seen]) if seen.sum() > 1 else np.zeros(0)
-    finite_lag = lag[seen]
-    last = run.samples[-1] if run.samples else None
-    records_read = last.records_out if last is not None and math.isfinite(last.records_out) else None
-    counts = run.counts
-
-    def stat(values: np.ndarray, q: float) -> float | None:
-        return round(float(np.percentile(values, q)), 1) if values.size else None
-
-    return {
-        "autoscaler": plan.autoscaler,
-        "wall_s": round(wall_s, 1),
-        "load_s": round(span_s, 1),
-        "ticks": len(decisions),
-        "decisions_by_reason": reasons,
-        "scale_outs": sum(1 for d in applied if d["target"] > d["current"]),
-        "scale_ins": sum(1 for d in applied if d["target"] < d["current"]),
-        "rescales_failed_or_refused": sum(
-            1 for d in decisions if d.get("actuation") and d["actuation"]["outcome"] in ("failed", "refused")
-        ),
-        "rescales_live": settled_rescales(t[ok], live[ok]),
-        "agent_refusing": run.agent.get("refusing", ""),
-        "executor_seconds": round(executor_s, 1),
-        "static_max_executor_seconds": round(plan.max_scaleout * span_s, 1),
-        "executor_seconds_vs_static_max": round(executor_s / (plan.max_scaleout * span_s), 3) if span_s else None,
-        "lag_p95_records": stat(finite_lag, 95),
-        "lag_max_records": stat(finite_lag, 100),
-        "lag_p95_s": stat(lag_s, 95),
-        "lag_max_s": stat(lag_s, 100),
-        "drained": run.drained,
-        "lines_in": counts.lines_in if counts else None,
-        "lines_read": records_read,  # numInputRows summed: a stage retried after a lost executor reads again
-        "records_in": counts.words_in if counts else None,  # words appended...
-        "records_out": counts.words_out if counts else None,  # ...and counted: the sink's final counts, summed
-        "records_exact": bool(counts and counts.exact),
-        "executors_over_time": [
-            [round(float(a), 1), int(b)] for a, b in zip(t[ok], live[ok], strict=True) if not math.isnan(b)
-        ][::15],
-    }
-
-
-def format_summary(s: dict[str, Any]) -> str:
-    counts = (
-        f"words in {s['records_in']}, counted {s['records_out']}"
-        if s["records_in"] is not None
-        else "words not counted"
-    )
-    return "\n".join(
-        [
-            f"demo ({s['autoscaler']}): {s['ticks']} ticks in {s['wall_s']:.0f} s; "
-            f"scale-outs {s['scale_outs']}, scale-ins {s['scale_ins']}, "
-            f"failed/refused {s['rescales_failed_or_refused']}; live rescales {s['rescales_live']}",
-            f"  decisions: {', '.join(f'{k} {v}' for k, v in sorted(s['decisions_by_reason'].items()))}",
-            f"  executor-seconds {s['executor_seconds']:.0f} vs {s['static_max_executor_seconds']:.0f} static at the "
-            f"largest scale-out ({s['executor_seconds_vs_static_max']})",
-            f"  consumer lag p95 {s['lag_p95_records']} records ({s['lag_p95_s']} s of input), "
-            f"max {s['lag_max_records']} ({s['lag_max_s']} s)",
-            f"  {counts}: {'exact' if s['records_exact'] else 'NOT exact' if s['drained'] else 'lag not worked off'}",
-        ]
-    )
 
 
 def _report(out: Path) -> str:

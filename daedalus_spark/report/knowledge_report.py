@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import html
 import io
 import json
 import time
@@ -114,76 +115,11 @@ def _coverage(came: list[float], bound: tuple[float, ...]) -> float | None:
 
 
 def build(k: Knowledge) -> dict[str, Any]:
-    table = k.history.latest_table
-    models = [
-        f
-        for i, f in enumerate(k.history.forecasts)
-        if i == 0 or (f.model, f.arima_order, f.refits) != _model_key(k.history.forecasts[i - 1])
-    ]
-    decisions = list(k.decisions)
     report: dict[str, Any] = finite_or_none(
         {
-            "capacity": None
-            if table is None
-            else {
-                "current_scaleout": table.current_scaleout,
-                "current_per_s": table.current_per_s,
-                "per_scaleout": [
-                    {
-                        "scaleout": n,
-                        "capacity_per_s": c,
-                        "catch_up_per_s": table.catch_up_at(n),
-                        "observed": n in table.observed_scaleouts,
-                    }
-                    for n, c in enumerate(table.per_scaleout_per_s, start=1)
-                ],
-                "executors": [{**asdict(w), "skew_factor_ratio": w.skew_factor_ratio} for w in table.executors],
-                "notes": list(table.notes),
-            },
-            "forecast": {
-                "latest": asdict(k.history.forecasts[-1]) if k.history.forecasts else None,
-                "scored": _scored_json(k),
-                "accuracy": forecast_accuracy(k),
-                "model_history": [
-                    {
-                        "time_s": f.time_s,
-                        "time": iso(f.time_s),
-                        "model": f.model,
-                        "arima_order": f.arima_order,
-                        "refits": f.refits,
-                        "last_wape": f.last_wape,
-                    }
-                    for f in models
-                ],
-            },
-            "decisions": {
-                "count": len(decisions),
-                "by_reason": dict(Counter(d.reason.value for d in decisions)),
-                "rescales": [
-                    {
-                        "time_s": d.time_s,
-                        "time": iso(d.time_s),
-                        "from": d.current_scaleout,
-                        "to": d.target_scaleout,
-                        "reason": d.reason.value,
-                        "actuation": d.actuation,
-                        "detail": d.actuation_detail,
-                    }
-                    for d in decisions
-                    if d.rescale
-                ],
-                "latest": [
-                    {
-                        "time_s": d.time_s,
-                        "time": iso(d.time_s),
-                        "current": d.current_scaleout,
-                        "target": d.target_scaleout,
-                        "reason": d.reason.value,
-                        "actuation": d.actuation,
-                    }
-                    for d in decisions[-20:]
-                ],
-            },
+            "capacity": _capacity_json(k),
+            "forecast": _forecast_json(k),
+            "decisions": _decisions_json(k),
             "recovery": {
                 "downtime_scale_out_s": k.recovery.downtime_scale_out_s,
                 "downtime_scale_in_s": k.recovery.downtime_scale_in_s,
@@ -198,37 +134,129 @@ def build(k: Knowledge) -> dict[str, Any]:
     return report
 
 
+def _capacity_json(k: Knowledge) -> dict[str, Any] | None:
+    table = k.history.latest_table
+    if table is None:
+        return None
+    return {
+        "current_scaleout": table.current_scaleout,
+        "current_per_s": table.current_per_s,
+        "per_scaleout": [
+            {
+                "scaleout": n,
+                "capacity_per_s": c,
+                "catch_up_per_s": table.catch_up_at(n),
+                "observed": n in table.observed_scaleouts,
+            }
+            for n, c in enumerate(table.per_scaleout_per_s, start=1)
+        ],
+        "executors": [{**asdict(w), "skew_factor_ratio": w.skew_factor_ratio} for w in table.executors],
+        "notes": list(table.notes),
+    }
+
+
+def _forecast_json(k: Knowledge) -> dict[str, Any]:
+    forecasts = k.history.forecasts
+    models = [f for i, f in enumerate(forecasts) if i == 0 or _model_key(f) != _model_key(forecasts[i - 1])]
+    return {
+        "latest": asdict(forecasts[-1]) if forecasts else None,
+        "scored": _scored_json(k),
+        "accuracy": forecast_accuracy(k),
+        "model_history": [
+            {
+                "time_s": f.time_s,
+                "time": iso(f.time_s),
+                "model": f.model,
+                "arima_order": f.arima_order,
+                "refits": f.refits,
+                "last_wape": f.last_wape,
+            }
+            for f in models
+        ],
+    }
+
+
+def _decisions_json(k: Knowledge) -> dict[str, Any]:
+    decisions = list(k.decisions)
+    return {
+        "count": len(decisions),
+        "by_reason": dict(Counter(d.reason.value for d in decisions)),
+        "rescales": [
+            {
+                "time_s": d.time_s,
+                "time": iso(d.time_s),
+                "from": d.current_scaleout,
+                "to": d.target_scaleout,
+                "reason": d.reason.value,
+                "actuation": d.actuation,
+                "detail": d.actuation_detail,
+            }
+            for d in decisions
+            if d.rescale
+        ],
+        "latest": [
+            {
+                "time_s": d.time_s,
+                "time": iso(d.time_s),
+                "current": d.current_scaleout,
+                "target": d.target_scaleout,
+                "reason": d.reason.value,
+                "actuation": d.actuation,
+            }
+            for d in decisions[-20:]
+        ],
+    }
+
+
 def _model_key(f: ForecastRecord) -> tuple[Any, ...]:
     return (f.model, f.arima_order, f.refits)
 
 
 def format_text(r: dict[str, Any]) -> str:
     lines = [f"knowledge store: {line}" for line in r.get("damage", [])]
-    cap = r["capacity"]
+    lines += _capacity_lines(r["capacity"])
+    lines += _forecast_lines(r["forecast"])
+    d = r["decisions"]
+    lines.append(f"decisions: {d['count']} ({', '.join(f'{k} {v}' for k, v in sorted(d['by_reason'].items()))})")
+    for x in d["rescales"][-10:]:
+        lines.append(f"  {x['time']}: {x['from']} -> {x['to']} {x['reason']} [{x['actuation']}] {x['detail']}")
+    rec = r["recovery"]
+    lines.append(
+        f"downtime estimates: scale-out {rec['downtime_scale_out_s']:.1f} s, "
+        f"scale-in {rec['downtime_scale_in_s']:.1f} s; measured recoveries: {len(rec['measured'])}"
+    )
+    for m in rec["measured"][-5:]:
+        lines.append(
+            f"  {m['rescale_time']} {m['direction']} {m['from_scaleout']}->{m['to_scaleout']}: {m['recovery_s']:.0f} s"
+        )
+    return "\n".join(lines)
+
+
+def _capacity_lines(cap: dict[str, Any] | None) -> list[str]:
     if cap is None:
-        lines.append("capacity: nothing learned yet")
-    else:
-        lines.append(f"capacity at scale-out {cap['current_scaleout']}: {cap['current_per_s']:,.0f} records/s")
-        lines.append(
-            "  per scale-out: "
-            + ", ".join(
-                f"{p['scaleout']}{'' if p['observed'] else '*'}: {p['capacity_per_s']:,.0f}"
-                for p in cap["per_scaleout"]
-            )
-            + "   (* extrapolated)"
+        return ["capacity: nothing learned yet"]
+    lines = [
+        f"capacity at scale-out {cap['current_scaleout']}: {cap['current_per_s']:,.0f} records/s",
+        "  per scale-out: "
+        + ", ".join(
+            f"{p['scaleout']}{'' if p['observed'] else '*'}: {p['capacity_per_s']:,.0f}" for p in cap["per_scaleout"]
         )
+        + "   (* extrapolated)",
+        "  catch-up (working off a backlog): "
+        + ", ".join(f"{p['scaleout']}: {p['catch_up_per_s']:,.0f}" for p in cap["per_scaleout"]),
+    ]
+    lines.extend(f"  note: {note}" for note in cap["notes"])
+    for w in cap["executors"]:
         lines.append(
-            "  catch-up (working off a backlog): "
-            + ", ".join(f"{p['scaleout']}: {p['catch_up_per_s']:,.0f}" for p in cap["per_scaleout"])
+            f"  executor {w['executor_id']}: {w['capacity_per_s']:,.0f}/s ({w['method']}, "
+            f"{w['samples']} samples, {w['intercept_per_s']:.0f} + {w['slope_per_s']:.0f} x util, "
+            f"skew {w['skew_factor_ratio']:.2f})"
         )
-        lines.extend(f"  note: {note}" for note in cap["notes"])
-        for w in cap["executors"]:
-            lines.append(
-                f"  executor {w['executor_id']}: {w['capacity_per_s']:,.0f}/s ({w['method']}, "
-                f"{w['samples']} samples, {w['intercept_per_s']:.0f} + {w['slope_per_s']:.0f} x util, "
-                f"skew {w['skew_factor_ratio']:.2f})"
-            )
-    f = r["forecast"]
+    return lines
+
+
+def _forecast_lines(f: dict[str, Any]) -> list[str]:
+    lines = []
     if f["latest"]:
         latest = f["latest"]
         lines.append(
@@ -249,20 +277,7 @@ def format_text(r: dict[str, Any]) -> str:
             + (f", workload within the planned load at {sum(covered) / len(covered):.1%} of steps" if covered else "")
         )
     lines.append(f"  model changes: {len(f['model_history'])}")
-    d = r["decisions"]
-    lines.append(f"decisions: {d['count']} ({', '.join(f'{k} {v}' for k, v in sorted(d['by_reason'].items()))})")
-    for x in d["rescales"][-10:]:
-        lines.append(f"  {x['time']}: {x['from']} -> {x['to']} {x['reason']} [{x['actuation']}] {x['detail']}")
-    rec = r["recovery"]
-    lines.append(
-        f"downtime estimates: scale-out {rec['downtime_scale_out_s']:.1f} s, "
-        f"scale-in {rec['downtime_scale_in_s']:.1f} s; measured recoveries: {len(rec['measured'])}"
-    )
-    for m in rec["measured"][-5:]:
-        lines.append(
-            f"  {m['rescale_time']} {m['direction']} {m['from_scaleout']}->{m['to_scaleout']}: {m['recovery_s']:.0f} s"
-        )
-    return "\n".join(lines)
+    return lines
 
 
 def plot_capacity(r: dict[str, Any], ax: Any) -> None:
@@ -346,7 +361,7 @@ def write_html(r: dict[str, Any], out: Path) -> Path:
             replace_file(out / name, png.getvalue())
             figures.append(name)
     body = "".join(f'<img src="{name}" alt="{name}"><br>' for name in figures)
-    text = format_text(r).replace("&", "&amp;").replace("<", "&lt;")
+    text = html.escape(format_text(r), quote=False)
     page = (
         f"<!doctype html><meta charset='utf-8'><title>daedalus-spark knowledge</title>"
         f"<h1>daedalus-spark: what the controller knows</h1><pre>{text}</pre>{body}"

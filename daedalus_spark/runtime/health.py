@@ -1,132 +1,125 @@
-"""Runtime: the controller's HTTP endpoint — Prometheus `/metrics` and `/healthz` for probes."""
+"""Runtime: the controller's HTTP endpoint — Prometheus `/metrics` and `/healthz` for probes (a WSGI app)."""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import socket
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+from wsgiref.types import StartResponse, WSGIEnvironment
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, make_wsgi_app
+
+from daedalus_spark.httpserve import BoundedHTTPServer, send_json_error, start
 
 Health = Callable[[], tuple[bool, dict[str, Any]]]  # (healthy, details)
 
-# A connection costs a coroutine, not a thread: slow or stalled clients wait on the event loop without taking a slot
-# the liveness probe needs. Bounds: connections at once, the request head's size, and one deadline each for reading
-# the whole head and for sending the whole answer (not per read: a client trickling a byte at a time is cut off too).
+# A connection costs a thread (wsgiref on socketserver), held by a slow or stalled client until one of its reads or
+# writes passes IO_DEADLINE_S: the slots are many, so such clients never take the one the liveness probe needs
+# (with 16, 20 stalled clients made /healthz answer 503). Beyond MAX_CONNECTIONS a client is answered 503 at once.
+# http.server refuses a request head line longer than MAX_HEAD_BYTES, or more than 100 header lines (431).
 MAX_CONNECTIONS = 1024
-MAX_HEAD_BYTES = 16 * 1024
-HEAD_DEADLINE_S = 5.0
-SEND_DEADLINE_S = 10.0
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 431: "Too Large", 503: "Busy"}
+MAX_HEAD_BYTES = 64 * 1024
+IO_DEADLINE_S = 5.0
+_STATUS = {200: "200 OK", 404: "404 Not Found", 405: "405 Method Not Allowed", 503: "503 Service Unavailable"}
 
 
-class HealthServer:
-    """`/metrics` and `/healthz` on an asyncio event loop in one daemon thread; `shutdown()` then `server_close()`."""
+def health_app(registry: CollectorRegistry, health: Health) -> Callable[[WSGIEnvironment, StartResponse], list[bytes]]:
+    """/metrics from prometheus_client's own WSGI app (its content negotiation and compression), /healthz from
+    `health`; GET and HEAD only, every answer with its length."""
+    metrics = make_wsgi_app(registry)
 
-    def __init__(self, registry: CollectorRegistry, health: Health, host: str, port: int) -> None:
-        self.registry, self.health = registry, health
-        self._socket = socket.create_server((host, port), family=_family(host), reuse_port=False)
-        self.server_port: int = self._socket.getsockname()[1]
-        self._loop = asyncio.new_event_loop()
-        self._handlers: set[asyncio.Task[None]] = set()
-        started = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(started,), name="daedalus-health", daemon=True)
-        self._thread.start()
-        started.wait()
-
-    def _serve(self, started: threading.Event) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
-            asyncio.start_server(self._handle, sock=self._socket, limit=MAX_HEAD_BYTES)
-        )
-        started.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            server.close()
-            for task in self._handlers:  # clients still connected are dropped, each handler ending cleanly
-                task.cancel()
-            self._loop.run_until_complete(asyncio.gather(*self._handlers, return_exceptions=True))
-            self._loop.run_until_complete(asyncio.sleep(0))  # the transports' scheduled closes run
-            self._loop.run_until_complete(server.wait_closed())
-            self._loop.close()
-
-    def shutdown(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-
-    def server_close(self) -> None:
-        self._socket.close()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._handlers) >= MAX_CONNECTIONS:
-            writer.close()
-            return
-        task = asyncio.current_task()
-        assert task is not None
-        self._handlers.add(task)
-        try:
-            answer = await self._answer(reader)
-            if answer is not None:
-                writer.write(answer)
-                await asyncio.wait_for(writer.drain(), SEND_DEADLINE_S)
-        except (OSError, TimeoutError):
-            pass  # the client left or would not read: nothing more to do for it
-        finally:
-            self._handlers.discard(task)
-            writer.close()
-
-    async def _answer(self, reader: asyncio.StreamReader) -> bytes | None:
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_DEADLINE_S)
-        except asyncio.LimitOverrunError:
-            return _response(431, {"error": f"request head over {MAX_HEAD_BYTES} bytes"})
-        except (asyncio.IncompleteReadError, TimeoutError):
-            return None  # closed early, or too slow: no answer is owed
-        parts = head.split(b"\r\n", 1)[0].split()
-        if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
-            return _response(400, {"error": "not an HTTP/1.x request line"})
-        method, path = parts[0], parts[1].split(b"?", 1)[0]
-        if method not in (b"GET", b"HEAD"):
-            return _response(405, {"error": "only GET and HEAD"}, extra=b"Allow: GET, HEAD\r\n")
-        if path == b"/metrics":
-            code, body, content_type = 200, generate_latest(self.registry), CONTENT_TYPE_LATEST
-        elif path == b"/healthz":
-            healthy, details = self.health()
-            code, body, content_type = 200 if healthy else 503, _json(details), "application/json"
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
+        method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
+        if method not in ("GET", "HEAD"):
+            code, headers, body = 405, [("Allow", "GET, HEAD")], _json({"error": "only GET and HEAD"})
+        elif path == "/metrics":
+            code, headers, body = _call(metrics, {**environ, "REQUEST_METHOD": "GET"})
+        elif path == "/healthz":
+            healthy, details = health()
+            code, headers, body = 200 if healthy else 503, [], _json(details)
         else:
-            return _response(404, {"error": "not found; try /metrics or /healthz"})
-        return _head(code, content_type, len(body)) + (b"" if method == b"HEAD" else body)
+            code, headers, body = 404, [], _json({"error": "not found; try /metrics or /healthz"})
+        if not any(name.lower() == "content-type" for name, _ in headers):
+            headers.append(("Content-Type", "application/json"))
+        # wsgiref would name itself and the Python version in a Server header: say only what this is.
+        start_response(_STATUS[code], [*headers, ("Content-Length", str(len(body))), ("Server", "daedalus-spark")])
+        return [b"" if method == "HEAD" else body]
+
+    return app
 
 
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
+def _call(app: Callable[..., Iterable[bytes]], environ: WSGIEnvironment) -> tuple[int, list[tuple[str, str]], bytes]:
+    answer: list[Any] = []
+    body = b"".join(app(environ, lambda status, headers, exc_info=None: answer.extend((status, headers))))
+    return int(answer[0].split()[0]), list(answer[1]), body
 
 
 def _json(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, allow_nan=False).encode()
 
 
-def _head(code: int, content_type: str, length: int, extra: bytes = b"") -> bytes:
-    return (
-        (
-            f"HTTP/1.1 {code} {_REASONS.get(code, '')}\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\n"
-            "Connection: close\r\n"
-        ).encode()
-        + extra
-        + b"\r\n"
-    )
+class _Handler(WSGIRequestHandler):
+    timeout = IO_DEADLINE_S  # StreamRequestHandler puts it on the socket: every read and write has a deadline
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9":  # it would be answered without a status line
+            self.send_error(400, "not an HTTP/1.x request line")
+            return False
+        return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        send_json_error(self, code, message)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the controller's log stays its own
+        return None
 
 
-def _response(code: int, payload: dict[str, Any], extra: bytes = b"") -> bytes:
-    body = _json(payload)
-    return _head(code, "application/json", len(body), extra) + body
+class HealthServer(BoundedHTTPServer, WSGIServer):
+    """The WSGI app on a thread per connection (at most MAX_CONNECTIONS); `shutdown()` then `server_close()`, which
+    also drops the clients still connected."""
+
+    request_queue_size = MAX_CONNECTIONS  # the listen backlog (socketserver's 5 made a burst of clients wait seconds)
+
+    def __init__(self, registry: CollectorRegistry, health: Health, host: str, port: int) -> None:
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__((host, port), _Handler, max_connections=MAX_CONNECTIONS)
+        self.set_app(health_app(registry, health))
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self._open_lock:
+            still = list(self._open)
+        for request in still:  # a blocked read returns at once; its handler ends and closes the socket
+            with contextlib.suppress(OSError):  # already gone
+                request.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that left, stalled past the deadline or was dropped at shutdown: nothing to report.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
 
 
 def serve_health(registry: CollectorRegistry, health: Health, host: str, port: int) -> HealthServer:
     """Serve on a daemon thread; port 0 picks a free one (`server.server_port`)."""
-    return HealthServer(registry, health, host, port)
+    server = HealthServer(registry, health, host, port)
+    start(server, "daedalus-health")
+    return server

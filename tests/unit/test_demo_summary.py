@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from daedalus_spark.demo.live import DemoPlan, autoscaler_job_args, lag_seconds, settled_rescales
+from daedalus_spark.demo.live import DemoPlan, autoscaler_job_args
+from daedalus_spark.demo.summary import lag_seconds, settled_rescales
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,52 @@
+"""Configuration: the one YAML file that tunes the controller, validated at the boundary (pydantic).
+
+A package split by section; every name is re-exported here, so `from daedalus_spark.config import X` is the one way in.
+"""
+
+from daedalus_spark.config.actuation import ActuatorConfig, AgentSettings, KubernetesConfig, RuntimeConfig
+from daedalus_spark.config.control import CapacityConfig, ControllerConfig, ForecastConfig, RecoveryConfig
+from daedalus_spark.config.fields import _http_url, _Section
+from daedalus_spark.config.loading import (
+    ConfigError,
+    _StrictYamlLoader,
+    load_config,
+    load_model,
+    parse_config,
+    parse_model,
+    render_yaml,
+)
+from daedalus_spark.config.model import (
+    HISTORY_LIMIT,
+    RESCALE_BUDGET_WINDOW_S,
+    Config,
+    KnowledgeConfig,
+    history_windows,
+)
+from daedalus_spark.config.monitor import PLACEHOLDERS, MonitorConfig
+
+__all__ = [
+    "HISTORY_LIMIT",
+    "PLACEHOLDERS",
+    "RESCALE_BUDGET_WINDOW_S",
+    "ActuatorConfig",
+    "AgentSettings",
+    "CapacityConfig",
+    "Config",
+    "ConfigError",
+    "ControllerConfig",
+    "ForecastConfig",
+    "KnowledgeConfig",
+    "KubernetesConfig",
+    "MonitorConfig",
+    "RecoveryConfig",
+    "RuntimeConfig",
+    "_Section",
+    "_StrictYamlLoader",
+    "_http_url",
+    "history_windows",
+    "load_config",
+    "load_model",
+    "parse_config",
+    "parse_model",
+    "render_yaml",
+]

@@ -1,0 +1,299 @@
+"""Configuration: the sections that steer the decision — controller, capacity, forecast, recovery."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import field_validator
+
+from daedalus_spark.config.fields import _field, _nonblank, _openable_path, _Section
+
+
+class ControllerConfig(_Section):
+    loop_interval_s: float = _field(60, "s", "How often the MAPE-K loop runs.", ge=5, le=3600)
+    min_scaleout: int = _field(1, "executors", "Fewest executors the controller may set.", ge=1, le=10000)
+    max_scaleout: int = _field(
+        12, "executors", "Most executors the controller may set (cap it at the Kafka partition count).", ge=1, le=10000
+    )
+    target_recovery_s: float = _field(
+        600, "s", "Longest acceptable time from a rescale's stop until the backlog is worked off.", gt=0, le=86400
+    )
+    checkpoint_interval_s: float = _field(
+        10,
+        "s",
+        "Streaming checkpoint (micro-batch commit) interval; the worst-case replay after a restart.",
+        ge=0,
+        le=3600,
+    )
+    recent_rescale_window_s: float = _field(
+        600,
+        "s",
+        "After a rescale this recent, keep the scale-out while it still carries the load (Alg. 1).",
+        ge=0,
+        le=86400,
+    )
+    cooldown_s: float = _field(180, "s", "No new rescale this soon after the previous one.", ge=0, le=86400)
+    scale_in_lag_s: float = _field(
+        60,
+        "s",
+        "A scale-in waits while the consumer lag exceeds this many seconds of the smaller scale-out's capacity (still "
+        "catching up). 1 = the paper's rule (capacity below the lag), which a micro-batch job never passes: it always "
+        "holds a batch or more of lag (docs/planning.md).",
+        ge=0,
+        le=86400,
+    )
+    planner: Literal["paper", "cost_aware", "horizon", "batch_ratio"] = _field(
+        "horizon",
+        "-",
+        "paper: Algorithm 1 as published. cost_aware: Algorithm 1 on the forecast's upper bound, and a scale-in only "
+        "if the forecast says it outlasts the cool-down and the executor-seconds it saves exceed its downtime and "
+        "catch-up. horizon: the cheapest schedule over the forecast that keeps latency and every recovery within "
+        "the target (the offline optimum's DP), of which the first step is applied (docs/planning.md). "
+        "batch_ratio: not ours but Spark's DStreams batch-duration rule, a baseline to compare against, one scaling "
+        "round per tick (plan/batchratio.py).",
+    )
+    horizon_upper_weight_ratio: float = _field(
+        0.5,
+        "ratio",
+        "horizon: the load the plan provisions for, between the forecast's point (0) and its interval's upper bound "
+        "(1).",
+        ge=0,
+        le=1,
+    )
+    horizon_target_share_ratio: float = _field(
+        0.5,
+        "ratio",
+        "horizon: the plan keeps latency and every recovery within this share of target_recovery_s; the rest is "
+        "left for what the forecast and the learned capacities and downtimes get wrong.",
+        gt=0,
+        le=1,
+    )
+    scale_in_lookback_s: float = _field(
+        600,
+        "s",
+        "cost_aware: no scale-in to a capacity the observed workload rose back above within this window (a "
+        "forecast that missed a 10-min cycle made paper scale in and out every 6 min; docs/planning.md). 0 = off.",
+        ge=0,
+        le=86400,
+    )
+    max_rescales_per_hour: float = _field(
+        3,
+        "rescales",
+        "cost_aware and horizon: rescale budget, a token bucket refilled at this rate and holding at most this many: "
+        "every applied rescale takes a token, and a scale-in waits for a whole one (scale-outs never wait: safety "
+        "first; they may leave the bucket in debt). The bucket fills from empty at the oldest tick remembered, so a "
+        "fresh controller earns its budget. horizon plans with the tokens plus the refill over its horizon. "
+        "3 = one per 20 minutes on average. 0 = off.",
+        ge=0,
+        le=3600,
+    )
+    warmup_s: float = _field(
+        60, "s", "Samples from this soon after a (re)start are not learned from (JIT, state reload).", ge=0, le=3600
+    )
+    utilization_signal: Literal["cpu", "busy_time"] = _field(
+        "cpu", "-", "Executor utilization: CPU ratio (the paper's) or Spark busy time per core-second."
+    )
+    knowledge_path: str = _field(
+        "daedalus-knowledge.sqlite", "path", "SQLite file holding everything learned; survives restarts."
+    )
+
+    _path = field_validator("knowledge_path")(_nonblank)
+    _path_chars = field_validator("knowledge_path")(_openable_path)
+
+
+class CapacityConfig(_Section):
+    expected_max_utilization_ratio: float = _field(
+        1.0,
+        "ratio",
+        "Utilization an executor reaches when saturated; capacity is read off the regression there.",
+        gt=0.1,
+        le=1.0,
+    )
+    partitions: int = _field(
+        0,
+        "partitions",
+        "Partitions of the source topic (0 = unknown), used until the monitor reports each partition's rate. "
+        "An executor with ceil(partitions / n) of them limits scale-out n, so capacities of unseen scale-outs "
+        "follow that, not n alone.",
+        ge=0,
+        le=100000,
+    )
+    partition_assignment: Literal["kafka", "any_core"] = _field(
+        "kafka",
+        "-",
+        "How Spark places the source's tasks, which decides the busiest executor of an unseen scale-out: kafka "
+        "(Spark's Kafka source pins each partition to the executor at floorMod(hash, n)) or any_core (a source "
+        "without preferred locations, like the local log: tasks go to any free core).",
+    )
+    unobserved_margin_ratio: float = _field(
+        0.1,
+        "ratio",
+        "Capacities extrapolated to scale-outs never observed are discounted by this much: the partitions' shares "
+        "are averages and the new executors may differ (at 0.05 the simulator's flash crowds caught the job at a "
+        "scale-out 8 % above the load: 2 recovery-target misses; docs/planning.md).",
+        ge=0,
+        le=0.5,
+    )
+    min_points: int = _field(
+        5,
+        "samples",
+        "Fewer samples than this and an executor's capacity is throughput / utilization instead.",
+        ge=2,
+        le=100000,
+    )
+    min_correlation_ratio: float = _field(
+        0.6,
+        "ratio",
+        "An executor's own regression is used only when throughput and utilization correlate this well; "
+        "otherwise the regression pooled over all executors (noise flattens a slope fitted on a narrow range).",
+        ge=0,
+        le=1,
+    )
+    min_utilization_stddev_ratio: float = _field(
+        0.01,
+        "ratio",
+        "Below this spread of utilization the slope is not trusted (ratio estimate instead).",
+        ge=0,
+        le=0.5,
+    )
+    executor_warmup_s: float = _field(
+        30,
+        "s",
+        "An executor that joins while the controller watches is learned from only once it has read records for "
+        "this long: before that its JVM starts, it registers and state partitions load (CPU busy, no records; "
+        "docs/spark.md). Until then it counts as its peers.",
+        ge=0,
+        le=3600,
+    )
+    outlier_stddevs: float = _field(
+        3,
+        "stddevs",
+        "Once an executor's fit is trusted, a sample this many residual standard deviations below it (a stall: "
+        "CPU busy, few records) is not learned. 0 = learn every sample.",
+        ge=0,
+        le=100,
+    )
+    max_change_ratio: float = _field(
+        0.5,
+        "ratio",
+        "The current scale-out's capacity moves at most this far (relative) from what the previous tick said, "
+        "unless the change holds for `change_confirm_ticks` ticks in a row or a backlog shows the job doing it; "
+        "every held change is a note on the decision. 0 = no bound.",
+        ge=0,
+        le=100,
+    )
+    change_confirm_ticks: int = _field(
+        2, "ticks", "Ticks in a row a change beyond max_change_ratio must hold to be believed.", ge=1, le=1000
+    )
+    backlog_floor_lag_s: float = _field(
+        10,
+        "s",
+        "A window that ends with more lag than this many seconds of its throughput was working off a backlog: "
+        "its throughput is what the job can do at that scale-out with large batches (the catch-up capacity), a "
+        "floor for it and a check on the regression. 0 = off.",
+        ge=0,
+        le=86400,
+    )
+    trigger_interval_s: float = _field(
+        0,
+        "s",
+        "The query's processing-time trigger. With it and the query's batch progress, steady-state capacity is "
+        "what fits one trigger interval per batch (sizing), apart from catch-up capacity with large batches "
+        "(recovery). 0 = unknown or as fast as possible: sizing from the utilization regression alone.",
+        ge=0,
+        le=3600,
+    )
+
+
+class ForecastConfig(_Section):
+    horizon_s: float = _field(900, "s", "How far ahead the workload is forecast.", ge=60, le=86400)
+    resolution_s: float = _field(
+        10,
+        "s",
+        "The workload is averaged over steps this long before ARIMA sees it (1-s data is slow).",
+        ge=1,
+        le=600,
+    )
+    history_window_s: float = _field(
+        3600, "s", "How much recent workload an (re)fit of auto-ARIMA uses.", ge=300, le=7 * 86400
+    )
+    min_history_s: float = _field(
+        600, "s", "Until this much history exists, the linear forecast is used.", ge=60, le=86400
+    )
+    seasonal_period_s: float = _field(0, "s", "Seasonal period for auto-ARIMA (0 = non-seasonal).", ge=0, le=86400)
+    wape_threshold_ratio: float = _field(
+        0.15,
+        "ratio",
+        "A previous forecast with a WAPE above this was poor; the linear fallback is used.",
+        gt=0,
+        le=10,
+    )
+    poor_forecasts_before_refit: int = _field(
+        15, "ticks", "This many poor forecasts in a row trigger a background refit.", ge=1, le=10000
+    )
+    linear_window_s: float = _field(
+        300, "s", "The linear fallback projects the slope of this much recent workload.", ge=10, le=86400
+    )
+    refit_interval_s: float = _field(
+        900,
+        "s",
+        "A fresh auto-ARIMA search on the latest history_window_s this often, in the background (0 = only after a "
+        "poor streak): an order chosen on the first minutes goes stale.",
+        ge=0,
+        le=7 * 86400,
+    )
+    interval_level: float = _field(
+        0.9,
+        "ratio",
+        "Share of actual workloads the forecast's upper bound should cover (one-sided level of the prediction "
+        "interval the planner provisions for).",
+        gt=0.5,
+        lt=1,
+    )
+    select_by_horizon: bool = _field(
+        False,
+        "-",
+        "Each auto-ARIMA search keeps the candidate with the lowest WAPE over horizon_s from recent origins in the "
+        "window (what the planner pays for), not the lowest AIC.",
+    )
+    seasonality: bool = _field(
+        True,
+        "-",
+        "Detect a period in the recent history (autocorrelation) and model it when seasonal_period_s is 0.",
+    )
+    background_refit: bool = _field(
+        True, "-", "Refit in a background process (false: refit inside the tick; the simulator's choice)."
+    )
+
+
+class RecoveryConfig(_Section):
+    initial_downtime_scale_out_s: float = _field(
+        30, "s", "Downtime of a scale-out until one has been measured.", ge=0, le=3600
+    )
+    initial_downtime_scale_in_s: float = _field(
+        15, "s", "Downtime of a scale-in until one has been measured.", ge=0, le=3600
+    )
+    anomaly_threshold_stddevs: float = _field(
+        1.0, "stddevs", "(workload - throughput) further than this from its mean is anomalous.", gt=0, le=10
+    )
+    anomaly_halflife_s: float = _field(
+        120,
+        "s",
+        "Half-life of the running mean/variance of (workload - throughput): old regimes fade out.",
+        ge=1,
+        le=86400,
+    )
+    anomaly_min_relative_gap_ratio: float = _field(
+        0.05,
+        "ratio",
+        "A gap below this share of the workload is never anomalous (absorbs metric skew).",
+        ge=0,
+        le=1,
+    )
+    stable_samples: int = _field(5, "samples", "Consecutive normal samples that end a recovery.", ge=1, le=3600)
+    max_recovery_s: float = _field(
+        3600, "s", "Stop measuring a recovery that has not ended after this long.", ge=60, le=86400
+    )
+    downtime_learning_ratio: float = _field(
+        0.5, "ratio", "Weight of a newly measured downtime against the previous estimate.", gt=0, le=1
+    )

@@ -1,0 +1,173 @@
+"""Configuration: reading YAML into a model (one line per problem) and rendering the commented reference."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from daedalus_spark.config.model import Config
+from daedalus_spark.redact import redact
+
+
+class ConfigError(ValueError):
+    """A YAML file that cannot be used; `errors` holds one line per problem, each naming its YAML path."""
+
+    kind = "config"
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        super().__init__(f"{source}: invalid {self.kind}\n" + "\n".join(f"  {e}" for e in errors))
+        self.source = source
+        self.errors = errors
+
+    def one_line(self) -> str:
+        """For a CLI error line: the file, then every problem by YAML path, separated by semicolons."""
+        return f"{self.source}: invalid {self.kind}: " + "; ".join(self.errors)
+
+
+_MAX_CONFIG_BYTES = 1024 * 1024
+
+
+class _StrictYamlLoader(yaml.SafeLoader):
+    """safe_load that also refuses duplicate keys (YAML keeps the last silently) and aliases (`*name`)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
+            raise yaml.constructor.ConstructorError(None, None, "aliases (*name) are not allowed here", mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark)
+            except TypeError:
+                continue  # an unhashable key: the base class reports it
+            if first is not key_node.start_mark:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r:.40} (first at line {first.line + 1})", key_node.start_mark
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.1 (PyYAML) reads 6e2 and 1e308 as strings: it wants a dot and a signed exponent. Read them as YAML 1.2
+# and JSON do, as numbers (an int field still refuses 6e2: it is a float).
+_StrictYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?([0-9][0-9_]*)(\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    for part in loc[:-1]:
+        info = model.model_fields.get(str(part))
+        if info is None or not isinstance(info.annotation, type) or not issubclass(info.annotation, BaseModel):
+            return []
+        model = info.annotation
+    return sorted(model.model_fields)
+
+
+def _explain(model: type[BaseModel], err: ErrorDetails) -> str:
+    path = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        allowed = ", ".join(_allowed_keys(model, err["loc"]))
+        return f"{path}: unknown key (allowed here: {allowed})"
+    msg = err["msg"].removeprefix("Value error, ")
+    got = err.get("input")
+    # The value is echoed to say which one was meant, with any password inside a URL masked.
+    return f"{path}: {msg} (got {redact(repr(got))})" if err["loc"] and not isinstance(got, dict) else f"{path}: {msg}"
+
+
+def parse_model(model: type[M], data: Any, source: str, error: type[ConfigError] = ConfigError) -> M:
+    """Validate parsed YAML into `model`; every problem becomes one line of `error`."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise error(source, [f"(top level): expected a mapping, got {type(data).__name__}"])
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error(source, [_explain(model, e) for e in exc.errors()]) from None
+
+
+def load_model(
+    model: type[M],
+    path: str | Path | None,
+    error: type[ConfigError] = ConfigError,
+    overlay: dict[str, dict[str, Any]] | None = None,
+) -> M:
+    """Read a YAML file into `model`; None gives the defaults. `overlay` sets section keys (a command-line option
+    standing for a YAML key) before validation, so the file is checked as if it held them."""
+    if path is None:
+        return parse_model(model, overlay, "config", error) if overlay else model()
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            raw = f.read(_MAX_CONFIG_BYTES + 1)  # bounded: a config is a few kB, /dev/zero is endless
+    except OSError as exc:
+        raise error(str(path), [f"cannot read: {exc.strerror}"]) from None
+    if len(raw) > _MAX_CONFIG_BYTES:
+        raise error(str(path), [f"larger than {_MAX_CONFIG_BYTES // 1024} KiB: not a config file"])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise error(f"{path}:{line}", [f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})"]) from None
+    try:
+        data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise error(str(path), [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
+    except RecursionError:
+        raise error(str(path), ["not valid YAML: nested too deeply"]) from None
+    if overlay and isinstance(data, dict | None):
+        data = dict(data or {})
+        for section, values in overlay.items():
+            given = data.get(section)
+            data[section] = {**(given if isinstance(given, dict) else {}), **values}
+    return parse_model(model, data, str(path), error)
+
+
+def parse_config(data: Any, source: str = "config") -> Config:
+    return parse_model(Config, data, source)
+
+
+def load_config(path: str | Path | None, overlay: dict[str, dict[str, Any]] | None = None) -> Config:
+    """Read a YAML config; None gives the defaults (see load_model for `overlay`)."""
+    return load_model(Config, path, overlay=overlay)
+
+
+def _bounds(info: Any) -> str:
+    parts = []
+    for m in info.metadata:
+        for attr, sym in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            value = getattr(m, attr, None)
+            if value is not None:
+                parts.append(f"{sym} {value}")
+    args = getattr(info.annotation, "__args__", None)
+    if args and all(isinstance(a, str) for a in args):
+        parts.append("one of " + ", ".join(args))
+    return ", ".join(parts) or "any"
+
+
+def render_yaml(config: Config) -> str:
+    """The config as YAML with every field's unit, allowed range and description as a comment."""
+    lines = ["# daedalus-spark configuration. Every key is optional; unknown keys are errors."]
+    for section_name in Config.model_fields:
+        section = getattr(config, section_name)
+        lines.append(f"{section_name}:")
+        for name, info in type(section).model_fields.items():
+            unit = (info.json_schema_extra or {}).get("unit", "-")
+            lines.append(f"  # {info.description} Unit: {unit}. Allowed: {_bounds(info)}.")
+            value = yaml.safe_dump(getattr(section, name), default_flow_style=True, width=1 << 16).strip()
+            value = value.removesuffix("\n...").removesuffix("...").strip()
+            lines.append(f"  {name}: {value}")
+    return "\n".join(lines) + "\n"

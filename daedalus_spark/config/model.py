@@ -1,0 +1,133 @@
+"""Configuration: the whole config — knowledge retention and the checks across sections."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import model_validator
+
+from daedalus_spark.config.actuation import ActuatorConfig, AgentSettings, KubernetesConfig, RuntimeConfig
+from daedalus_spark.config.control import CapacityConfig, ControllerConfig, ForecastConfig, RecoveryConfig
+from daedalus_spark.config.fields import _field, _Section
+from daedalus_spark.config.monitor import MonitorConfig, _monitor_problem
+
+HISTORY_LIMIT = 1000  # the newest decisions and recoveries the controller and `report` read back from a store
+RESCALE_BUDGET_WINDOW_S = 3600.0  # the rescale budget's bucket refills in an hour: older rescales no longer count
+
+
+class KnowledgeConfig(_Section):
+    retention_days: float = _field(
+        30,
+        "days",
+        "Decisions and measured recoveries older than this (by tick time) are deleted from the store; the newest "
+        f"{HISTORY_LIMIT} of each always stay (the controller and `report` read them back). Must cover the longest "
+        "history window the planner reads (docs/hardening.md). 0 = no age bound.",
+        ge=0,
+        le=3650,
+    )
+    retention_rows: int = _field(
+        100_000,
+        "rows",
+        "At most this many decisions, and this many recoveries, are kept in the store (the oldest go first). At least "
+        f"{HISTORY_LIMIT} and one per loop interval over the longest history window. 0 = no row bound.",
+        ge=0,
+        le=1_000_000_000,
+    )
+    decision_log_max_bytes: int = _field(
+        64 * 1024 * 1024,
+        "bytes",
+        "The decision log is rotated (renamed to .1, .1 to .2, ...: Python's logging.handlers naming) before a line "
+        "would take it past this size. 0 = never rotated (grows without bound).",
+        ge=0,
+        le=1 << 40,
+    )
+    decision_log_backups: int = _field(
+        3, "files", "Rotated decision logs kept beside the current one; the oldest is deleted.", ge=1, le=1000
+    )
+
+
+def history_windows(config: Config) -> dict[str, float]:
+    """The history windows the planner and the forecaster read, by YAML path (seconds): retention must cover them."""
+    c = config.controller
+    windows = {
+        "forecast.history_window_s": config.forecast.history_window_s,
+        "controller.scale_in_lookback_s": c.scale_in_lookback_s,
+        "controller.recent_rescale_window_s": c.recent_rescale_window_s,
+        "controller.cooldown_s": c.cooldown_s,
+    }
+    if c.max_rescales_per_hour > 0:
+        windows["controller.max_rescales_per_hour (its hour)"] = RESCALE_BUDGET_WINDOW_S
+    return windows
+
+
+def _retention_problem(config: Config) -> str:
+    """Why the knowledge retention would delete history the planner or `report` still reads ('' if it does not)."""
+    k = config.knowledge
+    name, window_s = max(history_windows(config).items(), key=lambda item: item[1])
+    if k.retention_days and k.retention_days * 86400 < window_s:
+        days = math.ceil(window_s / 86400 * 1e4) / 1e4
+        return (
+            f"knowledge.retention_days ({k.retention_days:g} days) is shorter than {name} ({window_s:g} s), history "
+            f"the planner reads: keep at least {days:g} days, or 0 for no age bound"
+        )
+    rows = max(HISTORY_LIMIT, math.ceil(window_s / config.controller.loop_interval_s))
+    if k.retention_rows and k.retention_rows < rows:
+        return (
+            f"knowledge.retention_rows ({k.retention_rows}) is fewer than the {rows} rows the controller and `report` "
+            f"read back (the newest {HISTORY_LIMIT}, and one decision per controller.loop_interval_s "
+            f"({config.controller.loop_interval_s:g} s) over {name} ({window_s:g} s)): keep at least {rows}, or 0 for "
+            "no row bound"
+        )
+    return ""
+
+
+class Config(_Section):
+    controller: ControllerConfig = ControllerConfig()
+    capacity: CapacityConfig = CapacityConfig()
+    forecast: ForecastConfig = ForecastConfig()
+    recovery: RecoveryConfig = RecoveryConfig()
+    monitor: MonitorConfig = MonitorConfig()
+    actuator: ActuatorConfig = ActuatorConfig()
+    runtime: RuntimeConfig = RuntimeConfig()
+    agent: AgentSettings = AgentSettings()
+    kubernetes: KubernetesConfig = KubernetesConfig()
+    knowledge: KnowledgeConfig = KnowledgeConfig()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Config:
+        c = self.controller
+        if c.min_scaleout > c.max_scaleout:
+            raise ValueError(
+                f"controller.min_scaleout ({c.min_scaleout}) must not exceed controller.max_scaleout ({c.max_scaleout})"
+            )
+        if self.agent.min_executors > self.agent.max_executors:
+            raise ValueError(
+                f"agent.min_executors ({self.agent.min_executors}) must not exceed agent.max_executors "
+                f"({self.agent.max_executors})"
+            )
+        if self.forecast.resolution_s > self.forecast.horizon_s:
+            raise ValueError("forecast.resolution_s must not exceed forecast.horizon_s")
+        if not self.monitor.prometheus_url and not self.monitor.scrape_urls:
+            raise ValueError("monitor: set prometheus_url or at least one of scrape_urls (nothing to observe)")
+        if self.forecast.resolution_s != int(self.forecast.resolution_s):
+            # Workload samples arrive per whole second; a fractional bucket would split them unevenly.
+            raise ValueError(
+                f"forecast.resolution_s must be a whole number of seconds, got {self.forecast.resolution_s}"
+            )
+        if self.monitor.step_s > c.loop_interval_s:
+            raise ValueError(
+                f"monitor.step_s ({self.monitor.step_s:g} s) must not exceed controller.loop_interval_s "
+                f"({c.loop_interval_s:g} s): a tick's window would hold no sample"
+            )
+        if self.actuator.kind == "agent" and not (
+            self.agent.min_executors <= c.min_scaleout and c.max_scaleout <= self.agent.max_executors
+        ):
+            raise ValueError(
+                f"controller.min_scaleout..max_scaleout ({c.min_scaleout}..{c.max_scaleout}) must lie within "
+                f"agent.min_executors..agent.max_executors ({self.agent.min_executors}..{self.agent.max_executors}): "
+                "the agent refuses targets outside them"
+            )
+        problem = _monitor_problem(self.monitor) or _retention_problem(self)
+        if problem:
+            raise ValueError(problem)
+        return self

@@ -1,0 +1,133 @@
+"""Demo: one live run's figures — rescales as the executor count shows them, lag in records and seconds, executor
+time against a static maximum, and the words in against the words counted."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from daedalus_spark.demo.counts import WordCounts
+
+if TYPE_CHECKING:
+    from daedalus_spark.demo.live import DemoPlan
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """What one run saw: the samples, when the load cycle ended (s since sampling began), whether the lag was then
+    worked off within the drain time, the agent's first answer on /executors, and the words in against counted."""
+
+    samples: list[Any]
+    load_ended_s: float
+    drained: bool
+    agent: dict[str, Any]
+    counts: WordCounts | None = None
+
+
+SETTLE_S = 10.0  # a live count held this long is a level; passing levels (executors joining one by one) are not
+
+
+def settled_rescales(t: np.ndarray, live: np.ndarray, settle_s: float = SETTLE_S) -> int:
+    """Changes between the live executor counts held for `settle_s` or more: one per rescale, however the executors
+    joined or left, the same for every autoscaler."""
+    levels: list[float] = []
+    start = 0
+    for i in range(1, len(live) + 1):
+        if i == len(live) or live[i] != live[start]:
+            if t[i - 1] - t[start] >= settle_s and (not levels or levels[-1] != live[start]):
+                levels.append(float(live[start]))
+            start = i
+    return max(0, len(levels) - 1)
+
+
+def lag_seconds(t: np.ndarray, records_in: np.ndarray, lag: np.ndarray) -> np.ndarray:
+    """How old the oldest unread record is at each sample: the time since the source's end offset was where the
+    query's committed offset is now (records in, minus the lag), from the sampled history of records in."""
+    committed = records_in - lag
+    appended_at = np.interp(committed, records_in, t)  # records in only grows: an inverse by interpolation
+    delay: np.ndarray = np.maximum(0.0, t - appended_at)
+    return delay
+
+
+def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    """The run's figures over its load cycle (samples up to its end), and its record counts after the drain."""
+    samples = [s for s in run.samples if s.t_s <= run.load_ended_s]
+    t, live, lag, records_in = (
+        np.array([getattr(s, name) for s in samples], dtype=float)
+        for name in ("t_s", "executors", "lag_records", "records_in")
+    )
+    ok = np.isfinite(live)
+    executor_s = float(np.sum(live[ok][:-1] * np.diff(t[ok]))) if ok.sum() > 1 else 0.0
+    span_s = float(t[ok][-1] - t[ok][0]) if ok.sum() > 1 else 0.0
+    applied = [
+        d
+        for d in decisions
+        if d.get("actuation") and d["actuation"]["outcome"] in ("accepted", "applied", "unconfirmed")
+    ]
+    reasons: dict[str, int] = {}
+    for d in decisions:
+        reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
+    seen = np.isfinite(lag) & np.isfinite(records_in)
+    lag_s = lag_seconds(t[seen], records_in[seen], lag[seen]) if seen.sum() > 1 else np.zeros(0)
+    finite_lag = lag[seen]
+    last = run.samples[-1] if run.samples else None
+    records_read = last.records_out if last is not None and math.isfinite(last.records_out) else None
+    counts = run.counts
+
+    def stat(values: np.ndarray, q: float) -> float | None:
+        return round(float(np.percentile(values, q)), 1) if values.size else None
+
+    return {
+        "autoscaler": plan.autoscaler,
+        "wall_s": round(wall_s, 1),
+        "load_s": round(span_s, 1),
+        "ticks": len(decisions),
+        "decisions_by_reason": reasons,
+        "scale_outs": sum(1 for d in applied if d["target"] > d["current"]),
+        "scale_ins": sum(1 for d in applied if d["target"] < d["current"]),
+        "rescales_failed_or_refused": sum(
+            1 for d in decisions if d.get("actuation") and d["actuation"]["outcome"] in ("failed", "refused")
+        ),
+        "rescales_live": settled_rescales(t[ok], live[ok]),
+        "agent_refusing": run.agent.get("refusing", ""),
+        "executor_seconds": round(executor_s, 1),
+        "static_max_executor_seconds": round(plan.max_scaleout * span_s, 1),
+        "executor_seconds_vs_static_max": round(executor_s / (plan.max_scaleout * span_s), 3) if span_s else None,
+        "lag_p95_records": stat(finite_lag, 95),
+        "lag_max_records": stat(finite_lag, 100),
+        "lag_p95_s": stat(lag_s, 95),
+        "lag_max_s": stat(lag_s, 100),
+        "drained": run.drained,
+        "lines_in": counts.lines_in if counts else None,
+        "lines_read": records_read,  # numInputRows summed: a stage retried after a lost executor reads again
+        "records_in": counts.words_in if counts else None,  # words appended...
+        "records_out": counts.words_out if counts else None,  # ...and counted: the sink's final counts, summed
+        "records_exact": bool(counts and counts.exact),
+        "executors_over_time": [
+            [round(float(a), 1), int(b)] for a, b in zip(t[ok], live[ok], strict=True) if not math.isnan(b)
+        ][::15],
+    }
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    counts = (
+        f"words in {s['records_in']}, counted {s['records_out']}"
+        if s["records_in"] is not None
+        else "words not counted"
+    )
+    return "\n".join(
+        [
+            f"demo ({s['autoscaler']}): {s['ticks']} ticks in {s['wall_s']:.0f} s; "
+            f"scale-outs {s['scale_outs']}, scale-ins {s['scale_ins']}, "
+            f"failed/refused {s['rescales_failed_or_refused']}; live rescales {s['rescales_live']}",
+            f"  decisions: {', '.join(f'{k} {v}' for k, v in sorted(s['decisions_by_reason'].items()))}",
+            f"  executor-seconds {s['executor_seconds']:.0f} vs {s['static_max_executor_seconds']:.0f} static at the "
+            f"largest scale-out ({s['executor_seconds_vs_static_max']})",
+            f"  consumer lag p95 {s['lag_p95_records']} records ({s['lag_p95_s']} s of input), "
+            f"max {s['lag_max_records']} ({s['lag_max_s']} s)",
+            f"  {counts}: {'exact' if s['records_exact'] else 'NOT exact' if s['drained'] else 'lag not worked off'}",
+        ]
+    )
