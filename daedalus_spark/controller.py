@@ -8,6 +8,7 @@ from concurrent.futures import Executor
 from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
+from daedalus_spark.analyze.restart import ApplicationWatch, forget_old_application
 from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
@@ -28,6 +29,7 @@ class Controller:
     ) -> None:
         self.config = config
         self.knowledge = knowledge or Knowledge.fresh(config, refit_pool=refit_pool)
+        self.application = ApplicationWatch()
 
     @classmethod
     def resume(
@@ -90,6 +92,10 @@ class Controller:
         if missing:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem=missing)
         k, settings = self.knowledge, self.config.controller
+        if self.application.new_application(
+            obs, last_rescale_s=k.last_rescale_s, restart_within_s=self._restart_within_s()
+        ):
+            forget_old_application(k, obs)
         warmup_samples = _samples_in_warmup(obs, settings.warmup_s)
         k.capacity.learn(obs, skip_first=warmup_samples)
         self._measure_recovery(obs)
@@ -139,6 +145,12 @@ class Controller:
         )
         decision = PLANNERS[settings.planner](inputs, settings)
         return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
+
+    def _restart_within_s(self) -> float:
+        """How soon after our rescale a job that restarts to rescale starts again (analyze/restart.py)."""
+        recovery = self.knowledge.recovery
+        longer_s = max(recovery.downtime_scale_out_s, recovery.downtime_scale_in_s)
+        return 2.0 * longer_s + self.config.controller.loop_interval_s
 
     def _measure_recovery(self, obs: Observation) -> None:
         k = self.knowledge
