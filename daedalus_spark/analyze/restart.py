@@ -2,7 +2,7 @@
 
 The job's uptime only grows while the same driver runs (or stays put where the monitor caps it, as the native
 queries do at 1 h); it falls when a new driver starts, whatever its application id is called. It also falls after a
-rescale of ours where a rescale restarts the job (stop and restart from the checkpoint, as the simulator's restart
+rescale of ours where a rescale restarts the job (stop and restart from the checkpoint, as the simulator's continuous
 engine does): a job that started again within `restart_within_s` of our last rescale (twice the longer learned
 downtime and a loop interval) is that rescale, not a new application.
 What belonged to the old application is then dropped: the recovery measurement of a rescale sent to it (the restart
@@ -48,10 +48,10 @@ def forget_old_application(knowledge: Knowledge, obs: Observation) -> None:
     knowledge.recovery.pending = None
     last_rescale_s, knowledge.last_rescale_s = knowledge.last_rescale_s, None
     log.warning(
-        "new application: the job restarted %.0f s before %.0f (uptime back at %.0f s); dropped %s, %s; capacity kept",
+        "new application: the job's uptime fell to %.0f s at %.0f (the driver restarted); dropped %s and %s; "
+        "capacity kept",
         obs.uptime_s,
         obs.time_s,
-        obs.uptime_s,
         "the recovery measurement of its last rescale" if pending is not None else "no recovery measurement",
         f"the cool-down from the rescale at {last_rescale_s:.0f}" if last_rescale_s is not None else "no cool-down",
     )

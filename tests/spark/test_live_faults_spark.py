@@ -17,6 +17,7 @@ import socket
 import socketserver
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,6 +239,10 @@ class Controlling:
     def decisions(self) -> list[dict[str, Any]]:
         return decisions(Path(self.config.runtime.decision_log))
 
+    def wait_observed(self, count: int, what: str, timeout_s: float = 90) -> None:
+        wanted = sum(r.observation is not None for r in self.results) + count
+        wait_until(lambda: sum(r.observation is not None for r in self.results) >= wanted, what, timeout_s, step_s=0.5)
+
     def wait_ticks(self, count: int, what: str, timeout_s: float = 90) -> None:
         wanted = len(self.decisions()) + count
         wait_until(lambda: len(self.decisions()) >= wanted, what, timeout_s, step_s=0.5)
@@ -306,8 +311,35 @@ def test_executor_killed_is_replaced_and_not_learned(job: Job) -> None:
     assert knowledge.last_rescale_s is None, "no cool-down from a loss"
     learned_after = [p for r in after if (p := per_executor_capacity(r)) is not None]
     assert learned_after, "the controller decides again after the replacement"
-    # Not learned as a capacity: the surviving executor's throughput is not read as the capacity of two.
-    assert min(learned_after) >= 0.5 * float(np.median(before)), (before, learned_after)
+    # Not learned as a capacity: the survivor's throughput read as the capacity of two would halve it per executor
+    # (before, the estimate only settles from above as the load varies).
+    assert min(learned_after) >= 0.6 * before[-1], (before, learned_after)
+
+
+def test_driver_restart_is_a_new_application(job: Job, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="daedalus_spark.analyze.restart")
+    notices = lambda: [r.getMessage() for r in caplog.records if "new application" in r.getMessage()]  # noqa: E731
+    old_app = job.driver.app_id
+    gate = Gate(job.gate_port, ("127.0.0.1", job.driver.agent_port))
+    with gate, Controlling(fault_config(job, "restart")) as c:
+        c.wait_observed(2, "two ticks that observed the first application")
+        stopped_s = time.time()
+        job.driver.stop()
+        job.driver.start(job.log)  # same cluster, same checkpoint, the agent on the same port
+        wait_until(lambda: bool(notices()), "the restart noticed", 120)
+        noticed_s = float(c.decisions()[-1]["time_s"])
+        c.wait_ticks(3, "three ticks on the new application")
+        knowledge = c.sidecar.loop.controller.knowledge
+    new_app = job.driver.app_id
+    records = c.decisions()
+    print(old_app, "->", new_app, notices())
+    for r in records:
+        print(r["time_s"], r["current"], r["target"], r["reason"], r.get("actuation"))
+    assert new_app != old_app
+    # from the driver's stop until the controller noticed the new application, nothing was sent to either
+    assert not [r for r in actuations(records) if stopped_s <= float(r["time_s"]) <= noticed_s]
+    assert knowledge.recovery.pending is None, "the restart is no recovery of an old rescale"
+    assert knowledge.capacity.regressions, "the capacity per executor is kept"
 
 
 def test_agent_unreachable_fails_the_actuation_and_the_loop_recovers(job: Job) -> None:
@@ -343,25 +375,6 @@ def test_agent_unreachable_fails_the_actuation_and_the_loop_recovers(job: Job) -
     assert not any(r["reason"] == "cooldown_after_rescale" for r in records[:failed_until]), "ticks kept deciding"
 
 
-def test_driver_restart_is_a_new_application(job: Job, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="daedalus_spark.analyze.restart")
-    old_app = job.driver.app_id
-    with Controlling(fault_config(job, "restart")) as c:
-        c.wait_ticks(3, "three ticks on the first application")
-        job.driver.stop()
-        job.driver.start(job.log)  # same cluster, same checkpoint, the agent on the same port
-        wait_until(lambda: any("new application" in r.getMessage() for r in caplog.records), "the restart noticed", 120)
-        c.wait_ticks(3, "three ticks on the new application")
-        knowledge = c.sidecar.loop.controller.knowledge
-    new_app = job.driver.app_id
-    records = c.decisions()
-    print(old_app, "->", new_app, [r.getMessage() for r in caplog.records if "new application" in r.getMessage()])
-    assert new_app != old_app
-    assert not actuations(records), "nothing sent across the restart"
-    assert knowledge.recovery.pending is None and knowledge.last_rescale_s is None, "the old application's dropped"
-    assert knowledge.capacity.regressions, "the capacity per executor is kept"
-
-
 @pytest.mark.skipif(find_binary() is None, reason="no prometheus binary")
 def test_prometheus_restart_skips_ticks_and_reads_no_spike(job: Job) -> None:
     agent, exporter = f"127.0.0.1:{job.driver.agent_port}", job.exporter_url
@@ -371,7 +384,7 @@ def test_prometheus_restart_skips_ticks_and_reads_no_spike(job: Job) -> None:
         base = fault_config(job, "prometheus")
         monitor = MonitorConfig(prometheus_url=server.url, scrape_interval_s=1, step_s=1, rate_window_s=4, timeout_s=3)
         with Controlling(base.model_copy(update={"monitor": monitor})) as c:
-            wait_until(lambda: sum(r.observation is not None for r in c.results) >= 3, "3 observed ticks", 120)
+            c.wait_observed(3, "3 observed ticks", 120)
             before = [x for r in c.results if r.observation for x in r.observation.workload_per_s]
             server.stop()
             down_from = len(c.results)
