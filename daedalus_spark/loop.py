@@ -128,11 +128,9 @@ def window_start(now_s: float, previous_end_s: float | None, interval_s: float, 
     """Where the next window begins: at the previous one's end, at most `max_intervals` back (after monitor outages,
     or a clock stepped forward); one interval back at the first step and when the clock stepped back behind the
     previous end (the window never ends before it begins)."""
+    if previous_end_s is not None and previous_end_s > now_s:
+        log.warning("clock stepped back %.0f s behind the last window; observing one interval", previous_end_s - now_s)
     if previous_end_s is None or previous_end_s >= now_s:
-        if previous_end_s is not None and previous_end_s > now_s:
-            log.warning(
-                "clock stepped back %.0f s behind the last window; observing one interval", previous_end_s - now_s
-            )
         return now_s - interval_s
     return max(previous_end_s, now_s - max_intervals * interval_s)
 
