@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
-from daedalus_spark.analyze.restart import ApplicationWatch, forget_old_application
+from daedalus_spark.analyze.restart import ApplicationWatch
 from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
@@ -19,6 +20,8 @@ from daedalus_spark.plan.batchratio import plan_batch_ratio
 from daedalus_spark.plan.cost import plan_cost_aware
 from daedalus_spark.plan.horizon import plan_horizon
 from daedalus_spark.redact import redact
+
+log = logging.getLogger(__name__)
 
 
 class Controller:
@@ -95,7 +98,7 @@ class Controller:
         if self.application.new_application(
             obs, last_rescale_s=k.last_rescale_s, restart_within_s=self._restart_within_s()
         ):
-            forget_old_application(k, obs)
+            self._forget_old_application(obs)
         warmup_samples = _samples_in_warmup(obs, settings.warmup_s)
         k.capacity.learn(obs, skip_first=warmup_samples)
         self._measure_recovery(obs)
@@ -145,6 +148,22 @@ class Controller:
         )
         decision = PLANNERS[settings.planner](inputs, settings)
         return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
+
+    def _forget_old_application(self, obs: Observation) -> None:
+        """Drop what held only for the previous application: the recovery measurement of a rescale sent to it (the
+        restart would be timed as that recovery) and the cool-down from that rescale. The capacity per executor (same
+        job, same executor size) and the workload history stay true and are kept."""
+        k = self.knowledge
+        pending, k.recovery.pending = k.recovery.pending, None
+        last_rescale_s, k.last_rescale_s = k.last_rescale_s, None
+        log.warning(
+            "new application: the job's uptime fell to %.0f s at %.0f (the driver restarted); dropped %s and %s; "
+            "capacity kept",
+            obs.uptime_s,
+            obs.time_s,
+            "the recovery measurement of its last rescale" if pending is not None else "no recovery measurement",
+            f"the cool-down from the rescale at {last_rescale_s:.0f}" if last_rescale_s is not None else "no cool-down",
+        )
 
     def _restart_within_s(self) -> float:
         """How soon after our rescale a job that restarts to rescale starts again (analyze/restart.py)."""

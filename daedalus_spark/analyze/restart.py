@@ -5,21 +5,15 @@ queries do at 1 h); it falls when a new driver starts, whatever its application 
 rescale of ours where a rescale restarts the job (stop and restart from the checkpoint, as the simulator's continuous
 engine does): a job that started again within `restart_within_s` of our last rescale (twice the longer learned
 downtime and a loop interval) is that rescale, not a new application.
-What belonged to the old application is then dropped: the recovery measurement of a rescale sent to it (the restart
-would be timed as that recovery) and the cool-down from that rescale. What stays true is kept: the capacity per
-executor (same job, same executor size) and the workload history.
+The controller then drops what belonged to the old application (`Controller._forget_old_application`).
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 
 from daedalus_spark.domain import Observation
-from daedalus_spark.knowledge.state import Knowledge
-
-log = logging.getLogger(__name__)
 
 # Uptime is sampled at the monitor's step: a fall of less than a few steps is jitter, not a new application.
 _JITTER_STEPS = 3.0
@@ -40,18 +34,3 @@ class ApplicationWatch:
             return False
         started_s = obs.time_s - obs.uptime_s
         return last_rescale_s is None or not (last_rescale_s <= started_s <= last_rescale_s + restart_within_s)
-
-
-def forget_old_application(knowledge: Knowledge, obs: Observation) -> None:
-    """Drop what held only for the previous application, with one warning naming the restart."""
-    pending = knowledge.recovery.pending
-    knowledge.recovery.pending = None
-    last_rescale_s, knowledge.last_rescale_s = knowledge.last_rescale_s, None
-    log.warning(
-        "new application: the job's uptime fell to %.0f s at %.0f (the driver restarted); dropped %s and %s; "
-        "capacity kept",
-        obs.uptime_s,
-        obs.time_s,
-        "the recovery measurement of its last rescale" if pending is not None else "no recovery measurement",
-        f"the cool-down from the rescale at {last_rescale_s:.0f}" if last_rescale_s is not None else "no cool-down",
-    )

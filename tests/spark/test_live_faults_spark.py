@@ -316,7 +316,7 @@ def test_executor_killed_is_replaced_and_not_learned(job: Job) -> None:
 
 
 def test_driver_restart_is_a_new_application(job: Job, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="daedalus_spark.analyze.restart")
+    caplog.set_level(logging.WARNING, logger="daedalus_spark.controller")
     notices = lambda: [r.getMessage() for r in caplog.records if "new application" in r.getMessage()]  # noqa: E731
     old_app = job.driver.app_id
     gate = Gate(job.gate_port, ("127.0.0.1", job.driver.agent_port))
