@@ -9,6 +9,7 @@ from concurrent.futures import Executor
 from dataclasses import replace
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
+from daedalus_spark.analyze.losses import LossWatch
 from daedalus_spark.analyze.restart import ApplicationWatch
 from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Observation, Reason
@@ -33,6 +34,7 @@ class Controller:
         self.config = config
         self.knowledge = knowledge or Knowledge.fresh(config, refit_pool=refit_pool)
         self.application = ApplicationWatch()
+        self.losses = LossWatch()
 
     @classmethod
     def resume(
@@ -106,6 +108,9 @@ class Controller:
         k.history.add_workload(obs, self.config.forecast.resolution_s)
         if warmup_samples >= len(obs.workload_per_s):
             return self._hold(obs, now_s, Reason.SKIP_WARMUP, uptime_s=obs.uptime_s)
+        lost = self.losses.lost(obs.scaleout, our_target=self._last_applied_target())
+        if lost:
+            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem=lost)
         table = k.capacity.table(obs, settings.max_scaleout)
         if table is None:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, problem="no executor capacity known yet")
@@ -164,6 +169,13 @@ class Controller:
             "the recovery measurement of its last rescale" if pending is not None else "no recovery measurement",
             f"the cool-down from the rescale at {last_rescale_s:.0f}" if last_rescale_s is not None else "no cool-down",
         )
+
+    def _last_applied_target(self) -> int | None:
+        """The scale-out our last rescale that changed the job asked for (None: none remembered)."""
+        for d in reversed(self.knowledge.decisions):
+            if d.rescale and d.actuation in _APPLIED:
+                return d.target_scaleout
+        return None
 
     def _restart_within_s(self) -> float:
         """How soon after our rescale a job that restarts to rescale starts again (analyze/restart.py)."""

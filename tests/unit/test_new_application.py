@@ -1,4 +1,4 @@
-"""A driver restart under the controller (a new application: uptime back near 0) drops what held for the old one."""
+"""The job changing under the controller: a driver restart (a new application) and executors lost by themselves."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from daedalus_spark.analyze.anomaly import PendingRecovery
+from daedalus_spark.analyze.losses import LossWatch
 from daedalus_spark.analyze.restart import ApplicationWatch
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Observation, Reason
@@ -59,3 +60,21 @@ def test_a_new_application_drops_the_recovery_and_cooldown_and_keeps_the_capacit
     assert decision.reason is Reason.SKIP_WARMUP and not decision.rescale, "the new application warms up first"
     assert {e: r.n for e, r in k.capacity.regressions.items()} == regressions, "capacity per executor kept"
     assert not k.recoveries
+
+
+@pytest.mark.parametrize(
+    ("counts", "our_target", "holds"),
+    [
+        pytest.param([2, 1], None, [False, True], id="lost-one-no-rescale-of-ours"),
+        pytest.param([2, 1], 1, [False, False], id="our-scale-in-to-1"),
+        pytest.param([5, 4], 3, [False, False], id="our-scale-in-on-its-way-to-3"),
+        pytest.param([4, 3], 4, [False, True], id="lost-one-below-our-target"),
+        pytest.param([2, 1, 1], None, [False, True, False], id="the-next-tick-at-the-lower-count-decides"),
+        pytest.param([1, 2], None, [False, False], id="count-grew"),
+    ],
+)
+def test_executor_loss_holds_one_tick(counts: list[int], our_target: int | None, holds: list[bool]) -> None:
+    watch = LossWatch()
+    answers = [watch.lost(n, our_target=our_target) for n in counts]
+    assert [bool(a) for a in answers] == holds
+    assert all("executors lost" in a for a in answers if a)
