@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from daedalus_spark.analyze.forecast import RefitScheduler
+from daedalus_spark.analyze.losses import LossWatch
 from daedalus_spark.analyze.recovery_measurement import PendingRecovery
 from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
+from daedalus_spark.analyze.restart import ApplicationWatch
 from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.domain import CapacityTable, Decision, Forecast, Observation, Reason
 from daedalus_spark.evidence import Evidence, SkipEvidence
@@ -23,6 +26,8 @@ from daedalus_spark.plan.cost import CostAwareInputs, plan_cost_aware
 from daedalus_spark.plan.horizon import HorizonInputs, plan_horizon
 from daedalus_spark.redact import redact
 
+log = logging.getLogger(__name__)
+
 
 class Controller:
     """`tick` decides, `conclude` records what the actuator did; the loop (sidecar and simulator) calls both."""
@@ -32,6 +37,8 @@ class Controller:
     ) -> None:
         self.config = config
         self.knowledge = knowledge or Knowledge.fresh(config, refits=refits)
+        self.application = ApplicationWatch()
+        self.losses = LossWatch()
 
     @classmethod
     def resume(
@@ -101,6 +108,10 @@ class Controller:
         if missing:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=missing))
         k, settings = self.knowledge, self.config.controller
+        if self.application.new_application(
+            obs, last_rescale_s=k.last_rescale_s, restart_within_s=self._restart_within_s()
+        ):
+            self._forget_old_application(obs)
         warmup_samples = _samples_in_warmup(obs, settings.warmup_s)
         k.capacity.learn(obs, skip_first=warmup_samples)
         self._measure_recovery(obs)
@@ -108,6 +119,9 @@ class Controller:
         k.history.add_workload(obs, self.config.forecast.resolution_s)
         if warmup_samples >= len(obs.workload_per_s):
             return self._hold(obs, now_s, Reason.SKIP_WARMUP, SkipEvidence(uptime_s=obs.uptime_s))
+        lost = self.losses.lost(obs.scaleout, our_target=self._last_applied_target())
+        if lost:
+            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=lost))
         table = k.capacity.table(obs, settings.max_scaleout)
         if table is None:
             return self._hold(
@@ -180,6 +194,35 @@ class Controller:
             per_hour=self.config.controller.max_rescales_per_hour,
             since_s=decisions[0].time_s if decisions else now_s,
         )
+
+    def _forget_old_application(self, obs: Observation) -> None:
+        """Drop what held only for the previous application: the recovery measurement of a rescale sent to it (the
+        restart would be timed as that recovery) and the cool-down from that rescale. The capacity per executor (same
+        job, same executor size) and the workload history stay true and are kept."""
+        k = self.knowledge
+        pending, k.recovery.pending = k.recovery.pending, None
+        last_rescale_s, k.last_rescale_s = k.last_rescale_s, None
+        log.warning(
+            "new application: the job's uptime fell to %.0f s at %.0f (the driver restarted); dropped %s and %s; "
+            "capacity kept",
+            obs.uptime_s,
+            obs.time_s,
+            "the recovery measurement of its last rescale" if pending is not None else "no recovery measurement",
+            f"the cool-down from the rescale at {last_rescale_s:.0f}" if last_rescale_s is not None else "no cool-down",
+        )
+
+    def _last_applied_target(self) -> int | None:
+        """The scale-out our last rescale that changed the job asked for (None: none remembered)."""
+        for d in reversed(self.knowledge.decisions):
+            if d.rescale and d.actuation is not None and d.actuation.changed_the_job:
+                return d.target_scaleout
+        return None
+
+    def _restart_within_s(self) -> float:
+        """How soon after our rescale a job that restarts to rescale starts again (analyze/restart.py)."""
+        recovery = self.knowledge.recovery
+        longer_s = max(recovery.downtime_scale_out_s, recovery.downtime_scale_in_s)
+        return 2.0 * longer_s + self.config.controller.loop_interval_s
 
     def _measure_recovery(self, obs: Observation) -> None:
         k = self.knowledge

@@ -113,8 +113,7 @@ class Loop:
 
     def _observe(self, now_s: float, timings: dict[str, float]) -> tuple[Observation | None, MonitorError | None]:
         interval_s = self.controller.config.controller.loop_interval_s
-        start_s = now_s - interval_s if self._window_end_s is None else self._window_end_s
-        start_s = max(start_s, now_s - self.max_window_intervals * interval_s)
+        start_s = window_start(now_s, self._window_end_s, interval_s, self.max_window_intervals)
         started = time.perf_counter()
         try:
             observation = self.monitor.observe(start_s=start_s, end_s=now_s)
@@ -180,6 +179,17 @@ class Loop:
 def _log_confirmation(verdict: Actuation) -> None:
     level = logging.INFO if verdict.outcome is Outcome.APPLIED else logging.WARNING
     log.log(level, "rescale to %d %s: %s", verdict.target, verdict.outcome.value, redact(verdict.detail))
+
+
+def window_start(now_s: float, previous_end_s: float | None, interval_s: float, max_intervals: int) -> float:
+    """Where the next window begins: at the previous one's end, at most `max_intervals` back (after monitor outages,
+    or a clock stepped forward); one interval back at the first step and when the clock stepped back behind the
+    previous end (the window never ends before it begins)."""
+    if previous_end_s is not None and previous_end_s > now_s:
+        log.warning("clock stepped back %.0f s behind the last window; observing one interval", previous_end_s - now_s)
+    if previous_end_s is None or previous_end_s >= now_s:
+        return now_s - interval_s
+    return max(previous_end_s, now_s - max_intervals * interval_s)
 
 
 def _not_recorded(decision: Decision, problem: str) -> Actuation:

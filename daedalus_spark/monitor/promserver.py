@@ -80,8 +80,10 @@ def start_prometheus(
     binary: str = DEFAULT_BINARY,
     ready_timeout_s: float = 30.0,
     tls: tuple[Path, Path, Path] | None = None,
+    port: int = 0,
 ) -> PrometheusServer:
-    """A Prometheus scraping `targets` (host:port, path /metrics), data in `workdir`, ready when this returns.
+    """A Prometheus scraping `targets` (host:port, path /metrics), data in `workdir`, ready when this returns; on
+    `port` (0: a free one; the same port and `workdir` again: the same server restarted, its data kept).
 
     `tls` (certificate, key, the CA that signed it): serve HTTPS through --web.config.file."""
     executable = find_binary(binary)
@@ -90,7 +92,7 @@ def start_prometheus(
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     config.write_text(render_config(targets, scrape_interval_s), encoding="utf-8")
-    port = free_port()
+    port = port or free_port()
     web = []
     if tls is not None:
         web_config = workdir / "web.yml"
