@@ -383,7 +383,7 @@ def store_fails_mid_run(how: str) -> Callable[[Path], Outcome]:
         if healthy_after:
             return Outcome(0, "", "", f"/healthz still ok after 6 failed ticks: {details}")
         said = result is not None and "not" in (
-            result.decision.actuation_detail + str(result.decision.evidence.fields())
+            (result.actuation.detail if result.actuation else "") + str(result.decision.evidence.fields())
         )
         return Outcome(2, "", "", "not actuated, said so; unhealthy after repeated failures" if said else "quiet")
 

@@ -80,7 +80,7 @@ class Controller:
         """
         if actuation is not None:
             # The detail may quote an error that quotes a URL or a header: no secret reaches the store or the log.
-            decision = replace(decision, actuation=actuation.outcome, actuation_detail=redact(actuation.detail))
+            decision = replace(decision, actuation=replace(actuation, detail=redact(actuation.detail)))
         k = self.knowledge
         k.decisions.append(decision)
         if decision.rescale and actuation is not None and actuation.outcome.changed_the_job:
@@ -189,7 +189,7 @@ class Controller:
         """The rescale budget's bucket now, over the rescales remembered that changed the job."""
         decisions = self.knowledge.decisions
         return rescale_tokens(
-            [d.time_s for d in decisions if d.rescale and d.actuation is not None and d.actuation.changed_the_job],
+            [d.time_s for d in decisions if d.rescale and _changed_the_job(d)],
             now_s,
             per_hour=self.config.controller.max_rescales_per_hour,
             since_s=decisions[0].time_s if decisions else now_s,
@@ -214,7 +214,7 @@ class Controller:
     def _last_applied_target(self) -> int | None:
         """The scale-out our last rescale that changed the job asked for (None: none remembered)."""
         for d in reversed(self.knowledge.decisions):
-            if d.rescale and d.actuation is not None and d.actuation.changed_the_job:
+            if d.rescale and _changed_the_job(d):
                 return d.target_scaleout
         return None
 
@@ -258,6 +258,10 @@ PLANNERS: dict[str, Callable[[Any, ControllerConfig], Decision]] = {
     "horizon": plan_horizon,
     "batch_ratio": plan_batch_ratio,
 }
+
+
+def _changed_the_job(decision: Decision) -> bool:
+    return decision.actuation is not None and decision.actuation.outcome.changed_the_job
 
 
 def _since(workload: Iterable[tuple[float, float]], since_s: float) -> tuple[float, ...]:

@@ -262,6 +262,17 @@ class Outcome(StrEnum):
 
 
 @dataclass(frozen=True)
+class Actuation:
+    """What the actuator did with a target: the one record of a rescale's outcome (the decision carries it)."""
+
+    target: int
+    outcome: Outcome
+    detail: str = ""  # for people: what the actuator saw or why it refused
+    live: int | None = None  # live executors when the actuator last looked
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class Decision:
     """The planner's answer: an absolute target scale-out, why, and the numbers that decided it."""
 
@@ -271,8 +282,7 @@ class Decision:
     reason: Reason
     evidence: Evidence = field(default_factory=Evidence, compare=False)
     notes: tuple[str, ...] = ()  # one line per scale-out examined and rejected, for people
-    actuation: Outcome | None = None  # what the actuator did with a rescale, None if not asked
-    actuation_detail: str = ""
+    actuation: Actuation | None = None  # what the actuator did with a rescale, None if not asked
 
     @property
     def rescale(self) -> bool:

@@ -22,12 +22,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class StepResult:
-    """One loop step: the decision (with its actuation outcome), what the monitor saw, and where time went."""
+    """One loop step: the decision (with what the actuator did), what the monitor saw, and where time went."""
 
     time_s: float
     decision: Decision
     observation: Observation | None
-    actuation: Actuation | None
     monitor_error: MonitorError | None
     timings_s: dict[str, float] = field(default_factory=dict)  # monitor, confirm, tick, record, actuate, save
     store_error: str | None = None  # the knowledge could not be saved at the end of this step
@@ -35,6 +34,11 @@ class StepResult:
     # superseded). It changes no decision: the rescale counted when it was accepted.
     confirmation: Actuation | None = None
     capacities: CapacityTable | None = None  # the latest capacity table learned (None: none yet)
+
+    @property
+    def actuation(self) -> Actuation | None:
+        """What the actuator did at this step (None: not asked); the decision holds the one record of it."""
+        return self.decision.actuation
 
 
 class Publisher(Protocol):
@@ -86,7 +90,6 @@ class Loop:
             now_s,
             decision,
             observation,
-            actuation,
             error,
             timings,
             store_error,

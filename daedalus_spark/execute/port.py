@@ -6,16 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from daedalus_spark.domain import Outcome as Outcome  # a domain value (a decision records it), re-exported
-
-
-@dataclass(frozen=True)
-class Actuation:
-    target: int
-    outcome: Outcome
-    detail: str = ""  # for people: what the actuator saw or why it refused
-    live: int | None = None  # live executors when the actuator last looked
-    duration_s: float = 0.0
+# Domain values (a decision records the actuation), re-exported for the actuators.
+from daedalus_spark.domain import Actuation as Actuation
+from daedalus_spark.domain import Outcome as Outcome
 
 
 class ActuatorError(Exception):

@@ -13,7 +13,7 @@ from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
 from daedalus_spark.analyze.recovery_measurement import RecoveryMeter
 from daedalus_spark.config import HISTORY_LIMIT, Config
-from daedalus_spark.domain import Decision, Outcome, Reason, Recovery
+from daedalus_spark.domain import Actuation, Decision, Outcome, Reason, Recovery
 from daedalus_spark.evidence import Evidence
 from daedalus_spark.knowledge.history import History
 from daedalus_spark.untrusted import Damaged, integer, mapping, number, optional_number, text
@@ -76,8 +76,8 @@ def decision_to_json(d: Decision) -> str:
         "reason": d.reason.value,
         "evidence": d.evidence.fields(),
         "notes": list(d.notes),
-        "actuation": None if d.actuation is None else d.actuation.value,
-        "actuation_detail": d.actuation_detail,
+        "actuation": None if d.actuation is None else d.actuation.outcome.value,
+        "actuation_detail": "" if d.actuation is None else d.actuation.detail,
     }
     return json.dumps(row, sort_keys=True)
 
@@ -98,15 +98,17 @@ def decision_from_json(row: str, where: str = "decision") -> Decision:
     actuation = raw.get("actuation")
     if actuation is not None and text(actuation, f"{where}.actuation", max_len=40) not in _OUTCOMES:
         raise Damaged(f"{where}.actuation: {actuation!r:.40} is not an outcome this version knows")
+    detail = text(raw.get("actuation_detail", ""), f"{where}.actuation_detail", max_len=10_000)
+    target = integer(field_of(raw, "target_scaleout", where), f"{where}.target_scaleout", lo=0, hi=_MOST)
     return Decision(
         time_s=number(field_of(raw, "time_s", where), f"{where}.time_s"),
         current_scaleout=integer(field_of(raw, "current_scaleout", where), f"{where}.current_scaleout", lo=0, hi=_MOST),
-        target_scaleout=integer(field_of(raw, "target_scaleout", where), f"{where}.target_scaleout", lo=0, hi=_MOST),
+        target_scaleout=target,
         reason=Reason(reason),
         evidence=Evidence.from_fields(evidence),
         notes=tuple(notes),
-        actuation=None if actuation is None else Outcome(actuation),
-        actuation_detail=text(raw.get("actuation_detail", ""), f"{where}.actuation_detail", max_len=10_000),
+        # The store keeps the outcome and its detail; the live count and the request's duration are the log's.
+        actuation=None if actuation is None else Actuation(target, Outcome(actuation), detail),
     )
 
 

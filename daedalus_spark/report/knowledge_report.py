@@ -188,8 +188,8 @@ def _decisions_json(k: Knowledge) -> dict[str, Any]:
                 "from": d.current_scaleout,
                 "to": d.target_scaleout,
                 "reason": d.reason.value,
-                "actuation": d.actuation,
-                "detail": d.actuation_detail,
+                "actuation": None if d.actuation is None else d.actuation.outcome,
+                "detail": "" if d.actuation is None else d.actuation.detail,
             }
             for d in decisions
             if d.rescale
@@ -201,7 +201,7 @@ def _decisions_json(k: Knowledge) -> dict[str, Any]:
                 "current": d.current_scaleout,
                 "target": d.target_scaleout,
                 "reason": d.reason.value,
-                "actuation": d.actuation,
+                "actuation": None if d.actuation is None else d.actuation.outcome,
             }
             for d in decisions[-20:]
         ],

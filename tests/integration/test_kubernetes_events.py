@@ -38,9 +38,9 @@ EVIDENCE = {
 def step(
     outcome: Outcome | None, *, current=2, target=3, reason=Reason.SCALE_OUT_SMALLEST_VALID, detail=""
 ) -> StepResult:
-    decision = Decision(0.0, current, target, reason, Evidence.from_fields(EVIDENCE))
     actuation = None if outcome is None else Actuation(target, outcome, detail)
-    return StepResult(0.0, decision, None, actuation, None)
+    decision = Decision(0.0, current, target, reason, Evidence.from_fields(EVIDENCE), actuation=actuation)
+    return StepResult(0.0, decision, None, None)
 
 
 @pytest.mark.parametrize(

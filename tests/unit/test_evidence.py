@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from daedalus_spark.controller import PLANNERS
-from daedalus_spark.domain import CapacityTable, Decision, Outcome, Reason
+from daedalus_spark.domain import Actuation, CapacityTable, Decision, Outcome, Reason
 from daedalus_spark.evidence import Evidence, SkipEvidence, TargetEvidence, TickEvidence
 from daedalus_spark.knowledge.state import decision_from_json, decision_to_json
 from daedalus_spark.loop import StepResult
@@ -100,10 +100,12 @@ def test_fields_read_back_into_their_groups(fields, typed, other):
 
 
 def test_the_outcome_is_stored_as_its_value_and_read_back_as_the_enum():
-    decision = Decision(5.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, actuation=Outcome.UNCONFIRMED)
+    actuation = Actuation(3, Outcome.UNCONFIRMED, "2 live after 90 s", live=2, duration_s=90.0)
+    decision = Decision(5.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, actuation=actuation)
     row = decision_to_json(decision)
-    assert json.loads(row)["actuation"] == "unconfirmed"
-    assert decision_from_json(row).actuation is Outcome.UNCONFIRMED
+    assert json.loads(row)["actuation"] == "unconfirmed" and json.loads(row)["actuation_detail"] == "2 live after 90 s"
+    # the store keeps the outcome and its detail; the live count and the duration are the decision log's
+    assert decision_from_json(row).actuation == Actuation(3, Outcome.UNCONFIRMED, "2 live after 90 s")
 
 
 def test_the_metrics_read_the_step_result_alone():
@@ -113,7 +115,7 @@ def test_the_metrics_read_the_step_result_alone():
     decision = Decision(5.0, 2, 2, Reason.CURRENT_IS_SMALLEST_VALID, Evidence(tick=tick))
     table = CapacityTable(2, 1000.0, (500.0, 1000.0, 1400.0), frozenset({2}), ())
     metrics = ControllerMetrics()
-    metrics.publish(StepResult(5.0, decision, None, None, None, capacities=table))
+    metrics.publish(StepResult(5.0, decision, None, None, capacities=table))
     value = metrics.registry.get_sample_value
     assert value("daedalus_controller_workload_records_per_second") == 1200.0
     assert value("daedalus_controller_consumer_lag_records") == 42.0

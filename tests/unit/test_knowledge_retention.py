@@ -138,16 +138,17 @@ def test_pruned_store_still_holds_what_the_controller_and_report_read(tmp_path, 
     assert list(resumed.decisions) == list(ran.decisions) and len(ran.decisions) == LIMIT
     assert list(resumed.recoveries) == list(ran.recoveries)
     assert build(resumed) == build(ran)
-    applied = [[d.time_s for d in k.decisions if d.rescale and d.actuation == "applied"] for k in (ran, resumed)]
+    applied = [
+        [d.time_s for d in k.decisions if d.rescale and d.actuation and d.actuation.outcome == "applied"]
+        for k in (ran, resumed)
+    ]
     assert applied[0] and rescale_tokens(applied[0], clock.now(), per_hour=3) == rescale_tokens(
         applied[1], clock.now(), per_hour=3
     )
 
 
 def step_result(time_s: float) -> StepResult:
-    return StepResult(
-        time_s, Decision(time_s, 2, 2, Reason.CURRENT_IS_SMALLEST_VALID), None, None, None, {"tick": 0.001}
-    )
+    return StepResult(time_s, Decision(time_s, 2, 2, Reason.CURRENT_IS_SMALLEST_VALID), None, None, {"tick": 0.001})
 
 
 def test_decision_log_rotates_and_keeps_the_newest_lines(tmp_path):

@@ -89,7 +89,8 @@ def test_a_rescale_counts_only_when_it_changed_the_job(outcome, counts):
     result = loop.step()
     decision, k = result.decision, loop.controller.knowledge
     assert decision.reason is Reason.PLAN_SCALES_OUT and actuator.requested == [decision.target_scaleout]
-    assert decision.actuation == outcome.value and decision.actuation_detail == f"scripted {outcome.value}"
+    assert decision.actuation == Actuation(decision.target_scaleout, outcome, f"scripted {outcome.value}")
+    assert result.actuation is decision.actuation  # one record of the outcome
     assert (k.last_rescale_s == 60.0) is counts
     assert (k.recovery.pending is not None) is counts
     assert list(k.decisions) == [decision] and recorder.results == [result]
@@ -162,7 +163,7 @@ def test_an_actuator_that_raises_is_reported_failed():
 
     loop, _, _ = make_loop(actuator=Raising())
     d = loop.step().decision
-    assert d.actuation == "failed" and "bug" in d.actuation_detail
+    assert d.actuation is not None and d.actuation.outcome is Outcome.FAILED and "bug" in d.actuation.detail
     assert loop.controller.knowledge.last_rescale_s is None
 
 
@@ -195,7 +196,7 @@ def test_an_accepted_rescale_counts_at_once_and_is_confirmed_on_a_later_tick():
     loop, clock, recorder = make_loop(actuator=actuator)
     first = loop.step()
     target, k = first.decision.target_scaleout, loop.controller.knowledge
-    assert first.decision.actuation == "accepted" and first.confirmation is None
+    assert first.actuation is not None and first.actuation.outcome is Outcome.ACCEPTED and first.confirmation is None
     assert k.last_rescale_s == 60.0 and k.recovery.pending is not None  # cool-down and recovery start at once
     clock.advance(60)
     assert loop.step().confirmation is None  # executors still starting: no verdict, no wait
@@ -248,6 +249,7 @@ def test_a_new_target_supersedes_one_still_pending():
     monitor.workload_per_s = 4500.0
     loop.clock.advance(60)  # type: ignore[attr-defined]
     second = loop.step()
-    assert second.decision.actuation == "accepted" and second.decision.target_scaleout != first
+    assert second.actuation is not None and second.actuation.outcome is Outcome.ACCEPTED
+    assert second.decision.target_scaleout != first
     assert second.confirmation is not None and second.confirmation.outcome is Outcome.UNCONFIRMED
     assert second.confirmation.target == first and "superseded" in second.confirmation.detail

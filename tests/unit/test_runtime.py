@@ -125,10 +125,9 @@ def test_health_turns_stalled_when_ticks_stop(tmp_path):
 def test_decision_log_lines_are_strict_json(tmp_path):
     target = TargetEvidence(capacity_target_per_s=1.5, predicted_recovery_s=math.inf, downtime_used_s=30.0)
     evidence = Evidence(target=target, other={"x": math.nan})
-    decision = Decision(10.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, evidence)
-    result = StepResult(
-        10.0, decision, None, Actuation(3, Outcome.UNCONFIRMED, "2 live", 2, 90.0), None, {"monitor": 0.1}
-    )
+    actuation = Actuation(3, Outcome.UNCONFIRMED, "2 live", 2, 90.0)
+    decision = Decision(10.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, evidence, actuation=actuation)
+    result = StepResult(10.0, decision, None, None, {"monitor": 0.1})
     DecisionLog(tmp_path / "d.jsonl").publish(result)
     line = (tmp_path / "d.jsonl").read_text()
     parsed = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
