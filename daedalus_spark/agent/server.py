@@ -7,9 +7,12 @@ every connection, without a bound)."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import re
+import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +26,9 @@ from daedalus_spark.httpserve import MAX_CONNECTIONS, BoundedHTTPServer, send_bo
 MAX_BODY_BYTES = 4096
 # A client gets this long for each read (request line, headers, body) before its connection is dropped.
 READ_TIMEOUT_S = 10.0
+# And this long for the whole exchange: a client trickling a byte just inside each read's timeout would otherwise hold
+# one of the bounded slots for as long as it likes (the controller's own PUT then finds them all taken).
+EXCHANGE_DEADLINE_S = 30.0
 # A Content-Length is plain decimal digits (RFC 9110); a sign, spaces or a fraction make the request malformed.
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,10}")
 
@@ -50,6 +56,21 @@ class AgentHandler(BaseHTTPRequestHandler):
 
     routes: ClassVar[Routes]
     timeout = READ_TIMEOUT_S  # StreamRequestHandler puts this on the socket: every read has a deadline
+    exchange_deadline_s: ClassVar[float] = EXCHANGE_DEADLINE_S
+
+    def handle(self) -> None:
+        """The exchange under one deadline: past it the socket is shut down, the reads end and the slot is freed."""
+        watchdog = threading.Timer(self.exchange_deadline_s, self._cut_off)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            super().handle()
+        finally:
+            watchdog.cancel()
+
+    def _cut_off(self) -> None:
+        with contextlib.suppress(OSError):  # the client may have gone already
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep the driver log quiet
         return None
@@ -129,8 +150,11 @@ class AgentHandler(BaseHTTPRequestHandler):
         send_body(self, code, body, content_type)
 
 
-def make_handler(routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S) -> type[BaseHTTPRequestHandler]:
-    return type("Handler", (AgentHandler,), {"routes": routes, "timeout": read_timeout_s})
+def make_handler(
+    routes: Routes, *, read_timeout_s: float = READ_TIMEOUT_S, exchange_deadline_s: float = EXCHANGE_DEADLINE_S
+) -> type[BaseHTTPRequestHandler]:
+    attributes = {"routes": routes, "timeout": read_timeout_s, "exchange_deadline_s": exchange_deadline_s}
+    return type("Handler", (AgentHandler,), attributes)
 
 
 def serve(
@@ -140,7 +164,8 @@ def serve(
     *,
     max_connections: int = MAX_CONNECTIONS,
     read_timeout_s: float = READ_TIMEOUT_S,
+    exchange_deadline_s: float = EXCHANGE_DEADLINE_S,
 ) -> ThreadingHTTPServer:
     """Start serving on a daemon thread; port 0 picks a free port (see `server.server_port`)."""
-    handler = make_handler(routes, read_timeout_s=read_timeout_s)
+    handler = make_handler(routes, read_timeout_s=read_timeout_s, exchange_deadline_s=exchange_deadline_s)
     return start(BoundedHTTPServer((host, port), handler, max_connections=max_connections), "daedalus-agent-http")

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from daedalus_spark.agent.server import Routes, serve
 
 READ_TIMEOUT_S = 0.5
+EXCHANGE_S = 2.0
 DEADLINE_S = 10.0
 
 
@@ -28,7 +29,9 @@ def agent() -> Iterator[tuple[int, list[int]]]:
         8,
         None,
     )
-    server = serve(routes, "127.0.0.1", 0, max_connections=4, read_timeout_s=READ_TIMEOUT_S)
+    server = serve(
+        routes, "127.0.0.1", 0, max_connections=4, read_timeout_s=READ_TIMEOUT_S, exchange_deadline_s=EXCHANGE_S
+    )
     try:
         yield server.server_port, applied
     finally:
@@ -120,6 +123,29 @@ def test_stalled_connections_are_dropped_after_the_read_timeout(agent) -> None:
         reply = sock.recv(100)  # the server gives up on the request line's headers and closes
         assert reply == b"" or reply.startswith(b"HTTP/1.0 408")
         assert time.monotonic() - started < DEADLINE_S
+
+
+def test_a_client_trickling_inside_each_read_timeout_is_cut_off_at_the_exchange_deadline(agent) -> None:
+    port, applied = agent
+    with _connect(port) as sock:
+        started = time.monotonic()
+        cut_off = False
+        for byte in _put(b'{"target": 2}', "Content-Length: 13\r\n"):  # ~7 s at a byte per 0.1 s
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                cut_off = True
+                break
+            sock.settimeout(0.1)  # each byte well inside the server's 0.5-s read timeout
+            try:
+                if sock.recv(100) == b"":
+                    cut_off = True
+                    break
+            except TimeoutError:
+                pass
+        assert cut_off, "the trickling client kept its slot"
+        assert time.monotonic() - started < EXCHANGE_S + DEADLINE_S
+    assert applied == []
 
 
 def test_connections_beyond_the_bound_are_refused_and_the_server_recovers(agent) -> None:
