@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sqlite3
 import sys
 import tempfile
 import time
@@ -102,6 +103,19 @@ def files_bytes(workdir: Path, prefix: str) -> int:
     return sum(p.stat().st_size for p in workdir.iterdir() if p.name.startswith(prefix))
 
 
+def store_pages_kb(path: Path) -> tuple[float, float]:
+    """(pages in use, pages on the free list) of the store in kB: a file that grows while the pages in use stay put
+    is a high-water mark, not data kept."""
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        size, pages, free = (
+            conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_size", "page_count", "freelist_count")
+        )
+    finally:
+        conn.close()
+    return (pages - free) * size / 1024, free * size / 1024
+
+
 def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, float]]:
     config = soak_config(workdir, args)
     rng = np.random.default_rng(args.seed)
@@ -146,10 +160,13 @@ def sample(sidecar: Sidecar, workdir: Path, now_s: float, tick_s: list[float], w
     own, own_peak = rss_kb()
     child, child_peak = (sum(x) for x in zip(*(rss_kb(p) for p in pids), strict=True)) if pids else (0, 0)
     k = sidecar.loop.controller.knowledge
+    used_kb, free_kb = store_pages_kb(workdir / "knowledge.sqlite")
     return {
         "day": now_s / DAY_S,
         "ticks": len(tick_s),
         "store_kb": files_bytes(workdir, "knowledge.sqlite") / 1024,
+        "used_kb": used_kb,
+        "free_kb": free_kb,
         "log_kb": files_bytes(workdir, "decisions.jsonl") / 1024,
         "rss_mb": own / 1024,
         "child_rss_mb": child / 1024,
@@ -165,10 +182,12 @@ def sample(sidecar: Sidecar, workdir: Path, now_s: float, tick_s: list[float], w
 def print_row(r: dict[str, float], *, first: bool) -> None:
     if first:
         print(
-            "   day    ticks  store kB   log kB  RSS MB  refit-proc RSS MB  refits  tick p50/p95 ms (last 600)  wall s"
+            "   day    ticks  store kB (used/free)   log kB  RSS MB  refit-proc RSS MB  refits  "
+            "tick p50/p95 ms (last 600)  wall s"
         )
     print(
-        f"{r['day']:6.2f} {r['ticks']:8.0f} {r['store_kb']:9.0f} {r['log_kb']:8.0f} {r['rss_mb']:7.1f} "
+        f"{r['day']:6.2f} {r['ticks']:8.0f} {r['store_kb']:9.0f} ({r['used_kb']:5.0f}/{r['free_kb']:4.0f}) "
+        f"{r['log_kb']:8.0f} {r['rss_mb']:7.1f} "
         f"{r['child_rss_mb']:18.1f} {r['refits']:7.0f}  {r['p50_ms']:10.1f} / {r['p95_ms']:6.1f}{'':12} "
         f"{r['wall_s']:6.0f}",
         flush=True,
@@ -197,7 +216,9 @@ def summarize(rows: list[dict[str, float]], args: argparse.Namespace) -> bool:
     )
     print(
         f"store after the {args.retention_days:g}-day retention: {after[0]['store_kb']:.0f} -> {end['store_kb']:.0f}"
-        f" kB ({store_growth:+.1%}); decision log + backups {end['log_kb']:.0f} kB (bound {log_bound_kb:.0f} kB)"
+        f" kB ({store_growth:+.1%}; pages in use {after[0]['used_kb']:.0f} -> {end['used_kb']:.0f} kB, "
+        f"highest {max(r['used_kb'] for r in after):.0f} kB); decision log + backups {end['log_kb']:.0f} kB "
+        f"(bound {log_bound_kb:.0f} kB)"
     )
     print(
         f"RSS controller + refit process over the last half: {total.min():.0f}-{total.max():.0f} MB, slope "
