@@ -250,6 +250,7 @@ class PendingAwareActuator:
 
     inner: Actuator
     watcher: ExecutorPodWatcher
+    _unchecked: str = ""  # why the pods could not be listed last time ('' when they could)
 
     def current(self) -> int:
         return self.inner.current()
@@ -281,10 +282,15 @@ class PendingAwareActuator:
 
     def _report(self) -> PodReport | None:
         try:
-            return self.watcher.check()
+            report = self.watcher.check()
         except ActuatorError as exc:
-            log.warning("executor pods not checked: %s", exc)
+            # Checked every tick now (lost executors): a lasting problem is said once, then at debug level.
+            level = logging.DEBUG if str(exc) == self._unchecked else logging.WARNING
+            self._unchecked = str(exc)
+            log.log(level, "executor pods not checked: %s", exc)
             return None
+        self._unchecked = ""
+        return report
 
     def _live_or(self, default: int) -> int:
         try:

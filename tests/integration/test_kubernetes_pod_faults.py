@@ -286,6 +286,9 @@ def test_a_lost_node_keeps_its_executor_out_of_capacity_learning_and_rescales_wa
                 assert "wordcount-exec-2 not Ready on node node-2" in refused.detail and agent.driver.target == 2
     during = recorder.results[3:]
     assert capacity.last_seen_s["2"] == seen_before and capacity.regressions["2"].n == points_before
+    # read as capacity, the survivor's 300/s would be learned as the backlog floor of 2 executors (it was, without
+    # the pod watcher, and the ticks then scaled out 2 -> 3 -> 4 while Spark was replacing the executor)
+    assert 2 not in capacity.backlog_floor_per_scaleout
     for result in during:
         d = result.decision
         assert d.reason is Reason.SKIP_MISSING_DATA and not d.rescale, d
@@ -305,3 +308,15 @@ def test_a_lost_node_keeps_its_executor_out_of_capacity_learning_and_rescales_wa
     loop.step()
     assert loop.actuator.apply(3).outcome is Outcome.ACCEPTED and agent.driver.target == 3
     assert capacity.last_seen_s["2"] == seen_before  # its series never reached capacity learning
+
+
+def test_pods_that_cannot_be_listed_are_said_once_and_what_was_seen_lost_stays_left_out(api, agent, caplog):
+    actuator = pod_aware(api, agent, lambda: api.now_s)
+    api.evict("wordcount-exec-2")
+    assert actuator.lost_executors() == {"2": "evicted: The node was low on resource: memory."}
+    api.forbidden.add(("GET", "pods"))
+    with caplog.at_level(logging.DEBUG, logger="daedalus_spark.execute.kubernetes_pods"):
+        for _ in range(3):
+            assert actuator.lost_executors() == {"2": "evicted: The node was low on resource: memory."}
+    levels = [r.levelno for r in caplog.records if "executor pods not checked" in r.getMessage()]
+    assert levels == [logging.WARNING, logging.DEBUG, logging.DEBUG]
