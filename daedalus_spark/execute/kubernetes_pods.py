@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubernetes import client as k8s
@@ -31,7 +31,7 @@ class ExecutorPod:
     why_pending: str = ""  # the scheduler's or kubelet's reason (Unschedulable: 0/3 nodes ..., ImagePullBackOff)
     name: str = ""  # the pod's name
     lost: str = ""  # the fault that took it ('evicted: The node was low on resource: memory.'); '' while healthy
-    lost_s: float = 0.0  # when it was lost (the condition's transition), for telling its replacement
+    lost_s: float = 0.0  # when it was lost (the condition's transition; else when first seen lost)
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def executor_pod(pod: Any) -> ExecutorPod:
         _why_pending(status, statuses) if phase == "Pending" else "",
         name=meta.name or "",
         lost=lost,
-        lost_s=lost_s if lost_s else created,
+        lost_s=lost_s,
     )
 
 
@@ -143,25 +143,25 @@ DISRUPTIONS = {
 
 
 def _fault(pod: Any, statuses: list[Any], phase: str) -> tuple[str, float]:
-    """The fault that took a pod and when ('', 0.0 for a healthy one). A pod deleted without a DisruptionTarget
-    condition is Spark's own scale-in (or an older cluster's drain): not a fault here."""
+    """The fault that took a pod and when (0.0: not recorded; '' for a healthy pod). A pod deleted without a
+    DisruptionTarget condition is Spark's own scale-in (or an older cluster's drain): not a fault here."""
     status = pod.status
     conditions = {c.type: c for c in status.conditions or []}
     disruption, ready = conditions.get("DisruptionTarget"), conditions.get("Ready")
+    not_ready_s = _since(ready) if ready is not None and ready.status != "True" else 0.0
     if phase == "Failed" and status.reason == "Evicted":
-        return f"evicted: {status.message or 'no message'}", _since(disruption or ready)
+        return f"evicted: {status.message or 'no message'}", _since(disruption) or not_ready_s
     if disruption is not None and disruption.status == "True":
         what = DISRUPTIONS.get(disruption.reason or "", f"disrupted ({disruption.reason})")
         return f"{what}: {disruption.message or 'no message'}", _since(disruption)
     if status.reason == "NodeLost":
-        return f"lost with its node: {status.message or 'no message'}", _since(ready)
+        return f"lost with its node: {status.message or 'no message'}", not_ready_s
     containers_ready = bool(statuses) and all(s.ready for s in statuses)
-    if phase == "Running" and ready is not None and ready.status != "True" and containers_ready:
+    if phase == "Running" and not_ready_s and containers_ready:
         # The node controller marks the pods of a node it no longer hears from not Ready; the kubelet's last
         # report (containers ready) stays as it was.
-        return f"not Ready on node {pod.spec.node_name if pod.spec else '?'} (node not ready or unreachable)", _since(
-            ready
-        )
+        node = pod.spec.node_name if pod.spec else "?"
+        return f"not Ready on node {node} (node not ready or unreachable)", not_ready_s
     return "", 0.0
 
 
@@ -192,7 +192,7 @@ class ExecutorPodWatcher:
     sleep: Callable[[float], None] = time.sleep
     _never_ran: set[str] = field(default_factory=set)
     _ran: set[str] = field(default_factory=set)
-    _lost: dict[str, str] = field(default_factory=dict)  # executor id -> its fault, oldest first
+    _lost: dict[str, ExecutorPod] = field(default_factory=dict)  # executor id -> its pod when first seen lost
     _waiting: dict[str, ExecutorPod] = field(default_factory=dict)  # lost, not yet replaced
 
     @property
@@ -215,21 +215,31 @@ class ExecutorPodWatcher:
             raise ActuatorError(
                 explain_exception(exc, verb="list", resource="pods", namespace=self.namespace, name=where)
             ) from None
-        views = [executor_pod(p) for p in pods.items or []]
+        now_s = self.clock()
+        views = [self._stamped(executor_pod(p), now_s) for p in pods.items or []]
         report = classify_executor_pods(
             views,
-            now_s=self.clock(),
+            now_s=now_s,
             pending_timeout_s=self.settings.pending_timeout_s,
             vanished=self._waiting.values(),
         )
         self._waiting = {p.executor_id: p for p in report.unreplaced}
         self._ran.update(p.executor_id for p in views if p.ever_ran)
         self._never_ran = (self._never_ran | set(report.never_ran)) - self._ran
-        for pod in report.lost:
-            self._lost.setdefault(pod.executor_id, pod.lost)
-        for gone in list(self._lost)[: max(0, len(self._lost) - REMEMBERED_LOST)]:
-            del self._lost[gone]  # Spark never reuses an executor id: old ones only take memory
         return report
+
+    def _stamped(self, pod: ExecutorPod, now_s: float) -> ExecutorPod:
+        """A lost pod with its loss time: Kubernetes' record, else when this watcher first saw it lost."""
+        if not pod.lost:
+            return pod
+        if not pod.lost_s:
+            first = self._lost.get(pod.executor_id)
+            pod = replace(pod, lost_s=first.lost_s if first is not None else now_s)
+        if pod.executor_id not in self._lost:
+            self._lost[pod.executor_id] = pod
+            for gone in list(self._lost)[: max(0, len(self._lost) - REMEMBERED_LOST)]:
+                del self._lost[gone]  # Spark never reuses an executor id: old ones only take memory
+        return pod
 
     def never_ran(self) -> frozenset[str]:
         """Executor ids seen whose pods never started a container: capacity learning should ignore them."""
@@ -237,7 +247,7 @@ class ExecutorPodWatcher:
 
     def lost(self) -> dict[str, str]:
         """Executor id -> the fault that took its pod, for every one seen lost (replaced or not)."""
-        return dict(self._lost)
+        return {executor_id: pod.lost for executor_id, pod in self._lost.items()}
 
 
 @dataclass

@@ -23,7 +23,7 @@ from daedalus_spark.execute.kubernetes_pods import (
     classify_executor_pods,
     executor_pod,
 )
-from daedalus_spark.execute.port import Outcome
+from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore
 from daedalus_spark.loop import Loop
 from tests.contract.test_actuators import AgentHarness, FakeDriver
@@ -320,3 +320,35 @@ def test_pods_that_cannot_be_listed_are_said_once_and_what_was_seen_lost_stays_l
             assert actuator.lost_executors() == {"2": "evicted: The node was low on resource: memory."}
     levels = [r.levelno for r in caplog.records if "executor pods not checked" in r.getMessage()]
     assert levels == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+
+
+def test_a_loss_kubernetes_did_not_stamp_is_timed_from_when_the_watcher_first_saw_it(api, agent):
+    actuator = pod_aware(api, agent, lambda: api.now_s)
+    api.evict("wordcount-exec-2")
+    del api.pod("wordcount-exec-2")["status"]["conditions"]  # no transition time recorded
+    api.now_s += 500  # the pod is 1,100 s old: its age must not count as the time since the loss
+    assert actuator.apply(3).outcome is Outcome.REFUSED
+    api.now_s += 119
+    assert actuator.apply(3).outcome is Outcome.REFUSED
+    api.now_s += 1  # pending_timeout_s after it was first seen lost, and no replacement asked for
+    assert actuator.apply(3).outcome is Outcome.ACCEPTED
+
+
+def test_a_loop_whose_actuator_fails_to_tell_lost_executors_still_decides(caplog):
+    @dataclass
+    class Failing:
+        def current(self) -> int:
+            return 2
+
+        def apply(self, target: int) -> Actuation:
+            return Actuation(target, Outcome.REFUSED, "not asked")
+
+        def lost_executors(self) -> dict[str, str]:
+            raise RuntimeError("bug")
+
+    clock = FakeClock(NOW + 60)
+    loop = Loop(Controller(CONFIG), NodeLossMonitor(), Failing(), None, clock)
+    with caplog.at_level(logging.ERROR, logger="daedalus_spark.loop"):
+        result = loop.step()
+    assert result.decision.reason.value and "lost executors not read" in caplog.text
+    assert [e.executor_id for e in result.observation.executors] == ["1", "2"]
