@@ -6,13 +6,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from daedalus_spark.clock import Clock
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import CapacityTable, Decision, Observation
-from daedalus_spark.execute.port import Actuation, Actuator, ActuatorError, Outcome, PendingTarget, SeesObstacles
+from daedalus_spark.execute.port import (
+    Actuation,
+    Actuator,
+    ActuatorError,
+    Outcome,
+    PendingTarget,
+    SeesLostExecutors,
+    SeesObstacles,
+)
 from daedalus_spark.knowledge.state import KnowledgeStore
 from daedalus_spark.monitor.port import MetricsSource, MonitorError
 from daedalus_spark.redact import redact
@@ -61,11 +69,14 @@ class Loop:
     _window_end_s: float | None = None
     _last_scaleout: int = 0
     _pending: PendingTarget | None = None  # the accepted target not yet seen live
+    _told_lost: set[str] = field(default_factory=set)  # lost executors already logged
 
     def step(self) -> StepResult:
         now_s = self.clock.now()
         timings: dict[str, float] = {}
         observation, error = self._observe(now_s, timings)
+        if observation is not None and isinstance(self.actuator, SeesLostExecutors):
+            observation = self._without_lost(observation, timings)
         confirmation = self._confirm(now_s, observation, timings) if self._pending is not None else None
         started = time.perf_counter()
         if observation is None:
@@ -127,6 +138,27 @@ class Loop:
             timings["monitor"] = time.perf_counter() - started
         self._window_end_s = now_s
         return observation, None
+
+    def _without_lost(self, observation: Observation, timings: dict[str, float]) -> Observation:
+        """Drop the series of executors lost to a fault or that never ran: their collapse is not a capacity. The
+        scale-out stays as observed (the driver may still count a lost executor: the controller then holds)."""
+        assert isinstance(self.actuator, SeesLostExecutors)
+        started = time.perf_counter()
+        try:
+            lost = self.actuator.lost_executors()
+        except Exception:  # the port promises not to raise; a bug must not kill the loop
+            log.exception("lost executors not read")
+            lost = {}
+        timings["pods"] = time.perf_counter() - started
+        dropped = [e.executor_id for e in observation.executors if e.executor_id in lost]
+        for executor_id in dropped:
+            if executor_id not in self._told_lost:
+                self._told_lost.add(executor_id)
+                log.warning("executor %s left out of capacity learning: %s", executor_id, redact(lost[executor_id]))
+        if not dropped:
+            return observation
+        kept = tuple(e for e in observation.executors if e.executor_id not in lost)
+        return replace(observation, executors=kept)
 
     def _apply(self, decision: Decision) -> Actuation:
         try:

@@ -3,6 +3,7 @@ next ticks, whether the live count reached it (applied) or not in time (unconfir
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -32,6 +33,16 @@ class SeesObstacles(Protocol):
 
     def obstacle(self, target: int) -> str:
         """Why `target` cannot be reached now; empty when nothing is known to stand in the way."""
+        ...
+
+
+@runtime_checkable
+class SeesLostExecutors(Protocol):
+    """An actuator that knows executors whose series say nothing about capacity (pods evicted, on a lost node, or
+    that never ran)."""
+
+    def lost_executors(self) -> Mapping[str, str]:
+        """Executor id -> why its series is left out ('evicted: …', 'never ran'); empty when none is known."""
         ...
 
 

@@ -1,7 +1,9 @@
 """A stand-in Kubernetes API server (stdlib http.server) for the few endpoints the actuator, watcher and events use.
 
 It answers as the real one does where the client can tell: Status objects for errors, resourceVersion preconditions
-(409 Conflict), 403/404/422/500, merge-patch content type required, and slow answers on request.
+(409 Conflict), 403/404/422/500, merge-patch content type required, and slow answers on request. Its pods go through
+the faults the way Kubernetes records them (`evict`, the Eviction subresource, `lose_node`, `taint_evict`): phase,
+status reason and message, deletionTimestamp, Ready and DisruptionTarget conditions.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -18,6 +21,7 @@ from kubernetes import client as k8s
 
 SCALE = re.compile(r"^/apis/apps/v1/namespaces/([^/]+)/(statefulsets|deployments)/([^/]+)/scale$")
 PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
+EVICTION = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction$")
 EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events(?:/([^/]+))?$")
 REASONS = {403: "Forbidden", 404: "NotFound", 409: "Conflict", 422: "Invalid", 500: "InternalError"}
 
@@ -55,6 +59,7 @@ class FakeApiServer:
     conflicts_by_others: int = 0  # PATCHes that find someone else changed the object just before (409)
     delay_s: float = 0.0  # every answer waits this long (a slow API server)
     requests: list[tuple[str, str]] = field(default_factory=list)
+    now_s: float = 1_800_000_000.0  # the cluster's clock: stamps conditions and deletions (tests set it)
     content_types: list[str] = field(default_factory=list)
     _release: threading.Event = field(default_factory=threading.Event)
 
@@ -96,6 +101,8 @@ class FakeApiServer:
             return self._scale(method, m.groups(), body, content_type)
         if m := PODS.match(path):
             return self._pods(method, m.group(1), query)
+        if (m := EVICTION.match(path)) and method == "POST":
+            return self._evict_by_api(*m.groups())
         if m := EVENTS.match(path):
             return self._events(method, m.group(1), m.group(2), body, content_type)
         return 404, status(404, f"the server could not find the requested resource ({path})")
@@ -176,6 +183,101 @@ class FakeApiServer:
             self.events[name] = {**self.events[name], **body}
             return 200, self.events[name]
         return 405, status(405, "method not allowed")
+
+    # ------------------------------------------------------------ pod faults, as Kubernetes records them
+
+    def pod(self, name: str) -> dict[str, Any]:
+        return next(p for p in self.pods if p["metadata"]["name"] == name)
+
+    def evict(self, name: str, message: str = "The node was low on resource: memory.") -> None:
+        """Node-pressure eviction by the kubelet: phase Failed, reason Evicted, the containers killed."""
+        pod, at = self.pod(name), stamp(self.now_s)
+        status = pod["status"]
+        status.update(phase="Failed", reason="Evicted", message=message)
+        for container in status.get("containerStatuses", []):
+            container.update(ready=False, state={"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": at}})
+        _condition(status, "Ready", "False", at, reason="PodFailed")
+        _condition(status, "DisruptionTarget", "True", at, "TerminationByKubelet", message)
+
+    def lose_node(self, node: str) -> list[str]:
+        """The node controller stops hearing from `node`: its pods' Ready turns False, the kubelet's last report
+        (containers running and ready) stays; the names of the pods marked."""
+        marked = [p for p in self.pods if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running"]
+        for pod in marked:
+            _condition(pod["status"], "Ready", "False", stamp(self.now_s))
+        return [p["metadata"]["name"] for p in marked]
+
+    def taint_evict(self, node: str, grace_s: int = 30) -> None:
+        """tolerationSeconds of the unreachable taint ran out: the taint manager deletes the node's pods."""
+        for pod in self.pods:
+            if pod["spec"].get("nodeName") == node:
+                message = "Taint manager: deleting due to NoExecute taint"
+                self._mark_deleted(pod, "DeletionByTaintManager", message, grace_s)
+
+    def remove(self, name: str) -> None:
+        """The pod is gone from the API (deleted, or garbage-collected)."""
+        self.pods.remove(self.pod(name))
+
+    def _evict_by_api(self, namespace: str, name: str) -> tuple[int, Any]:
+        if not any(p["metadata"]["name"] == name for p in self.pods):
+            return 404, status(404, f'pods "{name}" not found')
+        self._mark_deleted(self.pod(name), "EvictionByEvictionAPI", "Eviction API: evicting", 30)
+        return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    def _mark_deleted(self, pod: dict[str, Any], reason: str, message: str, grace_s: int) -> None:
+        at = stamp(self.now_s)
+        pod["metadata"].update(deletionTimestamp=stamp(self.now_s + grace_s), deletionGracePeriodSeconds=grace_s)
+        _condition(pod["status"], "DisruptionTarget", "True", at, reason, message)
+
+
+def stamp(time_s: float) -> str:
+    return datetime.fromtimestamp(time_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _condition(status: dict[str, Any], kind: str, value: str, at: str, reason: str = "", message: str = "") -> None:
+    conditions = [c for c in status.setdefault("conditions", []) if c["type"] != kind]
+    condition = {"type": kind, "status": value, "lastTransitionTime": at}
+    condition.update({k: v for k, v in (("reason", reason), ("message", message)) if v})
+    status["conditions"] = [*conditions, condition]
+
+
+def executor_pod(
+    executor_id: str,
+    *,
+    created_s: float,
+    running: bool = True,
+    node: str = "node-1",
+    app: str = "spark-app-1",
+    namespace: str = "jobs",
+) -> dict[str, Any]:
+    """An executor pod as Spark on Kubernetes creates it, Running and Ready (or Pending, not yet scheduled)."""
+    created = stamp(created_s)
+    status: dict[str, Any] = {"phase": "Running" if running else "Pending"}
+    if running:
+        status["containerStatuses"] = [
+            {
+                "name": "spark-kubernetes-executor",
+                "image": "job",
+                "imageID": "",
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": created}},
+            }
+        ]
+        _condition(status, "Ready", "True", created)
+    return {
+        "metadata": {
+            "name": f"wordcount-exec-{executor_id}",
+            "namespace": namespace,
+            "creationTimestamp": created,
+            "labels": {"spark-role": "executor", "spark-app-selector": app, "spark-exec-id": executor_id},
+        },
+        "spec": {
+            **({"nodeName": node} if running else {}),  # a Pending pod is not bound to a node yet
+            "containers": [{"name": "spark-kubernetes-executor", "image": "job"}],
+        },
+        "status": status,
+    }
 
 
 def _query(query: str) -> dict[str, str]:
