@@ -14,6 +14,11 @@ SPARK_DRIVER_ID = "driver"  # Spark lists the driver among the executors under t
 APPLICATION_ID_MAX = 200
 
 
+def is_application_id(value: str) -> bool:
+    """Whether a label or stored value can name an application: 1..APPLICATION_ID_MAX printable characters."""
+    return 0 < len(value) <= APPLICATION_ID_MAX and value.isprintable()
+
+
 @dataclass(frozen=True)
 class ExecutorSeries:
     """One executor's samples since the last tick, oldest first, one per `Observation.step_s`."""

@@ -13,7 +13,7 @@ from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
 from daedalus_spark.analyze.recovery_measurement import RecoveryMeter
 from daedalus_spark.config import HISTORY_LIMIT, Config
-from daedalus_spark.domain import APPLICATION_ID_MAX, Actuation, Decision, Outcome, Reason, Recovery
+from daedalus_spark.domain import APPLICATION_ID_MAX, Actuation, Decision, Outcome, Reason, Recovery, is_application_id
 from daedalus_spark.evidence import Evidence
 from daedalus_spark.knowledge.history import History
 from daedalus_spark.untrusted import Damaged, integer, mapping, number, optional_number, text
@@ -212,7 +212,7 @@ def _application_id(controller: Mapping[str, Any], damage: list[str]) -> str:
     first tick then tells a new application by the uptime alone."""
     try:
         value = text(controller.get("application_id", ""), "controller.application_id", max_len=APPLICATION_ID_MAX)
-        if not value.isprintable():
+        if value and not is_application_id(value):
             raise Damaged(f"controller.application_id: {value!r:.40} holds control characters")
     except Damaged as exc:
         damage.append(f"{exc}: ignored, the first tick compares no application id")

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from daedalus_spark.domain import (
-    APPLICATION_ID_MAX,
     SPARK_DRIVER_ID,
     BatchWindow,
     ExecutorSeries,
     Observation,
     PartitionLoad,
+    is_application_id,
 )
 from daedalus_spark.monitor.port import MonitorError
 
@@ -132,7 +132,7 @@ def _application_id(matrix: Matrix, last: int, window: Window) -> str:
             log.warning("application id unknown this window: %d applications at its end (%s)", len(ids), sorted(ids))
         return ""
     (found,) = ids
-    if not (0 < len(found) <= APPLICATION_ID_MAX and found.isprintable()):
+    if not is_application_id(found):
         log.warning("application id unknown this window: %r is not an application id", found[:60])
         return ""
     return found
