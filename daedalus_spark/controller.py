@@ -37,7 +37,7 @@ class Controller:
     ) -> None:
         self.config = config
         self.knowledge = knowledge or Knowledge.fresh(config, refits=refits)
-        self.application = ApplicationWatch()
+        self.application = ApplicationWatch(application_id=self.knowledge.application_id)
         self.losses = LossWatch()
 
     @classmethod
@@ -108,10 +108,12 @@ class Controller:
         if missing:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=missing))
         k, settings = self.knowledge, self.config.controller
-        if self.application.new_application(
+        new_application = self.application.new_application(
             obs, last_rescale_s=k.last_rescale_s, restart_within_s=self._restart_within_s()
-        ):
-            self._forget_old_application(obs)
+        )
+        k.application_id = self.application.application_id
+        if new_application:
+            self._forget_old_application(obs, new_application)
         warmup_samples = _samples_in_warmup(obs, settings.warmup_s)
         k.capacity.learn(obs, skip_first=warmup_samples)
         self._measure_recovery(obs)
@@ -119,9 +121,11 @@ class Controller:
         k.history.add_workload(obs, self.config.forecast.resolution_s)
         if warmup_samples >= len(obs.workload_per_s):
             return self._hold(obs, now_s, Reason.SKIP_WARMUP, SkipEvidence(uptime_s=obs.uptime_s))
-        lost = self.losses.lost(obs.scaleout, our_target=self._last_applied_target())
-        if lost:
-            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=lost))
+        lost = self.losses.lost(
+            obs, now_s=now_s, our_target=self._last_applied_target(), hold_s=self._replacement_within_s()
+        )
+        if lost.hold:
+            return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=lost.hold))
         table = k.capacity.table(obs, settings.max_scaleout)
         if table is None:
             return self._hold(
@@ -141,7 +145,8 @@ class Controller:
             )
         )
         decision = self._plan(obs, now_s, table, forecast)
-        return replace(decision, notes=table.notes + decision.notes) if table.notes else decision
+        notes = table.notes + lost.notes
+        return replace(decision, notes=notes + decision.notes) if notes else decision
 
     def _plan(self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast) -> Decision:
         """The configured planner on what this tick analyzed, each planner given what it reads."""
@@ -195,17 +200,18 @@ class Controller:
             since_s=decisions[0].time_s if decisions else now_s,
         )
 
-    def _forget_old_application(self, obs: Observation) -> None:
+    def _forget_old_application(self, obs: Observation, why: str) -> None:
         """Drop what held only for the previous application: the recovery measurement of a rescale sent to it (the
-        restart would be timed as that recovery) and the cool-down from that rescale. The capacity per executor (same
-        job, same executor size) and the workload history stay true and are kept."""
+        restart would be timed as that recovery), the cool-down from that rescale and its live count (the new one's
+        executors are not losses). The capacity per executor (same job, same executor size) and the workload history
+        stay true and are kept."""
         k = self.knowledge
         pending, k.recovery.pending = k.recovery.pending, None
         last_rescale_s, k.last_rescale_s = k.last_rescale_s, None
+        self.losses = LossWatch()
         log.warning(
-            "new application: the job's uptime fell to %.0f s at %.0f (the driver restarted); dropped %s and %s; "
-            "capacity kept",
-            obs.uptime_s,
+            "new application: %s at %.0f (the driver restarted); dropped %s and %s; capacity kept",
+            why,
             obs.time_s,
             "the recovery measurement of its last rescale" if pending is not None else "no recovery measurement",
             f"the cool-down from the rescale at {last_rescale_s:.0f}" if last_rescale_s is not None else "no cool-down",
@@ -223,6 +229,11 @@ class Controller:
         recovery = self.knowledge.recovery
         longer_s = max(recovery.downtime_scale_out_s, recovery.downtime_scale_in_s)
         return 2.0 * longer_s + self.config.controller.loop_interval_s
+
+    def _replacement_within_s(self) -> float:
+        """How long lost executors may take to be replaced before the tick plans on the live count
+        (analyze/losses.py): twice the learned scale-out downtime (an executor starting) and a loop interval."""
+        return 2.0 * self.knowledge.recovery.downtime_scale_out_s + self.config.controller.loop_interval_s
 
     def _measure_recovery(self, obs: Observation) -> None:
         k = self.knowledge

@@ -10,6 +10,13 @@ from enum import StrEnum
 from daedalus_spark.evidence import Evidence
 
 SPARK_DRIVER_ID = "driver"  # Spark lists the driver among the executors under this id; it runs no source tasks
+# The longest application id believed (Spark's are ~25 characters: app-20261124183100-0001, local-1764000000000).
+APPLICATION_ID_MAX = 200
+
+
+def is_application_id(value: str) -> bool:
+    """Whether a label or stored value can name an application: 1..APPLICATION_ID_MAX printable characters."""
+    return 0 < len(value) <= APPLICATION_ID_MAX and value.isprintable()
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,8 @@ class Observation:
 
     `workload_per_s` holds the source's arrival rate (records/s), oldest first, one sample per `step_s`, ending at
     `time_s`. Executor series use the same step. `uptime_s` is the time since the job (re)started processing.
+    `application_id` names the Spark application observed at `time_s` and `agent_target` is the executor count the
+    agent is asking Spark for; both stay at their defaults (unknown) where the monitor cannot tell (the simulator).
     """
 
     time_s: float
@@ -81,6 +90,8 @@ class Observation:
     uptime_s: float
     partitions: tuple[PartitionLoad, ...] = ()  # empty when the monitor does not report them
     batches: BatchWindow | None = None  # None when the monitor does not report the query's progress
+    application_id: str = ""  # '' = unknown
+    agent_target: int | None = None  # None = unknown, or the agent has no target (it asks for what Spark started with)
 
     @property
     def executor_ids(self) -> tuple[str, ...]:
@@ -99,6 +110,8 @@ class Observation:
         uptime_s: float = 1e9,
         partitions: Mapping[tuple[str, int], float] | None = None,
         batches: BatchWindow | None = None,
+        application_id: str = "",
+        agent_target: int | None = None,
     ) -> Observation:
         """Built from plain numbers (tests, benchmarks): `executors` maps id -> (throughput, utilization) series;
         a single workload value is repeated over the executors' samples; the scale-out defaults to their count."""
@@ -121,6 +134,8 @@ class Observation:
             uptime_s=uptime_s,
             partitions=tuple(PartitionLoad(t, p, float(r)) for (t, p), r in (partitions or {}).items()),
             batches=batches,
+            application_id=application_id,
+            agent_target=agent_target,
         )
 
 

@@ -136,6 +136,19 @@ class MonitorConfig(_Section):
         "PromQL",
         "Seconds since the job (re)started processing.",
     )
+    query_application: str = _field(
+        f"max by (application_id) ({names.UPTIME_SECONDS}{{$selector}})",
+        "PromQL",
+        "Series labelled application_id, one per Spark application: the one with a sample at the window's end names "
+        "the application observed, and a change of it is a driver restart (label_replace another label to "
+        "application_id). Optional: without it, a restart is told by the uptime falling.",
+    )
+    query_agent_target: str = _field(
+        f"max({names.EXECUTORS_TARGET}{{$selector}} >= 0)",
+        "PromQL",
+        "Executors the agent is asking Spark for (its last applied target; its -1, none yet, is filtered out). "
+        "Optional: without it, executors lost by themselves hold the tick once instead of until replaced.",
+    )
 
     @field_validator("prometheus_url")
     @classmethod
@@ -188,6 +201,8 @@ class MonitorConfig(_Section):
         "query_lag",
         "query_executors",
         "query_uptime",
+        "query_application",
+        "query_agent_target",
     )(_nonblank)
 
 

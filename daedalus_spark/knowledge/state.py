@@ -13,7 +13,7 @@ from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
 from daedalus_spark.analyze.recovery_measurement import RecoveryMeter
 from daedalus_spark.config import HISTORY_LIMIT, Config
-from daedalus_spark.domain import Actuation, Decision, Outcome, Reason, Recovery
+from daedalus_spark.domain import APPLICATION_ID_MAX, Actuation, Decision, Outcome, Reason, Recovery, is_application_id
 from daedalus_spark.evidence import Evidence
 from daedalus_spark.knowledge.history import History
 from daedalus_spark.untrusted import Damaged, integer, mapping, number, optional_number, text
@@ -34,6 +34,7 @@ class Knowledge:
     forecaster: WorkloadForecaster
     recovery: RecoveryMeter
     last_rescale_s: float | None = None
+    application_id: str = ""  # the Spark application last observed ('' = none named): analyze/restart.py
     decisions: deque[Decision] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
     recoveries: deque[Recovery] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
     history: History = field(default_factory=History)
@@ -140,7 +141,7 @@ def snapshot(k: Knowledge) -> Snapshot:
         components={
             "capacity": json.dumps(k.capacity.to_state(), sort_keys=True),
             "recovery": json.dumps(k.recovery.to_state(), sort_keys=True),
-            "controller": json.dumps({"last_rescale_s": k.last_rescale_s}),
+            "controller": json.dumps({"last_rescale_s": k.last_rescale_s, "application_id": k.application_id}),
             "history": json.dumps(k.history.to_state(), sort_keys=True),
         },
         forecaster=k.forecaster.to_bytes(),
@@ -200,9 +201,23 @@ def _restore_learned(s: Snapshot, config: Config, refits: RefitScheduler | None)
         forecaster=WorkloadForecaster(config.forecast, refits=refits),
         recovery=RecoveryMeter.from_state(config.recovery, json.loads(s.components["recovery"])),
         last_rescale_s=optional_number(controller["last_rescale_s"], "controller.last_rescale_s"),
+        application_id=_application_id(controller, damage),
         history=_history(s.components.get("history"), damage),
         damage=damage,
     )
+
+
+def _application_id(controller: Mapping[str, Any], damage: list[str]) -> str:
+    """The last application id seen ('' in a store written before it was kept); damaged, it is left out: the
+    first tick then tells a new application by the uptime alone."""
+    try:
+        value = text(controller.get("application_id", ""), "controller.application_id", max_len=APPLICATION_ID_MAX)
+        if value and not is_application_id(value):
+            raise Damaged(f"controller.application_id: {value!r:.40} holds control characters")
+    except Damaged as exc:
+        damage.append(f"{exc}: ignored, the first tick compares no application id")
+        return ""
+    return value
 
 
 Row = TypeVar("Row")

@@ -10,7 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daedalus_spark.domain import SPARK_DRIVER_ID, BatchWindow, ExecutorSeries, Observation, PartitionLoad
+from daedalus_spark.domain import (
+    SPARK_DRIVER_ID,
+    BatchWindow,
+    ExecutorSeries,
+    Observation,
+    PartitionLoad,
+    is_application_id,
+)
 from daedalus_spark.monitor.port import MonitorError
 
 log = logging.getLogger(__name__)
@@ -20,8 +27,12 @@ QUERIES = ("workload", "throughput", "utilization", "lag", "executors", "uptime"
 SCALAR_QUERIES = ("workload", "lag", "executors", "uptime")
 # Rates of the query's progress counters (batches, their input rows, their seconds): used together or not at all.
 BATCH_QUERIES = ("batches", "batch_records", "batch_seconds")
+# Who runs the job: the application observed (its series' `application_id` label) and the agent's executor target.
+IDENTITY_QUERIES = ("application", "agent_target")
+APPLICATION_LABEL = "application_id"
+_MOST_EXECUTORS = 100_000  # the largest agent target believed
 # Answered when the monitor can; without them the Observation says less, but it is still whole.
-OPTIONAL_QUERIES = ("partitions", *BATCH_QUERIES)
+OPTIONAL_QUERIES = ("partitions", *BATCH_QUERIES, *IDENTITY_QUERIES)
 
 Matrix = Sequence[Mapping[str, Any]]
 
@@ -103,7 +114,55 @@ def build_observation(results: Mapping[str, Matrix], window: Window, *, executor
         uptime_s=_latest(scalars["uptime"]),
         partitions=_partition_loads(results.get("partitions", ()), window),
         batches=_batch_window(results, grid, window),
+        application_id=_application_id(results.get("application", ()), grid[-1], window),
+        agent_target=_agent_target(results.get("agent_target", ()), grid[-1], window),
     )
+
+
+def _application_id(matrix: Matrix, last: int, window: Window) -> str:
+    """The application whose series has a sample at the observation's time (the one before a restart has ended):
+    '' (unknown, logged) when none does, several do (a selector matching two applications), or its label is no id."""
+    ids = {
+        str(series.get("metric", {}).get(APPLICATION_LABEL, ""))
+        for series in matrix
+        if _at(series, last, window) is not None
+    }
+    if len(ids) != 1:
+        if ids:
+            log.warning("application id unknown this window: %d applications at its end (%s)", len(ids), sorted(ids))
+        return ""
+    (found,) = ids
+    if not is_application_id(found):
+        log.warning("application id unknown this window: %r is not an application id", found[:60])
+        return ""
+    return found
+
+
+def _agent_target(matrix: Matrix, last: int, window: Window) -> int | None:
+    """The agent's executor target at the observation's time; None (unknown) when it has none there (the agent's
+    -1, filtered by the default query), several series answer, or the value is not a whole number of executors."""
+    values = [value for series in matrix if (value := _at(series, last, window)) is not None]
+    if not values:
+        return None
+    try:
+        target = float(values[0])
+    except (TypeError, ValueError):
+        target = float("nan")
+    if len(values) != 1 or not (0 <= target <= _MOST_EXECUTORS and target == round(target)):
+        log.warning("agent target unknown this window: %s", values[:3])
+        return None
+    return round(target)
+
+
+def _at(series: Mapping[str, Any], last: int, window: Window) -> Any:
+    """The raw value of a series at grid index `last`, None when it has none there."""
+    for pair in series.get("values", ()):
+        try:
+            if window.index(float(pair[0])) == last:
+                return pair[1]
+        except (TypeError, ValueError, IndexError):
+            continue
+    return None
 
 
 def _partition_loads(matrix: Matrix, window: Window) -> tuple[PartitionLoad, ...]:

@@ -42,6 +42,8 @@ NATIVE_QUERIES = {
         "min(time() - min_over_time(timestamp(sum by (application_id) "
         '(metrics_executor_totalCores{executor_id="driver",$selector}))[1h:5s]))'
     ),
+    # The driver's series carry the application id as a label.
+    "application": 'max by (application_id) (metrics_executor_totalCores{executor_id="driver",$selector})',
 }  # What Spark's driver needs to serve the metrics above (spark-submit --conf, or the SparkApplication's sparkConf).
 # `spark.metrics.namespace` keeps the application id out of the driver's metric names.
 SPARK_CONF = {
@@ -60,4 +62,5 @@ def group_selector(consumer_group: str) -> str:
 
 
 # Spark exports no cumulative batch counters: the per-batch economics (assemble.BATCH_QUERIES, optional) have no
-# native query and are left out.
+# native query and are left out. Nor does it export the executor count it is asking for outside dynamic allocation
+# (whose ExecutorAllocationManager metrics are not a target of ours): `agent_target` stays unknown.

@@ -58,6 +58,8 @@ QUERY_FIELDS = {
     "batches": "query_batches",
     "batch_records": "query_batch_records",
     "batch_seconds": "query_batch_seconds",
+    "application": "query_application",
+    "agent_target": "query_agent_target",
 }
 
 

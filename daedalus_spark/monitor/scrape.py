@@ -22,7 +22,7 @@ from daedalus_spark import metricnames as names
 from daedalus_spark.clock import Clock
 from daedalus_spark.config import MonitorConfig
 from daedalus_spark.domain import Observation
-from daedalus_spark.monitor.assemble import Window, build_observation
+from daedalus_spark.monitor.assemble import APPLICATION_LABEL, Window, build_observation
 from daedalus_spark.monitor.port import MonitorError
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ RECORDS = names.total(names.EXECUTOR_RECORDS)
 BUSY, CORES = names.total(names.EXECUTOR_BUSY_SECONDS), names.EXECUTOR_CORES
 CPU, CPU_LIMIT = names.total(names.EXECUTOR_CPU_SECONDS), names.EXECUTOR_CPU_LIMIT_CORES
 LAG, EXECUTORS, UPTIME = names.LAG_RECORDS, names.EXECUTORS, names.UPTIME_SECONDS
+TARGET = names.EXECUTORS_TARGET
 BATCH_COUNTERS = {  # assemble.BATCH_QUERIES -> the agent's query progress counter each one is the rate of
     "batches": names.total(names.QUERY_BATCHES),
     "batch_records": names.total(names.QUERY_INPUT_RECORDS),
@@ -119,7 +120,7 @@ class ScrapeMonitor:
     _thread: threading.Thread | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self._wanted = {OFFSETS, RECORDS, LAG, EXECUTORS, UPTIME, *BATCH_COUNTERS.values()}
+        self._wanted = {OFFSETS, RECORDS, LAG, EXECUTORS, UPTIME, TARGET, *BATCH_COUNTERS.values()}
         self._wanted |= {CPU, CPU_LIMIT} if self.utilization_signal == "cpu" else {BUSY, CORES}
         self._maxlen = math.ceil((self.horizon_s + self.config.rate_window_s) / self.config.step_s) + 4
 
@@ -232,6 +233,8 @@ class _Evaluator:
             "executors": self._scalar(times, lambda t: self._sum(EXECUTORS, t, self._instant)),
             "uptime": self._scalar(times, lambda t: self._max(UPTIME, t)),
             "partitions": self._by_partition(OFFSETS, times),
+            "application": self._by_application(UPTIME, times),
+            "agent_target": self._scalar(times, self._agent_target),
         } | {
             query: self._scalar(times, partial(self._total_rate, counter)) for query, counter in BATCH_COUNTERS.items()
         }
@@ -250,6 +253,21 @@ class _Evaluator:
             if values:
                 out.append({"metric": {"topic": topic, "partition": partition}, "values": values})
         return out
+
+    def _by_application(self, name: str, times: list[float]) -> list[dict[str, Any]]:
+        """max by (application_id) (name): one matrix entry per application, while its series is not stale."""
+        out = []
+        for (_, series_name, labels), s in sorted(self.series.items()):
+            application = dict(labels).get(APPLICATION_LABEL)
+            if series_name == name and application is not None:
+                values = [[t, v] for t in times if (v := self._instant(s, t)) is not None]
+                out.append({"metric": {APPLICATION_LABEL: application}, "values": values})
+        return out
+
+    def _agent_target(self, t: float) -> float | None:
+        """max(target >= 0): the agent's -1 (no target yet) is no target."""
+        values = [v for s in self._matching(TARGET, None) if (v := self._instant(s, t)) is not None and v >= 0]
+        return max(values) if values else None
 
     def _scalar(self, times: list[float], value: Callable[[float], float | None]) -> list[dict[str, Any]]:
         values = [[t, v] for t in times if (v := value(t)) is not None]

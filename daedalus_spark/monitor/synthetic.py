@@ -25,6 +25,7 @@ class SyntheticJob(Collector):
     Executor i reads `throughput_per_s(i)` records/s at CPU `utilization_ratio(i)` of its `limit_cores`; the
     topic grows by the sum of the throughputs over `partitions` partitions. `nan` makes executor 1's CPU counter NaN.
     The query completes `batches_per_s` batches a second, reading the workload, busy `batch_seconds_per_s`.
+    Like the agent, the job-wide gauges carry `application_id`, and the agent's target is the executor count.
     """
 
     executors: int = 4
@@ -36,6 +37,7 @@ class SyntheticJob(Collector):
     batches_per_s: float = 0.5
     batch_seconds_per_s: float = 0.8
     started_s: float = field(default=0.0)
+    application_id: str = "app-20261124000000-0001"
 
     def __post_init__(self) -> None:
         self.started_s = self.started_s or self.clock()
@@ -74,8 +76,15 @@ class SyntheticJob(Collector):
             offsets.add_metric(["events", str(p)], BASE + self.workload_per_s() / self.partitions * elapsed)
         yield offsets
         yield GaugeMetricFamily(names.LAG_RECORDS, "lag", value=self.lag_records)
-        yield GaugeMetricFamily(names.EXECUTORS, "live executors", value=float(self.executors))
-        yield GaugeMetricFamily(names.UPTIME_SECONDS, "uptime", value=elapsed)
+        app = [self.application_id]
+        for name, value in (
+            (names.EXECUTORS, float(self.executors)),
+            (names.EXECUTORS_TARGET, float(self.executors)),
+            (names.UPTIME_SECONDS, elapsed),
+        ):
+            gauge = GaugeMetricFamily(name, "the job's", labels=["application_id"])
+            gauge.add_metric(app, value)
+            yield gauge
         yield from self._query_progress(elapsed)
 
     def _query_progress(self, elapsed: float) -> Iterator[Metric]:

@@ -63,7 +63,8 @@ SCENARIO: dict[tuple[str, tuple[tuple[str, str], ...]], Callable[[float], float]
     ("daedalus_spark_executor_cpu_limit_cores", (("executor_id", "2"),)): lambda t: 0.5,
     ("daedalus_spark_lag_records", ()): lambda t: 1234 + (t - START_S),
     ("daedalus_spark_executors", ()): lambda t: 2.0,
-    ("daedalus_spark_uptime_seconds", ()): lambda t: t - START_S,
+    ("daedalus_spark_uptime_seconds", (("application_id", "app-1"),)): lambda t: t - START_S,
+    ("daedalus_spark_executors_target", (("application_id", "app-1"),)): lambda t: 2.0,
     # The query's progress: batches speed up from one per 2 s to one per second at 1090, reading what arrives.
     ("daedalus_spark_query_batches_total", (("query", "wordcount"),)): lambda t: 0.5 * t + 0.5 * _ramp(t, 1090),
     ("daedalus_spark_query_input_records_total", (("query", "wordcount"),)): lambda t: 400 * t + 100 * _ramp(t, 1090),
@@ -136,10 +137,13 @@ def oracle(signal: str, grid: np.ndarray, only: str | None = None) -> dict[str, 
     return {key: value() for key, value in series.items() if only in (None, key.split("/")[0])}
 
 
+RESTART_S = 1125.0  # in mode "restarted", the application's series are app-2's from here on
+
+
 @dataclass
 class Job:
     """The served job; `mode` injects a fault: normal, nan, slow, empty, partial, `<query>_rejected` (Prometheus
-    refuses that query), or one of BATCH_FAULTS."""
+    refuses that query), one of BATCH_FAULTS, or restarted (a new application id from RESTART_S)."""
 
     clock: FakeClock
     mode: str = "normal"
@@ -158,6 +162,9 @@ class Job:
                 scenario[key] = fault
         return scenario
 
+    def application_at(self, t: float) -> str:
+        return "app-2" if self.mode == "restarted" and t >= RESTART_S else "app-1"
+
     def exposition(self) -> str:
         if self.mode == "empty":
             return ""
@@ -170,7 +177,8 @@ class Job:
                 if self.mode == "nan" and name.endswith(("cpu_seconds_total", "busy_seconds_total"))
                 else f(self.clock.now())
             )
-            rendered = ",".join(f'{k}="{v}"' for k, v in labels)
+            app = self.application_at(self.clock.now())
+            rendered = ",".join(f'{k}="{app if k == "application_id" else v}"' for k, v in labels)
             lines.append(f"{name}{{{rendered}}} {value!r}" if rendered else f"{name} {value!r}")
         return "\n".join(lines) + "\n"
 
@@ -192,6 +200,14 @@ class Job:
             return [_matrix({"executor_id": e}, grid, v) for e, v in series.items()]
         if name == "workload":
             return [_matrix({}, grid, truth["workload"])]
+        if name == "application":  # max by (application_id) (uptime): each application's series while it runs
+            apps = [self.application_at(t) for t in grid]
+            return [
+                _matrix({"application_id": a}, grid[[x == a for x in apps]], grid[[x == a for x in apps]] - START_S)
+                for a in sorted(set(apps))
+            ]
+        if name == "agent_target":
+            return [_matrix({}, grid, np.full(len(grid), 2.0))]
         if name == "partitions":
             return [_matrix({"topic": "events", "partition": p}, grid, truth[f"partitions/{p}"]) for p in ("0", "1")]
         metric = {
@@ -315,6 +331,7 @@ def test_known_job_gives_the_oracles_numbers(harness: Harness) -> None:
         np.testing.assert_allclose(w.utilization_ratio, truth[f"utilization/{w.executor_id}"], rtol=1e-9)
     assert obs.consumer_lag_records == pytest.approx(1234 + 120)
     assert obs.uptime_s == pytest.approx(120)
+    assert (obs.application_id, obs.agent_target) == ("app-1", 2)
     assert [(p.topic, p.partition) for p in obs.partitions] == [("events", 0), ("events", 1)]
     for p in obs.partitions:
         assert p.records_per_s == pytest.approx(float(np.mean(truth[f"partitions/{p.partition}"])), rel=1e-9)
@@ -356,6 +373,14 @@ def test_the_oracle_sees_the_rate_change_and_the_reset(harness: Harness) -> None
     assert truth["workload"][0] == pytest.approx(400) and truth["workload"][-1] == pytest.approx(500)
     assert truth["throughput/1"][1100 - 1061] == pytest.approx(75)  # 3 of 4 intervals before the reset
     assert truth["throughput/1"][-1] == pytest.approx(100)
+
+
+def test_the_application_at_the_windows_end_is_observed(harness: Harness) -> None:
+    harness.job.mode = "restarted"
+    harness.advance_to(1135)
+    assert harness.monitor.observe(start_s=1115, end_s=1124).application_id == "app-1"
+    obs = harness.monitor.observe(start_s=1120, end_s=1135)  # both applications inside, the new one at the end
+    assert (obs.application_id, obs.agent_target) == ("app-2", 2)
 
 
 def test_consecutive_windows_share_no_sample(harness: Harness) -> None:
@@ -487,3 +512,6 @@ def test_every_monitor_keeps_the_observation_invariants(kind: str) -> None:
         assert len(w.throughput_per_s) == len(w.utilization_ratio) == 60
         assert all(math.isfinite(x) and x >= 0 for x in (*w.throughput_per_s, *w.utilization_ratio))
     assert math.isfinite(obs.consumer_lag_records) and obs.consumer_lag_records >= 0 and obs.uptime_s >= 0
+    # Who runs the job: named where the source can tell, else left at the unknown defaults (the simulator).
+    expected = ("", None) if kind == "simulated" else ("app-1", 2)
+    assert (obs.application_id, obs.agent_target) == expected

@@ -91,6 +91,7 @@ def test_observation_has_the_served_numbers(stack: Stack) -> None:
         )
     assert obs.consumer_lag_records == stack.job.lag_records
     assert obs.uptime_s == pytest.approx(now - stack.job.started_s, abs=3)
+    assert (obs.application_id, obs.agent_target) == (stack.job.application_id, EXECUTORS)
     # the real server evaluates the default per-partition query: sum by (topic, partition) (rate(...))
     each = stack.job.workload_per_s() / stack.job.partitions
     assert [(p.topic, p.partition) for p in obs.partitions] == [("events", i) for i in range(stack.job.partitions)]
@@ -121,6 +122,7 @@ def test_embedded_monitor_agrees_with_prometheus(stack: Stack) -> None:
         assert mine.throughput_per_s == pytest.approx(theirs.throughput_per_s, rel=0.02)
         assert mine.utilization_ratio == pytest.approx(theirs.utilization_ratio, rel=0.02)
     assert (scraped.scaleout, scraped.consumer_lag_records) == (served.scaleout, served.consumer_lag_records)
+    assert (scraped.application_id, scraped.agent_target) == (served.application_id, served.agent_target) != ("", None)
     assert [(p.topic, p.partition) for p in scraped.partitions] == [(p.topic, p.partition) for p in served.partitions]
     assert [p.records_per_s for p in scraped.partitions] == pytest.approx(
         [p.records_per_s for p in served.partitions], rel=0.02

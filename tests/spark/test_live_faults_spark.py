@@ -337,6 +337,9 @@ def test_driver_restart_is_a_new_application(job: Job, caplog: pytest.LogCapture
     for r in records:
         print(r["time_s"], r["current"], r["target"], r["reason"], r.get("actuation"))
     assert new_app != old_app
+    # told by the application id the monitor observed, not by the uptime
+    assert any(f"the application id changed from {old_app} to {new_app}" in n for n in notices()), notices()
+    assert knowledge.application_id == new_app
     # from the driver's stop until the controller noticed the new application, nothing was sent to either
     assert not [r for r in actuations(records) if stopped_s <= float(r["time_s"]) <= noticed_s]
     assert knowledge.recovery.pending is None, "the restart is no recovery of an old rescale"

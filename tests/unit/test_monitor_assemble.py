@@ -239,3 +239,50 @@ def test_one_batch_query_missing_leaves_no_batches() -> None:
     answers = batch_results()
     del answers["batch_records"]
     assert build_observation(answers, WINDOW, executor_label="executor_id").batches is None
+
+
+@pytest.mark.parametrize(
+    ("answers", "expected"),
+    [
+        pytest.param([series(const(55.0), application_id="app-1")], "app-1", id="one-application"),
+        pytest.param(
+            [
+                series(const(50.0, GRID[:5]), application_id="app-1"),
+                series({108: 1, 109: 2, 110: 3}, application_id="app-2"),
+            ],
+            "app-2",
+            id="restarted-inside-the-window",
+        ),
+        pytest.param([series(const(55.0, GRID[:9]), application_id="app-1")], "", id="gone-before-the-end"),
+        pytest.param(
+            [series(const(1.0), application_id="app-1"), series(const(2.0), application_id="app-2")],
+            "",
+            id="two-at-the-end",
+        ),
+        pytest.param([series(const(55.0))], "", id="no-label"),
+        pytest.param([series(const(55.0), application_id="app\n1")], "", id="control-characters"),
+        pytest.param([series(const(55.0), application_id="a" * 201)], "", id="too-long"),
+        pytest.param([], "", id="not-answered"),
+    ],
+)
+def test_the_application_is_the_one_at_the_windows_end(answers: list[dict], expected: str) -> None:
+    obs = build_observation(results(application=answers), WINDOW, executor_label="executor_id")
+    assert obs.application_id == expected and obs.scaleout == 2  # never a reason to refuse the window
+
+
+@pytest.mark.parametrize(
+    ("answers", "expected"),
+    [
+        pytest.param([series(const(2.0))], 2, id="whole"),
+        pytest.param([series({105: 3.0, 110: 2.0})], 2, id="the-value-at-the-end"),
+        pytest.param([series(const(3.0, GRID[:9]))], None, id="none-at-the-end"),
+        pytest.param([series(const(-1.0))], None, id="the-agents-none"),
+        pytest.param([series(const(2.5))], None, id="not-whole"),
+        pytest.param([series(const("NaN"))], None, id="nan"),
+        pytest.param([series(const(2.0)), series(const(3.0))], None, id="two-series"),
+        pytest.param([], None, id="not-answered"),
+    ],
+)
+def test_the_agent_target_is_its_whole_value_at_the_windows_end(answers: list[dict], expected: int | None) -> None:
+    obs = build_observation(results(agent_target=answers), WINDOW, executor_label="executor_id")
+    assert obs.agent_target == expected and obs.scaleout == 2
