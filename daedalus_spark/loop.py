@@ -150,6 +150,7 @@ class Loop:
             log.exception("lost executors not read")
             lost = {}
         timings["pods"] = time.perf_counter() - started
+        self._told_lost &= lost.keys()  # bounded by what the actuator still remembers
         dropped = [e.executor_id for e in observation.executors if e.executor_id in lost]
         for executor_id in dropped:
             if executor_id not in self._told_lost:
