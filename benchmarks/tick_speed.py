@@ -1,5 +1,5 @@
 """Benchmark: controller tick time at 12, 48, 100 and 200 executors (two skewed source partitions each, Spark's
-Kafka placement) with the forecaster warm (p50/p95), for each planner asked for.
+Kafka placement) with the forecaster warm (p50/p95 of wall time and of the tick's own CPU time), for each planner.
 
   python benchmarks/tick_speed.py                                # the default planner
   python benchmarks/tick_speed.py --planner horizon --pool process --executors 100
@@ -37,7 +37,7 @@ def window(t_end: float, scaleout: int, rng: np.random.Generator, load: np.ndarr
     return Observation.of(time_s=t_end, workload_per_s=load, executors=executors, partitions=partitions)
 
 
-def measure(scaleout: int, pool: Executor, planner: str) -> tuple[list[float], list[float]]:
+def measure(scaleout: int, pool: Executor, planner: str) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
     """Tick times (s) split by whether a background refit was running; ticks here run back to back, so far more of
     them overlap a refit than at one tick a minute."""
     config = parse_config(
@@ -47,7 +47,8 @@ def measure(scaleout: int, pool: Executor, planner: str) -> tuple[list[float], l
                 "cooldown_s": 0,
                 "recent_rescale_window_s": 0,
                 "planner": planner,
-            }
+            },
+            "agent": {"max_executors": max(scaleout, 12)},
         }
     )
     refits = PoolRefits(pool)
@@ -55,16 +56,16 @@ def measure(scaleout: int, pool: Executor, planner: str) -> tuple[list[float], l
     rng = np.random.default_rng(0)
     seconds = np.arange(60 * (WARM_TICKS + MEASURED_TICKS))
     workload = scaleout * 600 * (1 + 0.3 * np.sin(seconds / 900.0)) * rng.uniform(0.97, 1.03, seconds.size)
-    quiet: list[float] = []
-    during_refit: list[float] = []
+    quiet: list[tuple[float, float]] = []  # (wall, CPU time of the tick's thread) per tick
+    during_refit: list[tuple[float, float]] = []
     forecaster = controller.knowledge.forecaster
     for k in range(WARM_TICKS + MEASURED_TICKS):
         t = 60.0 * (k + 1)
         obs = window(t, scaleout, rng, workload[60 * k : 60 * (k + 1)])
         refitting = forecaster.refit_pending
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
         controller.tick(obs, t)
-        elapsed = time.perf_counter() - start
+        elapsed = (time.perf_counter() - start, time.thread_time() - cpu_start)
         if k >= WARM_TICKS:
             (during_refit if refitting or forecaster.refit_pending else quiet).append(elapsed)
         elif k == WARM_TICKS - 1:
@@ -74,11 +75,13 @@ def measure(scaleout: int, pool: Executor, planner: str) -> tuple[list[float], l
     return quiet, during_refit
 
 
-def percentiles(times: list[float]) -> str:
+def percentiles(times: list[tuple[float, float]]) -> str:
+    """Wall time, then the CPU time of the tick's own thread: what the tick costs whatever else shares the cores."""
     if not times:
         return "      (none)"
-    p50, p95 = (float(np.percentile(times, q)) * 1000 for q in (50, 95))
-    return f"p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  ({len(times)} ticks)"
+    wall, cpu = (np.asarray(column) * 1000 for column in zip(*times, strict=True))
+    p50, p95, c50, c95 = (float(np.percentile(x, q)) for x in (wall, cpu) for q in (50, 95))
+    return f"p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  (CPU p50 {c50:6.1f}  p95 {c95:6.1f}; {len(times)} ticks)"
 
 
 if __name__ == "__main__":
