@@ -31,6 +31,14 @@ class RefitScheduler(Protocol):
         ...
 
 
+def run_fit(job: FitJob) -> ArimaModel | FitFailed:
+    """`job`'s model, or `FitFailed` when the search failed numerically; any other exception is a bug and propagates."""
+    try:
+        return job()
+    except NUMERIC_FAILURES as exc:
+        return FitFailed(f"{exc.__class__.__name__}: {exc}")
+
+
 class InlineRefits:
     """Fits at once, in the caller: the simulator's scheduler (a run's decisions must not depend on how long a fit
     takes). A numerical failure of the search is a failed fit; any other exception is a bug and propagates."""
@@ -39,10 +47,7 @@ class InlineRefits:
         self._done: ArimaModel | FitFailed | None = None
 
     def request(self, job: FitJob) -> None:
-        try:
-            self._done = job()
-        except NUMERIC_FAILURES as exc:
-            self._done = FitFailed(f"{exc.__class__.__name__}: {exc}")
+        self._done = run_fit(job)
 
     def collect(self) -> ArimaModel | FitFailed | None:
         done, self._done = self._done, None
