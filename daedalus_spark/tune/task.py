@@ -74,6 +74,11 @@ def process_fit_cache(max_entries: int) -> FitCache | None:
     return _fit_cache
 
 
+def fit_cache_counts() -> tuple[int, int]:
+    """Hits and misses of this process's fit cache so far."""
+    return (0, 0) if _fit_cache is None else (_fit_cache.hits, _fit_cache.misses)
+
+
 def window_seed(seed: int, window: int) -> int:
     """The same draws for every candidate on a window (common random numbers: differences are the configs')."""
     return (seed + 7919 * window) % 2**32
