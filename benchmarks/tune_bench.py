@@ -185,9 +185,10 @@ def print_speed(s: dict[str, float]) -> None:
     print(f"local[2]: {s['wall_s_local2']:.1f} s, {s['simh_per_core_s_local2']:.3f} simulated h per core-second")
     for cores in (1, 2):
         hits, misses = s[f"fit_hits_local{cores}"], s[f"fit_misses_local{cores}"]
+        workers = s[f"python_workers_local{cores}"]
         print(
             f"fit cache on local[{cores}]: {hits:.0f} hits, {misses:.0f} fits run "
-            f"({hits / max(1.0, hits + misses):.0%} hit rate) over {s[f'python_workers_local{cores}']:.0f} Python workers"
+            f"({hits / max(1.0, hits + misses):.0%} hit rate) over {workers:.0f} Python workers"
         )
     eff = s["parallel_efficiency"]
     print(
