@@ -1,5 +1,5 @@
 """tune with the fit cache gives byte for byte the JSON and the rows it gives without: the CLI end to end, its Spark
-job replaced by the same tasks run here one after the other (in Spark's order), as one reused Python worker runs them."""
+job replaced by the same tasks run here one after the other (in Spark's order), as a reused Python worker runs them."""
 
 from __future__ import annotations
 
