@@ -84,6 +84,8 @@ def tune(
     timing["fit_hits"] = float(sum(h for h, _ in counts.values()))
     timing["fit_misses"] = float(sum(m for _, m in counts.values()))
     timing["python_workers"] = float(len(counts))
+    for i, pid in enumerate(sorted(counts)):  # each worker's own hits and fits
+        timing[f"fit_hits_worker{i}"], timing[f"fit_misses_worker{i}"] = map(float, counts[pid])
     timing["simulated_h"] = sum(t.window.end_s - t.window.lead_start_s for t in tasks) / 3600.0
     timing["holdout_h"] = sum(w.seconds for w in plan.part(HOLDOUT)) / 3600.0
     return decide(rows, cands, grid, config), timing
@@ -167,7 +169,7 @@ def speed(master_cores: tuple[int, int] = (1, 2), *, fit_cache_entries: int = DE
     for cores in master_cores:
         _, timing = tune(workload, grid, Config(), master=f"local[{cores}]", fit_cache_entries=fit_cache_entries)
         out[f"wall_s_local{cores}"] = timing["job_s"]
-        for key in ("fit_hits", "fit_misses", "python_workers"):
+        for key in [k for k in timing if k.startswith(("fit_", "python_workers"))]:
             out[f"{key}_local{cores}"] = timing[key]
         out["simulated_h"] = timing["simulated_h"]
         out[f"simh_per_core_s_local{cores}"] = timing["simulated_h"] / (timing["job_s"] * cores)
@@ -185,10 +187,14 @@ def print_speed(s: dict[str, float]) -> None:
     print(f"local[2]: {s['wall_s_local2']:.1f} s, {s['simh_per_core_s_local2']:.3f} simulated h per core-second")
     for cores in (1, 2):
         hits, misses = s[f"fit_hits_local{cores}"], s[f"fit_misses_local{cores}"]
-        workers = s[f"python_workers_local{cores}"]
+        workers = int(s[f"python_workers_local{cores}"])
+        each = ", ".join(
+            f"{s[f'fit_hits_worker{i}_local{cores}']:.0f}/{s[f'fit_misses_worker{i}_local{cores}']:.0f}"
+            for i in range(workers)
+        )
         print(
             f"fit cache on local[{cores}]: {hits:.0f} hits, {misses:.0f} fits run "
-            f"({hits / max(1.0, hits + misses):.0%} hit rate) over {workers:.0f} Python workers"
+            f"({hits / max(1.0, hits + misses):.0%} hit rate) over {workers} Python workers (hits/fits each: {each})"
         )
     eff = s["parallel_efficiency"]
     print(
