@@ -78,7 +78,8 @@ def tune(
             (simulate_window(t, workload, setting) for t in tasks), key=lambda r: (r["candidate"], r["window"])
         )
         timing.update(job_s=time.perf_counter() - start, cores=1.0)
-        counts[0] = (fit_cache_counts()[0] - before[0], fit_cache_counts()[1] - before[1])
+        after = fit_cache_counts()
+        counts[0] = (after[0] - before[0], after[1] - before[1])
     else:
         rows = run_tasks(tasks, workload, setting, master=master, timing=timing, fit_counts=counts)
     timing["fit_hits"] = float(sum(h for h, _ in counts.values()))

@@ -34,6 +34,12 @@ class _Concat:
         return a
 
 
+def task_order(tasks: list[WindowTask]) -> list[WindowTask]:
+    """Longest windows first, so the last wave is short; then a window's candidates one after the other, so that a
+    worker's fit cache still holds the window's fits."""
+    return sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.window.index, t.candidate))
+
+
 def simulate_counted(task: WindowTask, workload_per_s: np.ndarray, setting: Setting, counts: Any) -> dict[str, Any]:
     """`simulate_window`, adding (process id, fit cache hits, misses) of the task to the accumulator `counts`."""
     hits, misses = fit_cache_counts()
@@ -132,11 +138,10 @@ def run_tasks(
     timing: dict[str, float] | None = None,
     fit_counts: FitCounts | None = None,
 ) -> list[dict[str, Any]]:
-    """Every task on Spark, one Spark task each (longest windows first, so the last wave is short; then a window's
-    candidates one after the other, so that a worker's fit cache still holds the window's fits); the rows, by
-    candidate and window. `timing` gets the job's wall seconds (`job_s`, Spark's start-up aside) and the cores
-    Spark ran it on (`cores`); `fit_counts` the fit cache's hits and misses per Python worker."""
-    ordered = sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.window.index, t.candidate))
+    """Every task on Spark, one Spark task each (in `task_order`); the rows, by candidate and window. `timing` gets
+    the job's wall seconds (`job_s`, Spark's start-up aside) and the cores Spark ran it on (`cores`); `fit_counts` the
+    fit cache's hits and misses per Python worker."""
+    ordered = task_order(tasks)
     scratch = Path(tempfile.mkdtemp(prefix="daedalus-tune-"))
     try:
         with session(master, scratch) as spark:

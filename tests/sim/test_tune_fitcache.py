@@ -29,9 +29,8 @@ knobs:
 def _in_process(entries: int, fits: list[tuple[int, int]]) -> Any:
     def run_tasks(tasks: list[WindowTask], workload: np.ndarray, setting: Setting, **_: Any) -> list[dict[str, Any]]:
         setting = dataclasses.replace(setting, fit_cache_entries=entries)
-        ordered = sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.window.index, t.candidate))
         before = fit_cache_counts()
-        rows = [simulate_window(t, workload, setting) for t in ordered]
+        rows = [simulate_window(t, workload, setting) for t in spark.task_order(tasks)]
         fits.append((fit_cache_counts()[0] - before[0], fit_cache_counts()[1] - before[1]))
         return sorted(rows, key=lambda r: (r["candidate"], r["window"]))
 

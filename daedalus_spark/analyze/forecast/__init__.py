@@ -1,6 +1,6 @@
 """Analyze: forecast the workload (paper §3.3) with auto-ARIMA, a linear fallback and WAPE-driven refits."""
 
-from daedalus_spark.analyze.forecast.fitcache import CachedRefits, FitCache
+from daedalus_spark.analyze.forecast.fitcache import FitCache
 from daedalus_spark.analyze.forecast.fitting import FitJob, detect_period, fit_arima, fitted_arima_state
 from daedalus_spark.analyze.forecast.intervals import HorizonErrors, column_quantiles
 from daedalus_spark.analyze.forecast.models import (
@@ -21,7 +21,6 @@ __all__ = [
     "NO_PARAMETER_COVARIANCE",
     "ArimaModel",
     "Buckets",
-    "CachedRefits",
     "FitCache",
     "FitFailed",
     "FitJob",

@@ -11,7 +11,7 @@ import numpy as np
 
 from daedalus_spark.analyze.forecast.fitting import FitJob
 from daedalus_spark.analyze.forecast.models import ArimaModel
-from daedalus_spark.analyze.forecast.refit import FitFailed, run_fit
+from daedalus_spark.analyze.forecast.refit import FitFailed, InlineRefits, run_fit
 
 # A fitted model with its state space results held about 0.2-0.4 MB here (auto-ARIMA on 60-360 steps of 10 s).
 DEFAULT_MAX_ENTRIES = 256
@@ -63,21 +63,6 @@ class FitCache:
             self._entries.popitem(last=False)
         return done
 
-    def refits(self) -> CachedRefits:
+    def refits(self) -> InlineRefits:
         """A `RefitScheduler` that fits inline, through this cache."""
-        return CachedRefits(self)
-
-
-class CachedRefits:
-    """`InlineRefits` through a `FitCache`: the same models, a fit skipped when its job was fitted before."""
-
-    def __init__(self, cache: FitCache) -> None:
-        self._cache = cache
-        self._done: ArimaModel | FitFailed | None = None
-
-    def request(self, job: FitJob) -> None:
-        self._done = self._cache.fit(job)
-
-    def collect(self) -> ArimaModel | FitFailed | None:
-        done, self._done = self._done, None
-        return done
+        return InlineRefits(self.fit)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -41,13 +42,15 @@ def run_fit(job: FitJob) -> ArimaModel | FitFailed:
 
 class InlineRefits:
     """Fits at once, in the caller: the simulator's scheduler (a run's decisions must not depend on how long a fit
-    takes). A numerical failure of the search is a failed fit; any other exception is a bug and propagates."""
+    takes). A numerical failure of the search is a failed fit; any other exception is a bug and propagates. `fit`
+    runs the job: `run_fit`, or a `FitCache`'s `fit` (the same models, a fit skipped when asked for before)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fit: Callable[[FitJob], ArimaModel | FitFailed] = run_fit) -> None:
+        self._fit = fit
         self._done: ArimaModel | FitFailed | None = None
 
     def request(self, job: FitJob) -> None:
-        self._done = run_fit(job)
+        self._done = self._fit(job)
 
     def collect(self) -> ArimaModel | FitFailed | None:
         done, self._done = self._done, None
