@@ -17,12 +17,13 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from daedalus_spark.analyze.forecast.fitcache import DEFAULT_MAX_ENTRIES
 from daedalus_spark.cli import main as cli_main
 from daedalus_spark.config import Config, parse_model
 from daedalus_spark.monitor.promserver import free_port
@@ -35,7 +36,7 @@ from daedalus_spark.tune.grid import TuneGrid, TuneGridError, candidates
 from daedalus_spark.tune.result import Answer, decide
 from daedalus_spark.tune.spark import run_tasks
 from daedalus_spark.tune.split import HOLDOUT, plan_windows
-from daedalus_spark.tune.task import simulate_window
+from daedalus_spark.tune.task import fit_cache_counts, simulate_window
 
 # Suite traces where the default controller leaves room above the optimum held to its budget (docs/planning.md:
 # 1.13-1.42 x), and fast_cycle, where it leaves 3 %: a 10 % saving there would be a sign of a violation-prone choice.
@@ -59,21 +60,33 @@ BENCH_GRID = {
 }
 
 
-def tune(workload: np.ndarray, grid: TuneGrid, config: Config, *, master: str) -> tuple[Answer, dict[str, float]]:
-    """The library path of `tune --trace`: candidates, windows, the Spark job, the answer."""
+def tune(
+    workload: np.ndarray, grid: TuneGrid, config: Config, *, master: str, fit_cache_entries: int = DEFAULT_MAX_ENTRIES
+) -> tuple[Answer, dict[str, float]]:
+    """The library path of `tune --trace`: candidates, windows, the Spark job, the answer; `timing` also gets the
+    fit cache's hits and misses, and the Python workers that ran the tasks."""
     cands = candidates(grid, config)
     plan = plan_windows([(0, len(workload))], grid.split)
-    setting = setting_for(JobModel(), float(np.max(workload)), config)
+    setting = replace(setting_for(JobModel(), float(np.max(workload)), config), fit_cache_entries=fit_cache_entries)
     tasks = tasks_for(cands, plan, grid.seed)
     timing: dict[str, float] = {}
+    counts: dict[int, tuple[int, int]] = {}
     if master == IN_PROCESS:  # the same rows as on Spark (tests/spark/test_tune_spark.py), one after the other
         start = time.perf_counter()
+        before = fit_cache_counts()
         rows = sorted(
             (simulate_window(t, workload, setting) for t in tasks), key=lambda r: (r["candidate"], r["window"])
         )
         timing.update(job_s=time.perf_counter() - start, cores=1.0)
+        after = fit_cache_counts()
+        counts[0] = (after[0] - before[0], after[1] - before[1])
     else:
-        rows = run_tasks(tasks, workload, setting, master=master, timing=timing)
+        rows = run_tasks(tasks, workload, setting, master=master, timing=timing, fit_counts=counts)
+    timing["fit_hits"] = float(sum(h for h, _ in counts.values()))
+    timing["fit_misses"] = float(sum(m for _, m in counts.values()))
+    timing["python_workers"] = float(len(counts))
+    for i, pid in enumerate(sorted(counts)):  # each worker's own hits and fits
+        timing[f"fit_hits_worker{i}"], timing[f"fit_misses_worker{i}"] = map(float, counts[pid])
     timing["simulated_h"] = sum(t.window.end_s - t.window.lead_start_s for t in tasks) / 3600.0
     timing["holdout_h"] = sum(w.seconds for w in plan.part(HOLDOUT)) / 3600.0
     return decide(rows, cands, grid, config), timing
@@ -140,7 +153,7 @@ def print_goals(results: list[dict[str, Any]]) -> None:
     print(f"traces meeting all three: {len(ok)}/{len(results)} {verdict} (goal >= {TRACES_GOAL})")
 
 
-def speed(master_cores: tuple[int, int] = (1, 2)) -> dict[str, float]:
+def speed(master_cores: tuple[int, int] = (1, 2), *, fit_cache_entries: int = DEFAULT_MAX_ENTRIES) -> dict[str, float]:
     """The same small grid (4 candidates x 4 windows: 2 h of fast_cycle, 30-min windows, 10-min lead-ins; 16 tasks,
     an even 8 per core) on local[1] and local[2]."""
     workload = get_shape("fast_cycle").generate(1)[: 2 * 3600]
@@ -155,8 +168,10 @@ def speed(master_cores: tuple[int, int] = (1, 2)) -> dict[str, float]:
     )
     out: dict[str, float] = {}
     for cores in master_cores:
-        _, timing = tune(workload, grid, Config(), master=f"local[{cores}]")
+        _, timing = tune(workload, grid, Config(), master=f"local[{cores}]", fit_cache_entries=fit_cache_entries)
         out[f"wall_s_local{cores}"] = timing["job_s"]
+        for key in [k for k in timing if k.startswith(("fit_", "python_workers"))]:
+            out[f"{key}_local{cores}"] = timing[key]
         out["simulated_h"] = timing["simulated_h"]
         out[f"simh_per_core_s_local{cores}"] = timing["simulated_h"] / (timing["job_s"] * cores)
     out["parallel_efficiency"] = out["wall_s_local1"] / (2 * out["wall_s_local2"])
@@ -171,6 +186,17 @@ def print_speed(s: dict[str, float]) -> None:
     print("== SPEED (4 candidates x 4 windows, 2 h of fast_cycle; the machine's 2 cores are shared)")
     print(f"local[1]: {s['wall_s_local1']:.1f} s, {s['simh_per_core_s_local1']:.3f} simulated h per core-second")
     print(f"local[2]: {s['wall_s_local2']:.1f} s, {s['simh_per_core_s_local2']:.3f} simulated h per core-second")
+    for cores in (1, 2):
+        hits, misses = s[f"fit_hits_local{cores}"], s[f"fit_misses_local{cores}"]
+        workers = int(s[f"python_workers_local{cores}"])
+        each = ", ".join(
+            f"{s[f'fit_hits_worker{i}_local{cores}']:.0f}/{s[f'fit_misses_worker{i}_local{cores}']:.0f}"
+            for i in range(workers)
+        )
+        print(
+            f"fit cache on local[{cores}]: {hits:.0f} hits, {misses:.0f} fits run "
+            f"({hits / max(1.0, hits + misses):.0%} hit rate) over {workers} Python workers (hits/fits each: {each})"
+        )
     eff = s["parallel_efficiency"]
     print(
         f"parallel efficiency local[1] -> local[2]: {eff:.0%} {'PASS' if eff >= EFFICIENCY_GOAL else 'FAIL'} "
@@ -226,6 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-goals", action="store_true")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    p.add_argument(
+        "--fit-cache-entries",
+        type=int,
+        default=DEFAULT_MAX_ENTRIES,
+        help="fitted models each process keeps for the next candidates (0: off; default %(default)s)",
+    )
     args = p.parse_args(argv)
     warnings.simplefilter("ignore")
     grid = parse_model(TuneGrid, BENCH_GRID, "bench grid", TuneGridError)
@@ -235,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.trace or TRACES:
             workload = compress_trace(get_shape(name).generate(1), 2 if args.quick else 1)
             start = time.perf_counter()
-            answer, timing = tune(workload, grid, Config(), master=args.master)
+            answer, timing = tune(
+                workload, grid, Config(), master=args.master, fit_cache_entries=args.fit_cache_entries
+            )
             results.append(goals_on(name, answer, timing))
             print(
                 f"{name}: {len(workload) / 3600:.2f} h, {len(answer.candidates)} candidates, "
@@ -245,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         print_goals(results)
         figures["traces"] = results
     if not args.skip_speed:
-        figures["speed"] = speed()
+        figures["speed"] = speed(fit_cache_entries=args.fit_cache_entries)
         print_speed(figures["speed"])
     checks = bad_inputs()
     print("== BAD INPUT (one line, exit 2, nothing written)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from daedalus_spark.analyze.forecast import InlineRefits
+from daedalus_spark.analyze.forecast import FitCache, InlineRefits
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import Config
 from daedalus_spark.controller import Controller
@@ -57,10 +57,12 @@ class SimulatedJobActuator:
 @dataclass
 class DaedalusPolicy:
     """One `Loop.step` per loop interval with the samples since the previous step; synchronous refits (no
-    executor) keep runs deterministic."""
+    executor) keep runs deterministic. With `fits`, fits another run asked for already come from that cache (the
+    same models: tune's candidates share them)."""
 
     config: Config
     name: str = "daedalus"
+    fits: FitCache | None = field(default=None, repr=False)
     sync_interval_s: int | None = None
     decisions: list[Decision] = field(default_factory=list, repr=False)
     _loop: Loop | None = field(default=None, repr=False)
@@ -79,7 +81,7 @@ class DaedalusPolicy:
     def decide(self, job: SimulatedJob) -> int | None:
         if self._loop is None:  # the first step comes one interval in, so its window starts at the job's start
             self._loop = Loop(
-                Controller(self.config, refits=InlineRefits()),
+                Controller(self.config, refits=InlineRefits() if self.fits is None else self.fits.refits()),
                 self._monitor,
                 self._actuator,
                 store=None,

@@ -16,10 +16,37 @@ from typing import Any
 
 import numpy as np
 
-from daedalus_spark.tune.task import ROW_FIELDS, Setting, WindowTask, simulate_window
+from daedalus_spark.tune.task import ROW_FIELDS, Setting, WindowTask, fit_cache_counts, simulate_window
 
 JOB_GROUP = "daedalus-spark-tune"
 Progress = Callable[[int, int], None]  # (tasks done, tasks total)
+FitCounts = dict[int, tuple[int, int]]  # Python worker's process id -> fit cache (hits, misses) in this job
+
+
+class _Concat:
+    """An accumulator's param (duck-typed, so that this module imports without Spark): lists, concatenated."""
+
+    def zero(self, value: list[Any]) -> list[Any]:
+        return []
+
+    def addInPlace(self, a: list[Any], b: list[Any]) -> list[Any]:  # noqa: N802 - Spark's name
+        a.extend(b)
+        return a
+
+
+def task_order(tasks: list[WindowTask]) -> list[WindowTask]:
+    """Longest windows first, so the last wave is short; then a window's candidates one after the other, so that a
+    worker's fit cache still holds the window's fits."""
+    return sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.window.index, t.candidate))
+
+
+def simulate_counted(task: WindowTask, workload_per_s: np.ndarray, setting: Setting, counts: Any) -> dict[str, Any]:
+    """`simulate_window`, adding (process id, fit cache hits, misses) of the task to the accumulator `counts`."""
+    hits, misses = fit_cache_counts()
+    row = simulate_window(task, workload_per_s, setting)
+    after_hits, after_misses = fit_cache_counts()
+    counts.add([(os.getpid(), after_hits - hits, after_misses - misses)])
+    return row
 
 
 def row_schema() -> Any:
@@ -109,11 +136,12 @@ def run_tasks(
     master: str = "local[*]",
     progress: Progress | None = None,
     timing: dict[str, float] | None = None,
+    fit_counts: FitCounts | None = None,
 ) -> list[dict[str, Any]]:
-    """Every task on Spark, one Spark task each (longest windows first, so the last wave is short); the rows,
-    by candidate and window. `timing` gets the job's wall seconds (`job_s`, Spark's start-up aside) and the
-    cores Spark ran it on (`cores`)."""
-    ordered = sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.candidate, t.window.index))
+    """Every task on Spark, one Spark task each (in `task_order`); the rows, by candidate and window. `timing` gets
+    the job's wall seconds (`job_s`, Spark's start-up aside) and the cores Spark ran it on (`cores`); `fit_counts` the
+    fit cache's hits and misses per Python worker."""
+    ordered = task_order(tasks)
     scratch = Path(tempfile.mkdtemp(prefix="daedalus-tune-"))
     try:
         with session(master, scratch) as spark:
@@ -121,7 +149,10 @@ def run_tasks(
             if not master.startswith("local"):
                 sc.addPyFile(str(package_zip(scratch)))
             shared = sc.broadcast(np.asarray(workload_per_s, dtype=float))
-            rdd = sc.parallelize(ordered, len(ordered)).map(lambda t: simulate_window(t, shared.value, setting))
+            counts = sc.accumulator([], _Concat())
+            rdd = sc.parallelize(ordered, len(ordered)).map(
+                lambda t: simulate_counted(t, shared.value, setting, counts)
+            )
             frame = spark.createDataFrame(rdd.map(lambda r: tuple(r[n] for n in ROW_FIELDS)), row_schema())
             sc.setJobGroup(JOB_GROUP, "daedalus-spark tune: simulations", interruptOnCancel=True)
             started = time.perf_counter()
@@ -134,6 +165,10 @@ def run_tasks(
             if timing is not None:
                 timing.update(job_s=time.perf_counter() - started, cores=float(sc.defaultParallelism))
             shared.destroy()
+            if fit_counts is not None:
+                for pid, hits, misses in counts.value:
+                    had = fit_counts.get(pid, (0, 0))
+                    fit_counts[pid] = (had[0] + hits, had[1] + misses)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     rows = [r.asDict() for r in collected]

@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from daedalus_spark.analyze.forecast import FitCache
+from daedalus_spark.analyze.forecast.fitcache import DEFAULT_MAX_ENTRIES
 from daedalus_spark.config import parse_config
+from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.evaluate import controller_config
 from daedalus_spark.sim.jobmodel import parse_job_model
 from daedalus_spark.sim.metrics import behind_mask, summarize
-from daedalus_spark.sim.policies import make_policy
 from daedalus_spark.sim.runner import RunResult, make_setup, run_policy
 from daedalus_spark.tune.history import runs
 from daedalus_spark.tune.split import Window
@@ -48,11 +50,33 @@ class WindowTask:
 @dataclass(frozen=True)
 class Setting:
     """Shared by every task: the simulated job (plain data), the load it is sized for, the user's recovery target
-    (every candidate is judged against it, whatever target it plans with)."""
+    (every candidate is judged against it, whatever target it plans with), and how many fitted models the process
+    keeps for the next candidates (0: every candidate fits its own)."""
 
     job_model: dict[str, Any]
     sized_for_per_s: float
     target_recovery_s: float
+    fit_cache_entries: int = DEFAULT_MAX_ENTRIES
+
+
+# One per process: a Spark Python worker runs task after task (spark.python.worker.reuse), so the later candidates
+# of a window find the fits its earlier ones made. Keyed by everything a fit reads, so it never changes a row.
+_fit_cache: FitCache | None = None
+
+
+def process_fit_cache(max_entries: int) -> FitCache | None:
+    """This process's fit cache with room for `max_entries` (a new, empty one when the size changes); None for 0."""
+    global _fit_cache
+    if max_entries <= 0:
+        return None
+    if _fit_cache is None or _fit_cache.max_entries != max_entries:
+        _fit_cache = FitCache(max_entries)
+    return _fit_cache
+
+
+def fit_cache_counts() -> tuple[int, int]:
+    """Hits and misses of this process's fit cache so far."""
+    return (0, 0) if _fit_cache is None else (_fit_cache.hits, _fit_cache.misses)
 
 
 def window_seed(seed: int, window: int) -> int:
@@ -116,6 +140,6 @@ def simulate_window(task: WindowTask, workload_per_s: np.ndarray, setting: Setti
     w = task.window
     series = np.asarray(workload_per_s[w.lead_start_s : w.end_s], dtype=float)
     setup = make_setup(series, job_model, config, task.seed, sized_for_per_s=setting.sized_for_per_s)
-    run = run_policy(setup, make_policy("daedalus", config))
+    run = run_policy(setup, DaedalusPolicy(config, fits=process_fit_cache(setting.fit_cache_entries)))
     start = w.start_s - w.lead_start_s
     return judge(run, start=start, candidate=task.candidate, window=w, target_recovery_s=setting.target_recovery_s)

@@ -1,5 +1,6 @@
 """Analyze: forecast the workload (paper §3.3) with auto-ARIMA, a linear fallback and WAPE-driven refits."""
 
+from daedalus_spark.analyze.forecast.fitcache import FitCache
 from daedalus_spark.analyze.forecast.fitting import FitJob, detect_period, fit_arima, fitted_arima_state
 from daedalus_spark.analyze.forecast.intervals import HorizonErrors, column_quantiles
 from daedalus_spark.analyze.forecast.models import (
@@ -11,7 +12,7 @@ from daedalus_spark.analyze.forecast.models import (
     single_threaded_blas,
 )
 from daedalus_spark.analyze.forecast.policy import WorkloadForecaster
-from daedalus_spark.analyze.forecast.refit import FitFailed, InlineRefits, RefitScheduler
+from daedalus_spark.analyze.forecast.refit import FitFailed, InlineRefits, RefitScheduler, run_fit
 from daedalus_spark.analyze.forecast.resample import Buckets, window_means
 from daedalus_spark.analyze.forecast.scoring import holdout_wape, wape
 
@@ -20,6 +21,7 @@ __all__ = [
     "NO_PARAMETER_COVARIANCE",
     "ArimaModel",
     "Buckets",
+    "FitCache",
     "FitFailed",
     "FitJob",
     "ForecastModel",
@@ -33,6 +35,7 @@ __all__ = [
     "fit_arima",
     "fitted_arima_state",
     "holdout_wape",
+    "run_fit",
     "single_threaded_blas",
     "wape",
     "window_means",

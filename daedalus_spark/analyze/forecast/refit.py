@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,18 +32,25 @@ class RefitScheduler(Protocol):
         ...
 
 
+def run_fit(job: FitJob) -> ArimaModel | FitFailed:
+    """`job`'s model, or `FitFailed` when the search failed numerically; any other exception is a bug and propagates."""
+    try:
+        return job()
+    except NUMERIC_FAILURES as exc:
+        return FitFailed(f"{exc.__class__.__name__}: {exc}")
+
+
 class InlineRefits:
     """Fits at once, in the caller: the simulator's scheduler (a run's decisions must not depend on how long a fit
-    takes). A numerical failure of the search is a failed fit; any other exception is a bug and propagates."""
+    takes). A numerical failure of the search is a failed fit; any other exception is a bug and propagates. `fit`
+    runs the job: `run_fit`, or a `FitCache`'s `fit` (the same models, a fit skipped when asked for before)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fit: Callable[[FitJob], ArimaModel | FitFailed] = run_fit) -> None:
+        self._fit = fit
         self._done: ArimaModel | FitFailed | None = None
 
     def request(self, job: FitJob) -> None:
-        try:
-            self._done = job()
-        except NUMERIC_FAILURES as exc:
-            self._done = FitFailed(f"{exc.__class__.__name__}: {exc}")
+        self._done = self._fit(job)
 
     def collect(self) -> ArimaModel | FitFailed | None:
         done, self._done = self._done, None

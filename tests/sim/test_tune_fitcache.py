@@ -1,0 +1,64 @@
+"""tune with the fit cache gives byte for byte the JSON and the rows it gives without: the CLI end to end, its Spark
+job replaced by the same tasks run here one after the other (in Spark's order), as a reused Python worker runs them."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from daedalus_spark.cli import main
+from daedalus_spark.sim.evaluate import compress_trace
+from daedalus_spark.sim.suite import get_shape, write_trace
+from daedalus_spark.tune import spark, task
+from daedalus_spark.tune.task import Setting, WindowTask, fit_cache_counts, simulate_window
+
+# 40 min of history: two 15-min windows to choose on, 10 min held out, each after a 10-min lead-in (the forecaster's
+# first fit comes 10 min in); two candidates besides the config, which plan differently and forecast alike.
+GRID = """
+seed: 3
+split: {holdout_s: 600, holdout_max_ratio: 0.3, window_s: 900, lead_in_s: 600, min_window_s: 600}
+knobs:
+  controller.horizon_target_share_ratio: [0.5, 0.9]
+"""
+
+
+def _in_process(entries: int, fits: list[tuple[int, int]]) -> Any:
+    def run_tasks(tasks: list[WindowTask], workload: np.ndarray, setting: Setting, **_: Any) -> list[dict[str, Any]]:
+        setting = dataclasses.replace(setting, fit_cache_entries=entries)
+        before = fit_cache_counts()
+        rows = [simulate_window(t, workload, setting) for t in spark.task_order(tasks)]
+        fits.append((fit_cache_counts()[0] - before[0], fit_cache_counts()[1] - before[1]))
+        return sorted(rows, key=lambda r: (r["candidate"], r["window"]))
+
+    return run_tasks
+
+
+def _tune(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> tuple[str, bytes]:
+    out = tmp_path / name
+    argv = ["tune", "--grid", str(tmp_path / "grid.yaml"), "--trace", str(tmp_path / "trace.csv")]
+    argv += ["--job-model", "local", "--master", "local[1]", "--out", str(out), "--json", "--no-progress"]
+    assert main(argv) == 0
+    return capsys.readouterr().out, (out / "rows.csv").read_bytes()
+
+
+def test_tune_json_and_rows_are_byte_identical_with_and_without_the_fit_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_trace(str(tmp_path / "trace.csv"), compress_trace(get_shape("fast_cycle").generate(1), 4)[:2400])
+    (tmp_path / "grid.yaml").write_text(GRID)
+    monkeypatch.setattr(task, "_fit_cache", None)  # a fresh worker
+    fits: list[tuple[int, int]] = []
+    monkeypatch.setattr(spark, "run_tasks", _in_process(0, fits))
+    without = _tune(tmp_path, "without", capsys)
+    monkeypatch.setattr(spark, "run_tasks", _in_process(256, fits))
+    with_cache = _tune(tmp_path, "with", capsys)
+    assert fits[0] == (0, 0)  # off: no cache at all
+    hits, misses = fits[1]
+    # 3 candidates x 3 windows forecast the same workload: each window's fits are run once, by candidate 0.
+    assert misses > 0 and hits == 2 * misses, fits
+    assert with_cache[0] == without[0]  # tune --json
+    assert with_cache[1] == without[1]  # rows.csv
