@@ -152,7 +152,7 @@ def unused_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_kafka_committer_without_a_broker_fails_bounded_and_is_counted() -> None:
+def test_kafka_committer_without_a_broker_fails_bounded_and_is_counted(caplog: pytest.LogCaptureFixture) -> None:
     """kafka-python's own consumer and commit, up to the network: nothing listens, so finding the group coordinator
     times out after `timeout_ms`; the listener logs and counts it and keeps going."""
     committer = KafkaCommitter("orders-committer", f"127.0.0.1:{unused_port()}", timeout_ms=1000)
@@ -167,3 +167,7 @@ def test_kafka_committer_without_a_broker_fails_bounded_and_is_counted() -> None
             listener.stop()
     finally:
         committer.close()
+    logged = [r.getMessage() for r in caplog.records if r.name == "daedalus_spark.agent.offset_commit"]
+    assert len(logged) == 1 and logged[0].startswith("offset commit of 1 partition(s) failed: KafkaTimeoutError"), (
+        logged
+    )
