@@ -7,8 +7,8 @@ PrometheusServlet sink and `spark.sql.streaming.metricsEnabled=true`, each query
 last batch read). Spark exports no records per executor: an executor's throughput is the job's, split by its share
 of the task time. The topic's end offsets (workload) and the consumer group's lag come from kafka-exporter's series,
 selected by `$source_selector` (monitor.source_labels) and `$group_selector` (monitor.consumer_group). Spark commits
-no offsets to Kafka by itself: the lag series exist once something commits the batches' end offsets for the group
-(docs/attach.md).
+no offsets to Kafka by itself: the lag series exist once `daedalus_spark.agent.commit_offsets` (or something like it)
+commits the batches' end offsets for the group (docs/attach.md).
 """
 
 from __future__ import annotations
