@@ -150,6 +150,13 @@ class KafkaCommitter:
     config: dict[str, Any] = field(default_factory=dict)  # more KafkaConsumer settings (security, client_id, …)
     _consumer: Any = None
 
+    def __post_init__(self) -> None:
+        if not self.group_id.strip():
+            raise ValueError("KafkaCommitter: group_id is empty; name the group whose lag kafka-exporter reports")
+        # kafka-python requires request_timeout_ms above fetch_max_wait_ms (500 ms by default).
+        if not 500 < self.timeout_ms <= 300_000:
+            raise ValueError(f"KafkaCommitter: timeout_ms {self.timeout_ms} must lie in (500, 300000] ms")
+
     def __call__(self, offsets: Mapping[Partition, int]) -> None:
         from kafka import OffsetAndMetadata, TopicPartition
 

@@ -171,3 +171,17 @@ def test_kafka_committer_without_a_broker_fails_bounded_and_is_counted(caplog: p
     assert len(logged) == 1 and logged[0].startswith("offset commit of 1 partition(s) failed: KafkaTimeoutError"), (
         logged
     )
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        pytest.param({"group_id": " "}, "group_id is empty", id="empty-group"),
+        pytest.param({"timeout_ms": 500}, "timeout_ms 500", id="timeout-not-above-fetch-wait"),
+        pytest.param({"timeout_ms": 10**9}, "timeout_ms 1000000000", id="timeout-too-long"),
+    ],
+)
+def test_committer_settings_that_cannot_work_are_refused_naming_them(settings, words):
+    kwargs = {"group_id": "orders-committer", "bootstrap_servers": "127.0.0.1:1"} | settings
+    with pytest.raises(ValueError, match=words):
+        KafkaCommitter(**kwargs)
