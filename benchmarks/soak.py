@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, float]]:
                 if actuator.requested is not None:
                     job.request_scaleout(actuator.requested)
             if (chunk + 1) % round(args.sample_hours) == 0 or chunk + 1 == chunks:
-                rows.append(sample(sidecar, workdir, clock.now(), tick_s, time.perf_counter() - started))
+                rows.append(sample(sidecar, workdir, clock.now(), (tick_s, tick_cpu_s), time.perf_counter() - started))
                 print_row(rows[-1], first=len(rows) == 1)
     except KeyboardInterrupt:  # SIGINT or SIGTERM end the soak early; the summary covers the rows so far
         print(f"interrupted at simulated day {clock.now() / DAY_S:.2f}", flush=True)
@@ -157,9 +157,12 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, float]]:
     return rows
 
 
-def sample(sidecar: Sidecar, workdir: Path, now_s: float, tick_s: list[float], wall_s: float) -> dict[str, float]:
+def sample(
+    sidecar: Sidecar, workdir: Path, now_s: float, ticks: tuple[list[float], list[float]], wall_s: float
+) -> dict[str, float]:
+    tick_s = ticks[0]
     pids = child_pids(sidecar.refits) if sidecar.refits is not None else []
-    recent = np.asarray(tick_s[-600:]) * 1e3
+    recent, recent_cpu = (np.asarray(x[-600:]) * 1e3 for x in ticks)
     own, own_peak = rss_kb()
     child, child_peak = (sum(x) for x in zip(*(rss_kb(p) for p in pids), strict=True)) if pids else (0, 0)
     k = sidecar.loop.controller.knowledge
@@ -178,6 +181,8 @@ def sample(sidecar: Sidecar, workdir: Path, now_s: float, tick_s: list[float], w
         "refits": k.forecaster.refits,
         "p50_ms": float(np.percentile(recent, 50)),
         "p95_ms": float(np.percentile(recent, 95)),
+        "cpu_p50_ms": float(np.percentile(recent_cpu, 50)),
+        "cpu_p95_ms": float(np.percentile(recent_cpu, 95)),
         "wall_s": wall_s,
     }
 
@@ -186,13 +191,13 @@ def print_row(r: dict[str, float], *, first: bool) -> None:
     if first:
         print(
             "   day    ticks  store kB (used/free)   log kB  RSS MB  refit-proc RSS MB  refits  "
-            "tick p50/p95 ms (last 600)  wall s"
+            "tick p50/p95 ms (last 600)  CPU p50/p95 ms   wall s"
         )
     print(
         f"{r['day']:6.2f} {r['ticks']:8.0f} {r['store_kb']:9.0f} ({r['used_kb']:5.0f}/{r['free_kb']:4.0f}) "
         f"{r['log_kb']:8.0f} {r['rss_mb']:7.1f} "
         f"{r['child_rss_mb']:18.1f} {r['refits']:7.0f}  {r['p50_ms']:10.1f} / {r['p95_ms']:6.1f}{'':12} "
-        f"{r['wall_s']:6.0f}",
+        f"{r['cpu_p50_ms']:6.1f} / {r['cpu_p95_ms']:6.1f}  {r['wall_s']:6.0f}",
         flush=True,
     )
 
@@ -219,7 +224,14 @@ def summarize(rows: list[dict[str, float]], args: argparse.Namespace) -> bool:
     peak = max(r["peak_mb"] for r in rows) + max(r["child_peak_mb"] for r in rows)
     end = rows[-1]
     print(f"\nsoak: {end['ticks']:.0f} ticks of 60 s = {end['day']:.1f} simulated days in {end['wall_s']:.0f} s wall")
-    for what, (f50, f95, l50, l95) in (("wall time", wall), ("CPU time of its thread", cpu)):
+    # The same once the retention window is full: the ticks of the first day(s) read and prune a store still filling.
+    full = int(args.retention_days * DAY_S / 60)
+    cpu_full = first_and_last_tenth(np.asarray(raw["tick_cpu_s"][full:] or raw["tick_cpu_s"]) * 1e3)
+    for what, (f50, f95, l50, l95) in (
+        ("wall time", wall),
+        ("CPU time of its thread", cpu),
+        ("CPU time, ticks after the retention window filled", cpu_full),
+    ):
         print(
             f"tick (whole Loop step), {what}, p50/p95 ms: first 10 % {f50:.1f} / {f95:.1f}, last 10 % {l50:.1f} / "
             f"{l95:.1f} (p95 ratio {l95 / f95:.2f})"
