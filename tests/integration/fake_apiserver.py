@@ -249,10 +249,15 @@ def executor_pod(
     node: str = "node-1",
     app: str = "spark-app-1",
     namespace: str = "jobs",
+    unschedulable: bool = False,
 ) -> dict[str, Any]:
-    """An executor pod as Spark on Kubernetes creates it, Running and Ready (or Pending, not yet scheduled)."""
+    """An executor pod as Spark on Kubernetes creates it, Running and Ready (or Pending, not yet scheduled; with
+    `unschedulable`, because the scheduler found no node for it)."""
     created = stamp(created_s)
     status: dict[str, Any] = {"phase": "Running" if running else "Pending"}
+    if unschedulable:
+        message = "0/3 nodes are available: 3 Insufficient cpu."
+        _condition(status, "PodScheduled", "False", created, "Unschedulable", message)
     if running:
         status["containerStatuses"] = [
             {

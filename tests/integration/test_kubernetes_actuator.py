@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import pytest
 from kubernetes import client as k8s
@@ -19,7 +18,7 @@ from daedalus_spark.execute.kubernetes_pods import (
 )
 from daedalus_spark.execute.kubernetes_scale import make_kubernetes_actuator
 from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome, PendingTarget
-from tests.integration.fake_apiserver import FakeApiServer
+from tests.integration.fake_apiserver import FakeApiServer, executor_pod
 from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator
 
 
@@ -246,39 +245,8 @@ def test_classify_executor_pods(pods, stuck, never_ran):
     assert report.never_ran == frozenset(never_ran)
 
 
-def pod_json(executor_id, phase, age_s, *, app="spark-app-1", running=False, unschedulable=False):
-    created = datetime.fromtimestamp(NOW - age_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    status = {"phase": phase}
-    if running:
-        status["containerStatuses"] = [
-            {
-                "name": "executor",
-                "image": "job",
-                "imageID": "",
-                "ready": True,
-                "restartCount": 0,
-                "state": {"running": {"startedAt": created}},
-            }
-        ]
-    if unschedulable:
-        status["conditions"] = [
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": "0/3 nodes are available: 3 Insufficient cpu.",
-            }
-        ]
-    return {
-        "metadata": {
-            "name": f"wordcount-exec-{executor_id}",
-            "namespace": NAMESPACE,
-            "creationTimestamp": created,
-            "labels": {"spark-role": "executor", "spark-app-selector": app, "spark-exec-id": executor_id},
-        },
-        "spec": {"containers": [{"name": "executor", "image": "job"}]},
-        "status": status,
-    }
+def pod_json(executor_id, age_s, **kwargs):
+    return executor_pod(executor_id, created_s=NOW - age_s, namespace=NAMESPACE, **kwargs)
 
 
 def watcher(api, time, app_id="spark-app-1"):
@@ -295,17 +263,17 @@ def watcher(api, time, app_id="spark-app-1"):
 def test_watcher_lists_only_this_apps_executors_and_remembers_those_that_never_ran(api):
     time = FakeTime(NOW)
     api.pods = [
-        pod_json("1", "Running", 600, running=True),
-        pod_json("2", "Pending", 300, unschedulable=True),
-        pod_json("9", "Pending", 300, app="another-app"),
+        pod_json("1", 600),
+        pod_json("2", 300, running=False, unschedulable=True),
+        pod_json("9", 300, running=False, app="another-app"),
     ]
     w = watcher(api, time)
     report = w.check()
     assert [p.executor_id for p in report.stuck] == ["2"] and report.running == 1
     assert "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu." in report.unreachable_detail(120)
-    api.pods = [pod_json("1", "Running", 600, running=True)]  # executor 2 was given up on and deleted
+    api.pods = [pod_json("1", 600)]  # executor 2 was given up on and deleted
     assert w.check().stuck == () and w.never_ran() == {"2"}
-    api.pods.append(pod_json("2", "Running", 400, running=True))
+    api.pods.append(pod_json("2", 400))
     w.check()
     assert w.never_ran() == frozenset()
 
@@ -340,11 +308,11 @@ class StandInAgent:
 
 
 def test_a_target_whose_pods_stay_pending_is_unreachable(api):
-    api.pods = [pod_json("1", "Running", 600, running=True)]
+    api.pods = [pod_json("1", 600)]
     agent = StandInAgent(live=1)
     actuator = PendingAwareActuator(agent, watcher(api, FakeTime(NOW)))
     assert actuator.apply(2).outcome is Outcome.ACCEPTED and actuator.obstacle(2) == ""
-    api.pods.append(pod_json("2", "Pending", 200, unschedulable=True))  # the pod the new target created
+    api.pods.append(pod_json("2", 200, running=False, unschedulable=True))  # the pod the new target created
     assert actuator.obstacle(2).startswith("target unreachable: 1 executor pod(s) Pending")
     verdict = PendingTarget(2, accepted_s=NOW - 30, timeout_s=90).verdict(1, NOW, actuator.obstacle(2))
     assert verdict is not None and verdict.outcome is Outcome.UNCONFIRMED and "Unschedulable" in verdict.detail
