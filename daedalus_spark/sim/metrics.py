@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -127,3 +128,21 @@ def summarize(
         "final_lag_records": float(lag[-1]) if len(lag) else 0.0,
         "behind_s": seconds_behind(result, target_recovery_s),
     }
+
+
+def scored_part(result: RunResult, start: int) -> RunResult:
+    """The run from second `start` on: the lead-in and the rescales made in it are not judged."""
+    allowance = result.lag_allowance_s
+    rescales = tuple(dataclasses.replace(r, time_s=r.time_s - start) for r in result.rescales if r.time_s >= start)
+    return dataclasses.replace(
+        result,
+        workload_per_s=result.workload_per_s[start:],
+        scaleout=result.scaleout[start:],
+        processing=result.processing[start:],
+        processed_per_s=result.processed_per_s[start:],
+        lag_records=result.lag_records[start:],
+        latency_s=result.latency_s[start:],
+        capacity_per_s=result.capacity_per_s[start:],
+        rescales=rescales,
+        lag_allowance_s=allowance[start:] if isinstance(allowance, np.ndarray) else allowance,
+    )

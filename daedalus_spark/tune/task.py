@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +13,7 @@ from daedalus_spark.config import parse_config
 from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.evaluate import controller_config
 from daedalus_spark.sim.jobmodel import parse_job_model
-from daedalus_spark.sim.metrics import behind_mask, summarize
+from daedalus_spark.sim.metrics import behind_mask, scored_part, summarize
 from daedalus_spark.sim.runner import RunResult, make_setup, run_policy
 from daedalus_spark.tune.history import runs
 from daedalus_spark.tune.split import Window
@@ -82,24 +81,6 @@ def fit_cache_counts() -> tuple[int, int]:
 def window_seed(seed: int, window: int) -> int:
     """The same draws for every candidate on a window (common random numbers: differences are the configs')."""
     return (seed + 7919 * window) % 2**32
-
-
-def scored_part(result: RunResult, start: int) -> RunResult:
-    """The run from second `start` on: the lead-in and the rescales made in it are not judged."""
-    allowance = result.lag_allowance_s
-    rescales = tuple(dataclasses.replace(r, time_s=r.time_s - start) for r in result.rescales if r.time_s >= start)
-    return dataclasses.replace(
-        result,
-        workload_per_s=result.workload_per_s[start:],
-        scaleout=result.scaleout[start:],
-        processing=result.processing[start:],
-        processed_per_s=result.processed_per_s[start:],
-        lag_records=result.lag_records[start:],
-        latency_s=result.latency_s[start:],
-        capacity_per_s=result.capacity_per_s[start:],
-        rescales=rescales,
-        lag_allowance_s=allowance[start:] if isinstance(allowance, np.ndarray) else allowance,
-    )
 
 
 def episodes(mask: np.ndarray, *, longer_than_s: float = 0) -> int:

@@ -11,13 +11,14 @@ import yaml
 
 from daedalus_spark.config import Config
 from daedalus_spark.sim.job import Rescale
+from daedalus_spark.sim.metrics import scored_part
 from daedalus_spark.sim.runner import RunResult
 from daedalus_spark.tune.diff import changed_knobs, recommended_yaml, unified_diff
 from daedalus_spark.tune.grid import SplitSettings, TuneGrid, TuneGridError, candidates
 from daedalus_spark.tune.history import History, check_gaps, parse_duration, per_second, runs, trim
 from daedalus_spark.tune.pareto import Totals, choose, pareto_front, totals
 from daedalus_spark.tune.split import HOLDOUT, SELECT, HistoryError, Window, holdout_boundary, plan_windows
-from daedalus_spark.tune.task import episodes, scored_part
+from daedalus_spark.tune.task import episodes
 
 # --- the held-out split -------------------------------------------------------------------------------------------
 
