@@ -26,13 +26,14 @@ import numpy as np
 from daedalus_spark.analyze.forecast.fitcache import DEFAULT_MAX_ENTRIES
 from daedalus_spark.cli import main as cli_main
 from daedalus_spark.config import Config, parse_model
+from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR, read_trace
 from daedalus_spark.monitor.promserver import free_port
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import compress_trace
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.suite import get_shape
 from daedalus_spark.tune.cli import setting_for, tasks_for
-from daedalus_spark.tune.grid import TuneGrid, TuneGridError, candidates
+from daedalus_spark.tune.grid import TuneGrid, TuneGridError, candidates, load_grid
 from daedalus_spark.tune.result import Answer, decide
 from daedalus_spark.tune.spark import run_tasks
 from daedalus_spark.tune.split import HOLDOUT, plan_windows
@@ -58,6 +59,12 @@ BENCH_GRID = {
         "controller.horizon_target_share_ratio": [0.5, 0.9],
     },
 }
+
+
+def load_history(name: str) -> np.ndarray:
+    """A bundled 6-h trace by its file's stem (`simulate`'s reader), else the suite's shape of that name, seed 1."""
+    path = BUNDLED_TRACES_DIR / f"{name}.csv"
+    return read_trace(path) if path.exists() else get_shape(name).generate(1)
 
 
 def tune(
@@ -246,9 +253,15 @@ def bad_inputs() -> list[tuple[str, bool, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--trace", action="append", metavar="NAME", help=f"suite trace (repeatable; default {TRACES})")
+    p.add_argument(
+        "--trace",
+        action="append",
+        metavar="NAME",
+        help=f"suite trace: a shape or a bundled trace (repeatable; default {TRACES})",
+    )
     p.add_argument("--quick", action="store_true", help="shorten every trace 2x")
     p.add_argument("--master", default="local[2]", help=f"Spark master for the goals, or {IN_PROCESS}")
+    p.add_argument("--grid", metavar="FILE", help="a tune grid YAML instead of the bench grid (BENCH_GRID)")
     p.add_argument("--skip-goals", action="store_true")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
@@ -260,12 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     warnings.simplefilter("ignore")
-    grid = parse_model(TuneGrid, BENCH_GRID, "bench grid", TuneGridError)
-    figures: dict[str, Any] = {"grid": BENCH_GRID}
+    grid = load_grid(args.grid) if args.grid else parse_model(TuneGrid, BENCH_GRID, "bench grid", TuneGridError)
+    figures: dict[str, Any] = {"grid": grid.model_dump(mode="json")}
     if not args.skip_goals:
         results = []
         for name in args.trace or TRACES:
-            workload = compress_trace(get_shape(name).generate(1), 2 if args.quick else 1)
+            workload = compress_trace(load_history(name), 2 if args.quick else 1)
             start = time.perf_counter()
             answer, timing = tune(
                 workload, grid, Config(), master=args.master, fit_cache_entries=args.fit_cache_entries
