@@ -20,6 +20,12 @@ class TuneGridError(ConfigError):
     kind = "tune grid"
 
 
+# The default lead-in: a simulated controller starts fresh at the maximum scale-out with its rescale budget's bucket
+# empty, and the bucket (at most an hour's tokens, refilled at that rate) is full only after an hour, whatever the
+# budget. Judged sooner, every candidate sits at the start's scale-out waiting for tokens (docs/tune.md, Measured).
+LEAD_IN_S = 3600
+
+
 class SplitSettings(_Section):
     holdout_s: float = Field(
         default=86400, gt=0, le=365 * 86400, description="The newest this-many seconds are held out."
@@ -31,11 +37,11 @@ class SplitSettings(_Section):
         default=86400, ge=300, le=365 * 86400, description="Each part is simulated in windows of at most this long."
     )
     lead_in_s: float = Field(
-        default=1800,
+        default=LEAD_IN_S,
         ge=0,
         le=86400,
         description="A window's simulation starts this much earlier, unscored: the controller "
-        "learns capacity and forecast before it is judged.",
+        "learns capacity and forecast, and earns its rescale budget, before it is judged.",
     )
     min_window_s: float = Field(
         default=600,

@@ -15,7 +15,7 @@ from daedalus_spark.domain import CapacityTable, Recovery
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import Knowledge, snapshot
 from daedalus_spark.monitor.promserver import free_port
-from daedalus_spark.tune.grid import TuneGrid, candidates
+from daedalus_spark.tune.grid import SplitSettings, TuneGrid, candidates
 from daedalus_spark.tune.outputs import summary, write_all
 from daedalus_spark.tune.profile import KnowledgeTooYoung, job_model_from_knowledge
 from daedalus_spark.tune.result import decide, to_json
@@ -275,3 +275,4 @@ def test_the_documented_grid_is_valid_on_the_documented_config() -> None:
     grid = load_grid(str(ROOT / "deploy" / "tune.yaml"))
     cands = candidates(grid, load_config(ROOT / "deploy" / "daedalus.yaml"))
     assert len(cands) == 1 + 2**5 and grid.split.holdout_s == 86400 and grid.constraints.max_rescales_per_hour is None
+    assert grid.split.lead_in_s == SplitSettings().lead_in_s  # the documented grid keeps the default lead-in

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from daedalus_spark.config import Config
+from daedalus_spark.plan.budget import rescale_tokens
 from daedalus_spark.sim.job import Rescale
 from daedalus_spark.sim.metrics import scored_part
 from daedalus_spark.sim.runner import RunResult
@@ -388,6 +389,25 @@ def test_scored_part_drops_the_lead_in_and_its_rescales() -> None:
 )
 def test_episodes(mask: list[int], longer_than_s: float, count: int) -> None:
     assert episodes(np.array(mask, dtype=bool), longer_than_s=longer_than_s) == count
+
+
+@pytest.mark.parametrize(
+    ("lead_in_s", "per_hour", "full"),
+    [
+        pytest.param(SplitSettings().lead_in_s, 1.0, True, id="default-lead-in-budget-1"),
+        pytest.param(SplitSettings().lead_in_s, 3.0, True, id="default-lead-in-budget-3"),
+        pytest.param(SplitSettings().lead_in_s, 12.0, True, id="default-lead-in-budget-12"),
+        pytest.param(1800, 3.0, False, id="half-an-hour-half-a-bucket"),
+        pytest.param(900, 3.0, False, id="15-min-not-one-token"),
+    ],
+)
+def test_the_default_lead_in_lets_a_fresh_controller_earn_its_whole_rescale_budget(
+    lead_in_s: float, per_hour: float, full: bool
+) -> None:
+    """A window's controller starts with an empty bucket (nothing remembered before the lead-in's first tick): the
+    scored part should start with the budget the controller's allowance is judged by, a full bucket."""
+    tokens = rescale_tokens([], lead_in_s, per_hour=per_hour, since_s=0.0)
+    assert (tokens == pytest.approx(per_hour)) is full
 
 
 def test_window_seconds() -> None:
