@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 from daedalus_spark.config import Config, load_config
-from daedalus_spark.monitor.files import read_trace
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.cli import TRACES_DIR
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, controller_config, evaluate
@@ -39,7 +38,7 @@ from daedalus_spark.sim.jobmodel import JobModel, JobModelError, load_job_model
 from daedalus_spark.sim.metrics import scored_part, seconds_behind, summarize
 from daedalus_spark.sim.policies import StaticPolicy
 from daedalus_spark.sim.runner import make_setup, run_policy
-from daedalus_spark.sim.suite import SHAPES, WorkloadShape, get_shape, shape_names
+from daedalus_spark.sim.suite import SHAPES, WorkloadShape, get_shape, shape_names, suite_workload
 
 BASELINES = ("hpa:0.8", "hpa:0.85", "flink")
 SPARK_BASELINES = ("spark-da", "batch-ratio")  # Spark's own autoscalers read tasks and batches: micro-batch only
@@ -94,11 +93,6 @@ def generated_shape(name: str) -> WorkloadShape | None:
     return None if (TRACES_DIR / f"{name}.csv").exists() else get_shape(name)
 
 
-def load_workload(name: str, seed: int) -> np.ndarray:
-    shape = generated_shape(name)
-    return read_trace(TRACES_DIR / f"{name}.csv") if shape is None else shape.generate(seed)  # `simulate`'s reader
-
-
 def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed: int, sized_for: float) -> int:
     """The fewest static executors that keep up (never behind; a static run has no rescale, so no violation); the
     maximum where none does."""
@@ -124,7 +118,7 @@ def run_trace(
     also: tuple[str, ...] = (),
     warm: bool = False,
 ) -> TraceRun:
-    raw = load_workload(name, seed)
+    raw = suite_workload(name, seed)
     if peak_per_s is not None and float(np.max(raw)) > 0:
         raw = raw * (peak_per_s / float(np.max(raw)))  # a profile with a fixed executor rate: fit the trace to it
     workload = compress_trace(raw, speedup)

@@ -28,12 +28,11 @@ import numpy as np
 from daedalus_spark.analyze.forecast.fitcache import DEFAULT_MAX_ENTRIES
 from daedalus_spark.cli import main as cli_main
 from daedalus_spark.config import Config, parse_model
-from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR, read_trace
 from daedalus_spark.monitor.promserver import free_port
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import compress_trace
 from daedalus_spark.sim.jobmodel import JobModel
-from daedalus_spark.sim.suite import get_shape
+from daedalus_spark.sim.suite import get_shape, suite_workload
 from daedalus_spark.tune.cli import setting_for, tasks_for
 from daedalus_spark.tune.grid import TuneGrid, TuneGridError, candidates, load_grid
 from daedalus_spark.tune.result import Answer, decide
@@ -73,12 +72,6 @@ BENCH_GRID = {
         "controller.horizon_target_share_ratio": [0.5, 0.9],
     },
 }
-
-
-def load_history(name: str) -> np.ndarray:
-    """A bundled 6-h trace by its file's stem (`simulate`'s reader), else the suite's shape of that name, seed 1."""
-    path = BUNDLED_TRACES_DIR / f"{name}.csv"
-    return read_trace(path) if path.exists() else get_shape(name).generate(1)
 
 
 def tune(
@@ -292,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_goals:
         results = []
         for name in args.trace or TRACES:
-            workload = compress_trace(load_history(name), 2 if args.quick else 1)
+            workload = compress_trace(suite_workload(name), 2 if args.quick else 1)
             start = time.perf_counter()
             answer, timing = tune(
                 workload, grid, Config(), master=args.master, fit_cache_entries=args.fit_cache_entries

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR, read_trace
+
 # Peak of every generated shape. With the default job model the per-executor capacity is derived from the trace peak
 # (reference_scaleout executors carry peak x headroom), so what matters is each shape's trough/peak ratio: the shapes
 # below keep it between ~0.25 and ~0.7, i.e. a scale-out range of roughly 3..12 of the default 12.
@@ -198,6 +200,13 @@ def get_shape(name: str) -> WorkloadShape:
         if shape.name == name:
             return shape
     raise SuiteError(f"unknown workload shape {name!r} (known: {', '.join(shape_names())})")
+
+
+def suite_workload(name: str, seed: int = 1) -> np.ndarray:
+    """A trace of issue 17's suite by name: a bundled trace by its file's stem (`simulate`'s reader), else the shape of
+    that name generated with `seed`."""
+    path = BUNDLED_TRACES_DIR / f"{name}.csv"
+    return read_trace(path) if path.exists() else get_shape(name).generate(seed)
 
 
 def write_trace(path: str, workload_per_s: np.ndarray) -> None:

@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from daedalus_spark.monitor.files import read_trace
-from daedalus_spark.sim.suite import SHAPES, SuiteError, WorkloadShape, get_shape, taylor_series, write_trace
+from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR, read_trace
+from daedalus_spark.sim.suite import (
+    SHAPES,
+    SuiteError,
+    WorkloadShape,
+    get_shape,
+    suite_workload,
+    taylor_series,
+    write_trace,
+)
 
 IDS = [s.name for s in SHAPES]
 
@@ -95,3 +103,11 @@ def test_the_controller_skips_what_the_monitor_cannot_read_and_resumes() -> None
     touched = [d for d in policy.decisions if blind[max(0, int(d.time_s) - interval) : int(d.time_s)].any()]
     assert touched and all(d.reason is Reason.SKIP_MISSING_DATA and not d.rescale for d in touched)
     assert any(d.reason is not Reason.SKIP_MISSING_DATA for d in policy.decisions if not blind[int(d.time_s) - 1])
+
+
+def test_suite_workload_reads_a_bundled_trace_by_its_stem_and_generates_a_shape_with_the_seed() -> None:
+    stem = "ysb_advertising_6h_400K_max"
+    assert np.array_equal(suite_workload(stem, seed=3), read_trace(BUNDLED_TRACES_DIR / f"{stem}.csv"))
+    assert np.array_equal(suite_workload("flash_crowds", seed=3), get_shape("flash_crowds").generate(3))
+    with pytest.raises(SuiteError, match="no_such_trace"):
+        suite_workload("no_such_trace")
