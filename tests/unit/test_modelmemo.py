@@ -36,7 +36,7 @@ def _series(seed: int = 0, n: int = 48, start: int = 0) -> np.ndarray:
 
 JOB = FitJob(_series(), window_steps=48, seasonal_period_steps=0)
 # What forecasters feed their models: six buckets a tick.
-TICKS = [_series(seed=1, n=6, start=48 + 6 * k) for k in range(8)]
+TICKS = [_series(seed=1, n=6, start=48 + 6 * k) for k in range(8)]  # 48 buckets
 
 
 def _shared(memo: ModelMemo, job: FitJob = JOB) -> ArimaModel:
@@ -56,6 +56,20 @@ def _same(a: tuple[np.ndarray, np.ndarray | None], b: tuple[np.ndarray, np.ndarr
     assert (a[1] is None) == (b[1] is None)
     if a[1] is not None and b[1] is not None:
         assert a[1].tobytes() == b[1].tobytes()
+
+
+def test_a_forecast_never_changes_the_model_which_is_what_lets_a_shared_model_skip_updates() -> None:
+    asked, never = _plain(), _plain()
+    for y in TICKS:  # 48 buckets now and 48 below on a 48-step window: the bounded re-estimate runs too
+        for steps, level in ((13, 0.9), (5, 0.7), (13, None)):
+            asked.predict_interval(steps, level)
+        asked.update(y)
+        never.update(y)
+    for y in TICKS:
+        asked.update(y + 50.0)
+        never.update(y + 50.0)
+    assert asked.to_json() == never.to_json()
+    _same(asked.predict_interval(13, 0.9), never.predict_interval(13, 0.9))
 
 
 def test_a_hit_is_the_plain_models_answer_bit_for_bit_and_a_private_copy() -> None:

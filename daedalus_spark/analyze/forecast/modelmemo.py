@@ -39,10 +39,11 @@ class ModelMemo:
     """What ARIMA models did, by lineage (their fit's job, then every update's values, chained): an update that a
     model of the same lineage made without failing, and the forecasts such a model gave (by steps and level).
 
-    The fit, pmdarima's update and its forecasts are deterministic and a forecast does not change the model, so a
-    model's state, and every answer it gives, is a function of its lineage: candidates of a tune window that forecast
-    the same workload with the same settings feed their models the same values and ask the same forecasts, whatever
-    they decide. At most `max_entries` are kept, least recently used dropped first. Nothing is written anywhere.
+    The fit, pmdarima's update and its forecasts are deterministic and a forecast does not change the model (a test
+    holds it), so a model's state, and every answer it gives, is a function of its lineage: candidates of a tune
+    window that forecast the same workload with the same settings and loop interval feed their models the same values
+    and ask the same forecasts, whatever they decide. At most `max_entries` are kept, least recently used dropped
+    first. Nothing is written anywhere.
     """
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
