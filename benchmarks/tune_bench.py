@@ -271,10 +271,15 @@ def day_speed(n: int, *, window: int = 1, efficiency: float = 1.0, **entries: in
     setting = replace(setting_for(JobModel(), float(np.max(workload)), Config()), **entries)
     task._fit_cache = task._model_memo = None  # a fresh Python worker
     times: dict[tuple[Any, ...], list[float]] = {}
+    labels: dict[tuple[Any, ...], str] = {}
     for t in task_order([t for t in tasks_for(cands, plan, grid.seed) if t.window == chosen]):
         start = time.perf_counter()
         simulate_window(t, workload, setting)
-        times.setdefault(_shares_work(cands[t.candidate].config), []).append(time.perf_counter() - start)
+        config = cands[t.candidate].config
+        times.setdefault(_shares_work(config), []).append(time.perf_counter() - start)
+        labels[_shares_work(config)] = (
+            f"interval level {config.forecast.interval_level:g}, loop {config.controller.loop_interval_s:g} s"
+        )
     workers, total = 2, BIG_CANDIDATES + 1
     window_core_s = 0.0
     for tasks_s in times.values():
@@ -287,7 +292,7 @@ def day_speed(n: int, *, window: int = 1, efficiency: float = 1.0, **entries: in
         "candidates": n,
         "window_h": hours[window],
         "task_s": [round(x, 2) for ts in times.values() for x in ts],
-        "groups": [{"leader_s": ts[0], "followers_s": ts[1:]} for ts in times.values()],
+        "groups": [{"group": labels[g], "leader_s": ts[0], "followers_s": ts[1:]} for g, ts in times.items()],
         "measured_s": sum(sum(ts) for ts in times.values()),
         "big_grid_s": window_core_s * scale / (workers * efficiency),
         "efficiency": efficiency,
@@ -301,7 +306,7 @@ def print_day_speed(d: dict[str, Any]) -> None:
     )
     for i, g in enumerate(d["groups"]):
         follow = ", ".join(f"{x:.1f}" for x in g["followers_s"]) or "none"
-        print(f"group {i}: leader {g['leader_s']:.1f} s, followers {follow} s")
+        print(f"group {i} ({g['group']}): leader {g['leader_s']:.1f} s, followers {follow} s")
     big = d["big_grid_s"]
     print(
         f"{BIG_CANDIDATES} candidates x {BIG_DAYS} days on local[2] (parallel efficiency {d['efficiency']:.0%}), "
