@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from daedalus_spark.analyze.forecast import FitCache, InlineRefits
+from daedalus_spark.analyze.forecast import FitCache, InlineRefits, ModelMemo, run_fit
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import Config
 from daedalus_spark.controller import Controller
@@ -58,11 +58,13 @@ class SimulatedJobActuator:
 class DaedalusPolicy:
     """One `Loop.step` per loop interval with the samples since the previous step; synchronous refits (no
     executor) keep runs deterministic. With `fits`, fits another run asked for already come from that cache (the
-    same models: tune's candidates share them)."""
+    same models: tune's candidates share them); with `models`, so do the ARIMA updates and forecasts another run's
+    model of the same lineage made."""
 
     config: Config
     name: str = "daedalus"
     fits: FitCache | None = field(default=None, repr=False)
+    models: ModelMemo | None = field(default=None, repr=False)
     sync_interval_s: int | None = None
     decisions: list[Decision] = field(default_factory=list, repr=False)
     _loop: Loop | None = field(default=None, repr=False)
@@ -80,8 +82,9 @@ class DaedalusPolicy:
 
     def decide(self, job: SimulatedJob) -> int | None:
         if self._loop is None:  # the first step comes one interval in, so its window starts at the job's start
+            fit = run_fit if self.fits is None else self.fits.fit
             self._loop = Loop(
-                Controller(self.config, refits=InlineRefits() if self.fits is None else self.fits.refits()),
+                Controller(self.config, refits=InlineRefits(fit if self.models is None else self.models.fitting(fit))),
                 self._monitor,
                 self._actuator,
                 store=None,

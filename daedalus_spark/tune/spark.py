@@ -16,11 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from daedalus_spark.tune.task import ROW_FIELDS, Setting, WindowTask, fit_cache_counts, simulate_window
+from daedalus_spark.tune.task import (
+    ROW_FIELDS,
+    Setting,
+    WindowTask,
+    fit_cache_counts,
+    model_memo_counts,
+    simulate_window,
+)
 
 JOB_GROUP = "daedalus-spark-tune"
 Progress = Callable[[int, int], None]  # (tasks done, tasks total)
-FitCounts = dict[int, tuple[int, int]]  # Python worker's process id -> fit cache (hits, misses) in this job
+# Python worker's process id -> in this job: fit cache hits, misses; model memo hits, misses, updates replayed
+WorkerCounts = dict[int, tuple[int, ...]]
 
 
 class _Concat:
@@ -40,12 +48,15 @@ def task_order(tasks: list[WindowTask]) -> list[WindowTask]:
     return sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.window.index, t.candidate))
 
 
+def _counts() -> tuple[int, ...]:
+    return fit_cache_counts() + model_memo_counts()
+
+
 def simulate_counted(task: WindowTask, workload_per_s: np.ndarray, setting: Setting, counts: Any) -> dict[str, Any]:
-    """`simulate_window`, adding (process id, fit cache hits, misses) of the task to the accumulator `counts`."""
-    hits, misses = fit_cache_counts()
+    """`simulate_window`, adding (process id, the task's `WorkerCounts`) to the accumulator `counts`."""
+    before = _counts()
     row = simulate_window(task, workload_per_s, setting)
-    after_hits, after_misses = fit_cache_counts()
-    counts.add([(os.getpid(), after_hits - hits, after_misses - misses)])
+    counts.add([(os.getpid(), tuple(a - b for a, b in zip(_counts(), before, strict=True)))])
     return row
 
 
@@ -136,11 +147,11 @@ def run_tasks(
     master: str = "local[*]",
     progress: Progress | None = None,
     timing: dict[str, float] | None = None,
-    fit_counts: FitCounts | None = None,
+    worker_counts: WorkerCounts | None = None,
 ) -> list[dict[str, Any]]:
     """Every task on Spark, one Spark task each (in `task_order`); the rows, by candidate and window. `timing` gets
-    the job's wall seconds (`job_s`, Spark's start-up aside) and the cores Spark ran it on (`cores`); `fit_counts` the
-    fit cache's hits and misses per Python worker."""
+    the job's wall seconds (`job_s`, Spark's start-up aside) and the cores Spark ran it on (`cores`); `worker_counts`
+    the fit cache's and the model memo's counts per Python worker."""
     ordered = task_order(tasks)
     scratch = Path(tempfile.mkdtemp(prefix="daedalus-tune-"))
     try:
@@ -165,10 +176,10 @@ def run_tasks(
             if timing is not None:
                 timing.update(job_s=time.perf_counter() - started, cores=float(sc.defaultParallelism))
             shared.destroy()
-            if fit_counts is not None:
-                for pid, hits, misses in counts.value:
-                    had = fit_counts.get(pid, (0, 0))
-                    fit_counts[pid] = (had[0] + hits, had[1] + misses)
+            if worker_counts is not None:
+                for pid, added in counts.value:
+                    had = worker_counts.get(pid, (0,) * len(added))
+                    worker_counts[pid] = tuple(a + b for a, b in zip(had, added, strict=True))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     rows = [r.asDict() for r in collected]

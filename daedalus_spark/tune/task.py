@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from daedalus_spark.analyze.forecast import FitCache
-from daedalus_spark.analyze.forecast.fitcache import DEFAULT_MAX_ENTRIES
+from daedalus_spark.analyze.forecast import FitCache, ModelMemo, fitcache, modelmemo
 from daedalus_spark.config import parse_config
 from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.evaluate import controller_config
@@ -49,18 +48,22 @@ class WindowTask:
 @dataclass(frozen=True)
 class Setting:
     """Shared by every task: the simulated job (plain data), the load it is sized for, the user's recovery target
-    (every candidate is judged against it, whatever target it plans with), and how many fitted models the process
-    keeps for the next candidates (0: every candidate fits its own)."""
+    (every candidate is judged against it, whatever target it plans with), how many fitted models the process keeps
+    for the next candidates (0: every candidate fits its own), and how many ARIMA updates and forecasts (0: every
+    candidate's models compute their own)."""
 
     job_model: dict[str, Any]
     sized_for_per_s: float
     target_recovery_s: float
-    fit_cache_entries: int = DEFAULT_MAX_ENTRIES
+    fit_cache_entries: int = fitcache.DEFAULT_MAX_ENTRIES
+    model_memo_entries: int = modelmemo.DEFAULT_MAX_ENTRIES
 
 
-# One per process: a Spark Python worker runs task after task (spark.python.worker.reuse), so the later candidates
-# of a window find the fits its earlier ones made. Keyed by everything a fit reads, so it never changes a row.
+# One each per process: a Spark Python worker runs task after task (spark.python.worker.reuse), so the later
+# candidates of a window find the fits, updates and forecasts its earlier ones made. Keyed by everything they read,
+# so they never change a row.
 _fit_cache: FitCache | None = None
+_model_memo: ModelMemo | None = None
 
 
 def process_fit_cache(max_entries: int) -> FitCache | None:
@@ -73,9 +76,24 @@ def process_fit_cache(max_entries: int) -> FitCache | None:
     return _fit_cache
 
 
+def process_model_memo(max_entries: int) -> ModelMemo | None:
+    """This process's model memo with room for `max_entries` (a new, empty one when the size changes); None for 0."""
+    global _model_memo
+    if max_entries <= 0:
+        return None
+    if _model_memo is None or _model_memo.max_entries != max_entries:
+        _model_memo = ModelMemo(max_entries)
+    return _model_memo
+
+
 def fit_cache_counts() -> tuple[int, int]:
     """Hits and misses of this process's fit cache so far."""
     return (0, 0) if _fit_cache is None else (_fit_cache.hits, _fit_cache.misses)
+
+
+def model_memo_counts() -> tuple[int, int, int]:
+    """Hits, misses and replayed updates of this process's model memo so far."""
+    return (0, 0, 0) if _model_memo is None else (_model_memo.hits, _model_memo.misses, _model_memo.replayed)
 
 
 def window_seed(seed: int, window: int) -> int:
@@ -121,6 +139,7 @@ def simulate_window(task: WindowTask, workload_per_s: np.ndarray, setting: Setti
     w = task.window
     series = np.asarray(workload_per_s[w.lead_start_s : w.end_s], dtype=float)
     setup = make_setup(series, job_model, config, task.seed, sized_for_per_s=setting.sized_for_per_s)
-    run = run_policy(setup, DaedalusPolicy(config, fits=process_fit_cache(setting.fit_cache_entries)))
+    fits, models = process_fit_cache(setting.fit_cache_entries), process_model_memo(setting.model_memo_entries)
+    run = run_policy(setup, DaedalusPolicy(config, fits=fits, models=models))
     start = w.start_s - w.lead_start_s
     return judge(run, start=start, candidate=task.candidate, window=w, target_recovery_s=setting.target_recovery_s)

@@ -3,6 +3,7 @@
 from daedalus_spark.analyze.forecast.fitcache import FitCache
 from daedalus_spark.analyze.forecast.fitting import FitJob, detect_period, fit_arima, fitted_arima_state
 from daedalus_spark.analyze.forecast.intervals import HorizonErrors, column_quantiles
+from daedalus_spark.analyze.forecast.modelmemo import ModelMemo, SharedArima
 from daedalus_spark.analyze.forecast.models import (
     MODEL_LEVEL,
     NO_PARAMETER_COVARIANCE,
@@ -28,7 +29,9 @@ __all__ = [
     "HorizonErrors",
     "InlineRefits",
     "LinearModel",
+    "ModelMemo",
     "RefitScheduler",
+    "SharedArima",
     "WorkloadForecaster",
     "column_quantiles",
     "detect_period",

@@ -11,7 +11,7 @@ import numpy as np
 
 from daedalus_spark.analyze.forecast.fitting import FitJob
 from daedalus_spark.analyze.forecast.models import ArimaModel
-from daedalus_spark.analyze.forecast.refit import FitFailed, InlineRefits, run_fit
+from daedalus_spark.analyze.forecast.refit import FitFailed, run_fit
 
 # A fitted model with its state space results held about 0.2-0.4 MB here (auto-ARIMA on 60-360 steps of 10 s).
 DEFAULT_MAX_ENTRIES = 256
@@ -62,7 +62,3 @@ class FitCache:
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
         return done
-
-    def refits(self) -> InlineRefits:
-        """A `RefitScheduler` that fits inline, through this cache."""
-        return InlineRefits(self.fit)
