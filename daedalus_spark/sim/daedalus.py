@@ -12,6 +12,7 @@ from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Decision, Observation
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.loop import Loop
+from daedalus_spark.monitor.port import MonitorError
 from daedalus_spark.sim.job import SimulatedJob
 
 
@@ -23,8 +24,11 @@ class SimulatedJobMonitor:
 
     def observe(self, *, start_s: float, end_s: float) -> Observation:
         """The job's samples since `start_s`; seconds the monitor is blind to come back as missing workload (NaN),
-        as a Prometheus outage leaves them."""
+        as a Prometheus outage leaves them. Before the job's first metrics (a query that has committed no batch
+        reports no offsets) there are no series at all, as live."""
         assert self.job is not None and end_s == self.job.now_s
+        if self.job.reporting_since_s() >= end_s:
+            raise MonitorError("empty", f"the job reports no series yet in ({start_s:.0f}, {end_s:.0f}]: no batch done")
         obs = self.job.observation(int(start_s))
         blind = self.job.monitor_blind
         t0 = max(0, int(start_s))

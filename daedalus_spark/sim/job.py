@@ -84,6 +84,10 @@ class SimulatedJob:
     def lag_records(self) -> float:
         return self._backlog
 
+    def reporting_since_s(self) -> float:
+        """Since when the job's metrics exist (the micro-batch engine: its query's first commit; inf: not yet)."""
+        return 0.0
+
     def finish(self) -> None:
         """Called once the run is over (the micro-batch engine computes its latencies here)."""
         return None

@@ -70,6 +70,23 @@ class InPlaceRescaleModel(_Model):
     )
 
 
+class StartupModel(_Model):
+    """The query's start (engine: microbatch): the load begins before the query's first batch, and that batch runs on
+    cold executors and a cold driver."""
+
+    query_start: DowntimeModel = Field(
+        default=DowntimeModel(low_s=0, high_s=0),
+        description="From the load's start until the query's first batch starts (the first trigger tick after it); "
+        "records arriving meanwhile wait for that batch.",
+    )
+    first_batch_stall: DowntimeModel = Field(
+        default=DowntimeModel(low_s=0, high_s=0),
+        description="Every initial executor's stall in the query's first batch, as a joining executor's "
+        "`in_place.stall` (CPU busy, no records; the batch does not commit before it ends): JIT, Python workers, "
+        "the state store's creation.",
+    )
+
+
 class JobModel(_Model):
     """The simulated Spark Structured Streaming job on Kubernetes reading from Kafka."""
 
@@ -85,6 +102,9 @@ class JobModel(_Model):
     )
     microbatch: MicroBatchModel = MicroBatchModel()
     in_place: InPlaceRescaleModel = InPlaceRescaleModel()
+    startup: StartupModel | None = Field(
+        None, description="The query's start (needs engine microbatch; None: its first batch starts at once, warm)."
+    )
     executor_capacity_per_s: float | None = Field(
         None,
         gt=0,
@@ -135,6 +155,8 @@ class JobModel(_Model):
     def _consistent(self) -> JobModel:
         if self.rescale == "in_place" and self.engine != "microbatch":
             raise ValueError("rescale: in_place needs engine: microbatch (a continuous job only restarts)")
+        if self.startup is not None and self.engine != "microbatch":
+            raise ValueError("startup needs engine: microbatch (a continuous job has no batches)")
         weights = self.partition_weights
         if weights is not None:
             if len(weights) != self.partitions:

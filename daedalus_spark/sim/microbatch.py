@@ -201,6 +201,9 @@ class MicroBatchJob(BatchEngine):
     def observation(self, since_s: int) -> Observation:
         t1 = self.now_s
         t0 = max(0, since_s)
+        reporting = self.reporting_since_s()
+        if math.isfinite(reporting):
+            t0 = max(t0, math.floor(reporting))
         if self.in_place:
             listed = [i for i in range(self.scaleout) if self._ready[i] <= t1 - 1]
             joined = [math.ceil(self._ready[i]) for i in listed if math.isfinite(self._ready[i])]

@@ -11,6 +11,8 @@ Batches, in continuous time (records arrive uniformly within each trace second):
   CPU = idle + (1 - idle) x busy + noise, as the continuous engine;
 - steady stretches (every batch starts on its tick, takes everything and ends within the trigger) are computed
   with numpy for many batches at once; everything else batch by batch.
+- with `startup`, the first batch waits for the query's start and the initial executors stall in it (cold); the
+  job reports no metrics before that batch commits (`reporting_since_s`), as a live query without progress.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from daedalus_spark.sim.job import SimulatedJob
-from daedalus_spark.sim.jobmodel import JobModel
+from daedalus_spark.sim.jobmodel import JobModel, StartupModel
 from daedalus_spark.sim.skew import SimulatedCapacity
 from daedalus_spark.sim.waves import Layout, WaveModel
 
@@ -102,6 +104,19 @@ class BatchEngine(SimulatedJob):
         self._last: _Batch | None = None
         self._vector_ok = True
         self._lookahead = _FIRST_LOOKAHEAD
+        if model.startup is not None:
+            self._start_query(model.startup, initial_scaleout)
+
+    def _start_query(self, startup: StartupModel, initial_scaleout: int) -> None:
+        """The first batch waits for the query's start (the first tick after it); the initial executors stall in it."""
+        begins = float(self._rng.uniform(startup.query_start.low_s, startup.query_start.high_s))
+        stall = float(self._rng.uniform(startup.first_batch_stall.low_s, startup.first_batch_stall.high_s))
+        self._next_start = math.ceil(begins / self.trigger_s - _EPS_S) * self.trigger_s
+        self._stall[:initial_scaleout] = stall
+
+    def reporting_since_s(self) -> float:
+        """The query's first commit: before it, no progress and no offsets reach the monitor (inf: not yet)."""
+        return self._ends[0] if self._ends else math.inf
 
     # ---- time and arrivals -------------------------------------------------------------------------------------
 

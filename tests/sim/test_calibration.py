@@ -18,6 +18,15 @@ SATURATED_PER_S = {1: 118_867.0, 2: 196_185.0, 3: 263_023.0, 4: 268_938.0}
 # section batch_size_2: steady_max.highest_bounded_per_s, first_unbounded_per_s; ramp cpu_ratio_mean
 BOUNDED_PER_S, UNBOUNDED_PER_S = 158_656.0, 240_376.0
 RAMP_CPU = {3_000.0: 0.884, 158_656.0: 0.941, 240_376.0: 0.961}
+# the live demo's runs (docs/demo.md; timeline.csv, wordcount.log): the query's first batch on 4 cold executors,
+# when it started (s after the load began: the trace's arrivals it read), its lines and how long it lasted
+FIRST_BATCHES = {
+    "sim-vs-live 2026-11-24 23:06": (14.1, 114_472, 28.439),
+    "live_compare daedalus": (13.0, 111_840, 29.442),
+    "live_compare batch-ratio": (11.0, 92_352, 28.243),
+    "live_compare static": (8.4, 69_059, 23.658),
+}
+QUERY_STARTS = [start for start, _, _ in FIRST_BATCHES.values()]
 
 
 def _local() -> SimulatedCapacity:
@@ -60,3 +69,29 @@ def test_cpu_is_nearly_flat_at_any_load(rate: float) -> None:
     )
     job.advance(300)
     assert float(job.cpu_ratio[100:, :2].mean()) == pytest.approx(RAMP_CPU[rate], abs=0.06)
+
+
+def test_the_query_starts_when_it_did_live() -> None:
+    startup = load_job_model("local").startup
+    assert startup is not None
+    assert (startup.query_start.low_s, startup.query_start.high_s) == (min(QUERY_STARTS), max(QUERY_STARTS))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_cold_first_batch_lasts_as_the_live_ones(seed: int) -> None:
+    """On the demo's starting load (7,630 lines/s, 2 executors), the first batch starts within the live runs' query
+    starts and lasts as long as their first batches did, its records aside."""
+    model = load_job_model("local")
+    capacity = build_simulated_capacity(model, max_scaleout=4, peak_per_s=13_500.0)
+    job = MicroBatchJob(
+        np.full(120, 7_630.0), model, capacity, initial_scaleout=2, cpu_signal=True, rng=np.random.default_rng(seed)
+    )
+    job.advance(120)
+    starts, ends, records = job.batch_log()
+    assert min(QUERY_STARTS) <= starts[0] <= max(QUERY_STARTS) + 1  # the first trigger tick after the start
+    waves = capacity.waves
+    assert waves is not None
+    stall = ends[0] - starts[0] - waves.duration_s(float(records[0]), 2)
+    measured = [d - waves.duration_s(r, 4) for _, r, d in FIRST_BATCHES.values()]
+    assert min(measured) - 0.1 <= stall <= max(measured) + 0.1
+    assert job.reporting_since_s() == ends[0]

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from daedalus_spark.config import Config
+from daedalus_spark.domain import Reason
 from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.evaluate import controller_config
-from daedalus_spark.sim.jobmodel import JobModel
+from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel, StartupModel
 from daedalus_spark.sim.metrics import summarize
 from daedalus_spark.sim.runner import RunResult, make_setup, run_oracle, run_policy
 
@@ -54,3 +55,22 @@ def test_daedalus_is_deterministic_and_saves_executors(runs) -> None:
 def test_daedalus_keeps_the_recovery_target_on_a_sine(runs) -> None:
     (a, _), _, oracle = runs
     assert _metrics(a, oracle)["recovery_violations"] == 0
+
+
+def test_ticks_before_the_querys_first_commit_skip_as_live() -> None:
+    """With a start-up (the query starts at 50 s; its first batch, 250,000 records on 2 executors after a 40-s
+    stall, commits at about 97 s), the tick at 60 s finds no series, as the live monitor before the first progress
+    event; the tick at 120 s decides."""
+    startup = StartupModel(
+        query_start=DowntimeModel(low_s=50, high_s=50), first_batch_stall=DowntimeModel(low_s=40, high_s=40)
+    )
+    model = JobModel(
+        engine="microbatch", rescale="in_place", startup=startup, initial_scaleout=2, executor_capacity_per_s=20_000
+    )
+    config = controller_config(Config(), model)
+    policy = DaedalusPolicy(config)
+    run_policy(make_setup(np.full(600, 5_000.0), model, config, seed=2), policy)
+    first, second = policy.decisions[:2]
+    assert (first.time_s, first.reason) == (60.0, Reason.SKIP_MISSING_DATA)
+    assert first.evidence.skip is not None and first.evidence.skip.monitor_error == "empty"
+    assert second.time_s == 120.0 and second.reason != Reason.SKIP_MISSING_DATA

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from daedalus_spark.analyze.batches import BatchFit
 from daedalus_spark.analyze.partitions import topic_partition_hash
 from daedalus_spark.config import Config
+from daedalus_spark.monitor.port import MonitorError
+from daedalus_spark.sim.daedalus import SimulatedJobMonitor
 from daedalus_spark.sim.evaluate import evaluate
 from daedalus_spark.sim.jobmodel import (
     DowntimeModel,
@@ -19,6 +21,7 @@ from daedalus_spark.sim.jobmodel import (
     JobModel,
     JobModelError,
     MicroBatchModel,
+    StartupModel,
     load_job_model,
     profile_names,
 )
@@ -272,6 +275,69 @@ def test_observation_reports_the_batches_of_its_window() -> None:
     assert obs.batches.batches == 59
     assert obs.batches.input_records == pytest.approx(59 * 40)
     assert obs.batches.duration_s == pytest.approx(59 * 0.9)
+
+
+# ---- the query's start (JobModel.startup) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("startup", "first", "second"),
+    [
+        # no start-up: the first tick with data (1 s: 40 records), 0.5 s + 40 / 100/s
+        pytest.param(None, (1.0, 40.0, 1.9), (2.0, 40.0, 2.9), id="none-first-tick-with-data"),
+        # the query starts at 4.5 s: its first batch at tick 5 takes the 200 records that waited, 0.5 + 2 s; the
+        # next starts at its end (back to back) with the 100 arrived meanwhile
+        pytest.param(StartupModel(query_start=_fixed(4.5)), (5.0, 200.0, 7.5), (7.5, 100.0, 9.0), id="late-query"),
+        # ... and the executor stalls 3 s in that batch (cold): its task starts 3 s into the task phase
+        pytest.param(
+            StartupModel(query_start=_fixed(4.5), first_batch_stall=_fixed(3.0)),
+            (5.0, 200.0, 10.5),
+            (10.5, 220.0, 13.2),
+            id="late-query-cold-batch",
+        ),
+    ],
+)
+def test_the_query_starts_late_and_its_first_batch_cold(
+    startup: StartupModel | None, first: tuple[float, float, float], second: tuple[float, float, float]
+) -> None:
+    job = _job(np.full(30, 40.0), _model([1], batch_s=0.5, startup=startup))
+    job.advance(30)
+    starts, ends, records = job.batch_log()
+    assert (starts[0], records[0], ends[0]) == pytest.approx(first)
+    assert (starts[1], records[1], ends[1]) == pytest.approx(second)
+    assert job.reporting_since_s() == pytest.approx(first[2])
+    committed_by = int(first[2])  # nothing leaves the lag before the first commit
+    assert job.backlog_records[:committed_by].tolist() == pytest.approx([40.0 * (t + 1) for t in range(committed_by)])
+
+
+def test_the_cold_first_batch_keeps_the_executor_busy_without_records() -> None:
+    startup = StartupModel(query_start=_fixed(4.5), first_batch_stall=_fixed(3.0))
+    job = _job(np.full(30, 40.0), _model([1], batch_s=0.5, startup=startup))
+    job.advance(30)
+    assert job.busy_ratio[:5, 0].tolist() == [0.0] * 5  # the query has not started: idle
+    assert job.busy_ratio[6:8, 0].tolist() == [1.0] * 2  # the stall, [5.5, 8.5): busy ...
+    assert job.executor_throughput_per_s[6:8, 0].tolist() == [0.0] * 2  # ... and no records
+    assert job.executor_throughput_per_s[9, 0] == pytest.approx(100.0)  # then its 200 records at 100/s
+
+
+def test_the_monitor_sees_no_series_before_the_first_commit() -> None:
+    startup = StartupModel(query_start=_fixed(4.5), first_batch_stall=_fixed(3.0))  # first commit at 10.5
+    job = _job(np.full(30, 40.0), _model([1], batch_s=0.5, startup=startup))
+    monitor = SimulatedJobMonitor(job)
+    job.advance(10)
+    with pytest.raises(MonitorError, match="no batch done") as raised:
+        monitor.observe(start_s=0, end_s=10)
+    assert raised.value.kind == "empty"
+    job.advance(15)
+    obs = monitor.observe(start_s=0, end_s=15)
+    assert len(obs.workload_per_s) == 5  # from the second of the first commit on
+    # the cold batch (200 records, committed at 10.5), then 220 (13.2) and 108 (14.78), back to back
+    assert obs.batches is not None and (obs.batches.batches, obs.batches.input_records) == pytest.approx((3, 528))
+
+
+def test_a_start_up_needs_the_micro_batch_engine() -> None:
+    with pytest.raises(ValueError, match="startup needs engine: microbatch"):
+        JobModel(startup=StartupModel())
 
 
 # ---- in-place rescales ---------------------------------------------------------------------------------------------
