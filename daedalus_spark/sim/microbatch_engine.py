@@ -104,6 +104,7 @@ class BatchEngine(SimulatedJob):
         self._last: _Batch | None = None
         self._vector_ok = True
         self._lookahead = _FIRST_LOOKAHEAD
+        self._has_startup = model.startup is not None
         if model.startup is not None:
             self._start_query(model.startup, initial_scaleout)
 
@@ -115,7 +116,10 @@ class BatchEngine(SimulatedJob):
         self._stall[:initial_scaleout] = stall
 
     def reporting_since_s(self) -> float:
-        """The query's first commit: before it, no progress and no offsets reach the monitor (inf: not yet)."""
+        """With `startup`, the query's first commit: before it, no progress and no offsets reach the monitor (inf:
+        not yet). Without, the job reports from its first second, as the simulator always had it."""
+        if not self._has_startup:
+            return 0.0
         return self._ends[0] if self._ends else math.inf
 
     # ---- time and arrivals -------------------------------------------------------------------------------------

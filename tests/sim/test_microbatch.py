@@ -305,7 +305,8 @@ def test_the_query_starts_late_and_its_first_batch_cold(
     starts, ends, records = job.batch_log()
     assert (starts[0], records[0], ends[0]) == pytest.approx(first)
     assert (starts[1], records[1], ends[1]) == pytest.approx(second)
-    assert job.reporting_since_s() == pytest.approx(first[2])
+    # without a start-up the job reports from second 0, as the simulator always had it
+    assert job.reporting_since_s() == pytest.approx(first[2] if startup is not None else 0.0)
     committed_by = int(first[2])  # nothing leaves the lag before the first commit
     assert job.backlog_records[:committed_by].tolist() == pytest.approx([40.0 * (t + 1) for t in range(committed_by)])
 
@@ -333,6 +334,17 @@ def test_the_monitor_sees_no_series_before_the_first_commit() -> None:
     assert len(obs.workload_per_s) == 5  # from the second of the first commit on
     # the cold batch (200 records, committed at 10.5), then 220 (13.2) and 108 (14.78), back to back
     assert obs.batches is not None and (obs.batches.batches, obs.batches.input_records) == pytest.approx((3, 528))
+
+
+def test_without_a_start_up_the_monitor_sees_every_second_from_the_first() -> None:
+    # the first window must not lose the seconds before the first commit: a job model without `startup` (the
+    # default and kubernetes profiles) gives the controller what it gave before the start-up existed
+    job = _job(np.full(30, 40.0), _model([1], batch_s=0.5))
+    monitor = SimulatedJobMonitor(job)
+    job.advance(10)
+    obs = monitor.observe(start_s=0, end_s=10)
+    assert len(obs.workload_per_s) == 10
+    assert job.observation(0).workload_per_s == obs.workload_per_s
 
 
 def test_a_start_up_needs_the_micro_batch_engine() -> None:
