@@ -104,7 +104,6 @@ class BatchEngine(SimulatedJob):
         self._last: _Batch | None = None
         self._vector_ok = True
         self._lookahead = _FIRST_LOOKAHEAD
-        self._has_startup = model.startup is not None
         if model.startup is not None:
             self._start_query(model.startup, initial_scaleout)
 
@@ -118,7 +117,7 @@ class BatchEngine(SimulatedJob):
     def reporting_since_s(self) -> float:
         """With `startup`, the query's first commit: before it, no progress and no offsets reach the monitor (inf:
         not yet). Without, the job reports from its first second, as the simulator always had it."""
-        if not self._has_startup:
+        if self.model.startup is None:
             return 0.0
         return self._ends[0] if self._ends else math.inf
 
