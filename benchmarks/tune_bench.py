@@ -107,7 +107,7 @@ def tune(
     if master == IN_PROCESS:  # the same rows as on Spark (tests/spark/test_tune_spark.py), as local[1] runs them
         start = time.perf_counter()
         before = fit_cache_counts() + model_memo_counts()
-        parts = partitions(tasks, 1)
+        parts = partitions(tasks, PARTITIONS_PER_CORE)
         rows = sorted(
             (simulate_window(t, workload, setting) for part in parts for t in part),
             key=lambda r: (r["candidate"], r["window"]),

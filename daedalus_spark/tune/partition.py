@@ -33,8 +33,9 @@ def window_groups(tasks: Sequence[WindowTask]) -> list[list[WindowTask]]:
 
 
 def split_largest(groups: Sequence[Sequence[T]], target: int) -> list[list[T]]:
-    """The groups in `target` parts if they have that many items: while there are fewer, the group whose parts are
-    the largest is cut into one more (contiguous, sizes differing by at most one, none empty); in the groups' order."""
+    """The groups as parts, at least `target` of them where the groups hold that many items: while there are fewer,
+    the group whose parts are the largest is cut into one more (contiguous, sizes differing by at most one, none
+    empty). In the groups' order, so the items' order is kept."""
     counts = [1] * len(groups)
     while groups and sum(counts) < target:
         i = max(range(len(groups)), key=lambda j: len(groups[j]) / counts[j])  # the first of the largest
