@@ -27,7 +27,7 @@ from daedalus_spark.tune.task import (
 )
 
 JOB_GROUP = "daedalus-spark-tune"
-Progress = Callable[[int, int], None]  # (tasks done, tasks total)
+Progress = Callable[[int, int], None]  # (simulations done, simulations in all)
 # Python worker's process id -> in this job: fit cache hits, misses; model memo hits, misses, updates replayed
 WorkerCounts = dict[int, tuple[int, ...]]
 
