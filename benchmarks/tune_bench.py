@@ -37,8 +37,9 @@ from daedalus_spark.sim.suite import get_shape, suite_workload, taylor_series
 from daedalus_spark.tune import task
 from daedalus_spark.tune.cli import setting_for, tasks_for
 from daedalus_spark.tune.grid import TuneGrid, TuneGridError, candidates, load_grid
+from daedalus_spark.tune.partition import PARTITIONS_PER_CORE, partitions, split_largest
 from daedalus_spark.tune.result import Answer, decide
-from daedalus_spark.tune.spark import WorkerCounts, run_tasks, task_order
+from daedalus_spark.tune.spark import WorkerCounts, run_tasks
 from daedalus_spark.tune.split import HOLDOUT, plan_windows
 from daedalus_spark.tune.task import fit_cache_counts, model_memo_counts, simulate_window
 
@@ -60,6 +61,7 @@ TRACES_GOAL = 3
 EFFICIENCY_GOAL = 0.80
 BIG_GRID_GOAL_S = 15 * 60
 BIG_CANDIDATES, BIG_DAYS = 100, 7
+BIG_CORES = (2, 4, 8, 16)  # the extrapolation's: local[2] here, and clusters
 DEPLOY_GRID = Path(__file__).resolve().parent.parent / "deploy" / "tune.yaml"
 IN_PROCESS = "in-process"  # --master in-process: no Spark (e.g. while another Spark run holds the machine's lock)
 
@@ -102,13 +104,15 @@ def tune(
     tasks = tasks_for(cands, plan, grid.seed)
     timing: dict[str, float] = {}
     counts: WorkerCounts = {}
-    if master == IN_PROCESS:  # the same rows as on Spark (tests/spark/test_tune_spark.py), one after the other
+    if master == IN_PROCESS:  # the same rows as on Spark (tests/spark/test_tune_spark.py), as local[1] runs them
         start = time.perf_counter()
         before = fit_cache_counts() + model_memo_counts()
+        parts = partitions(tasks, PARTITIONS_PER_CORE)
         rows = sorted(
-            (simulate_window(t, workload, setting) for t in tasks), key=lambda r: (r["candidate"], r["window"])
+            (simulate_window(t, workload, setting) for part in parts for t in part),
+            key=lambda r: (r["candidate"], r["window"]),
         )
-        timing.update(job_s=time.perf_counter() - start, cores=1.0)
+        timing.update(job_s=time.perf_counter() - start, cores=1.0, partitions=float(len(parts)))
         counts[0] = tuple(a - b for a, b in zip(fit_cache_counts() + model_memo_counts(), before, strict=True))
     else:
         rows = run_tasks(tasks, workload, setting, master=master, timing=timing, worker_counts=counts)
@@ -186,7 +190,8 @@ def print_goals(results: list[dict[str, Any]]) -> None:
 
 def speed(master_cores: tuple[int, int] = (1, 2), **entries: int) -> dict[str, float]:
     """The same small grid (4 candidates x 4 windows: 2 h of fast_cycle, 30-min windows, 10-min lead-ins; 16 tasks,
-    an even 8 per core) on local[1] and local[2]; `entries`: the fit cache's and the model memo's sizes."""
+    the candidates alike, so 4 partitions of a window's 4: 2 per core on local[2]) on local[1] and local[2];
+    `entries`: the fit cache's and the model memo's sizes."""
     workload = get_shape("fast_cycle").generate(1)[: 2 * 3600]
     grid = parse_model(
         TuneGrid,
@@ -201,6 +206,7 @@ def speed(master_cores: tuple[int, int] = (1, 2), **entries: int) -> dict[str, f
     for cores in master_cores:
         _, timing = tune(workload, grid, Config(), master=f"local[{cores}]", **entries)
         out[f"wall_s_local{cores}"] = timing["job_s"]
+        out[f"partitions_local{cores}"] = timing["partitions"]
         for key in [k for k in timing if k.startswith((*COUNTS, "python_workers"))]:
             out[f"{key}_local{cores}"] = timing[key]
         out["simulated_h"] = timing["simulated_h"]
@@ -215,8 +221,11 @@ def speed(master_cores: tuple[int, int] = (1, 2), **entries: int) -> dict[str, f
 
 def print_speed(s: dict[str, float]) -> None:
     print("== SPEED (4 candidates x 4 windows, 2 h of fast_cycle; the machine's 2 cores are shared)")
-    print(f"local[1]: {s['wall_s_local1']:.1f} s, {s['simh_per_core_s_local1']:.3f} simulated h per core-second")
-    print(f"local[2]: {s['wall_s_local2']:.1f} s, {s['simh_per_core_s_local2']:.3f} simulated h per core-second")
+    for cores in (1, 2):
+        print(
+            f"local[{cores}]: {s[f'wall_s_local{cores}']:.1f} s, {s[f'simh_per_core_s_local{cores}']:.3f} simulated h "
+            f"per core-second, {s[f'partitions_local{cores}']:.0f} partitions"
+        )
     for cores in (1, 2):
         workers = int(s[f"python_workers_local{cores}"])
         for name, what in (("fit", "fit cache"), ("memo", "model memo")):
@@ -248,71 +257,103 @@ def week_history(seed: int = 1) -> np.ndarray:
     return np.asarray(y / np.max(y) * 40_000.0 * (1.0 + noise), dtype=float)
 
 
-def _shares_work(config: Config) -> tuple[Any, ...]:
-    """Candidates alike here feed their forecasters the same calls: the forecast settings and the loop interval."""
-    return (config.forecast.model_dump_json(), config.controller.loop_interval_s)
-
-
 def day_speed(n: int, *, window: int = 1, efficiency: float = 1.0, **entries: int) -> dict[str, Any]:
     """The first `n` candidates of deploy/tune.yaml on one day-long window (and its 1-h lead-in) of `week_history`,
-    one task after the other in Spark's order in one fresh process, as one Python worker runs them, each timed; then
-    100 candidates (+ the config) x 7 days on local[2] extrapolated from those times.
-
-    The extrapolation: candidates that share work (`_shares_work`) form a group; its first task on each worker
-    leads (computes what the followers take from the fit cache and the model memo), the rest follow. On local[2]
-    each of the 2 workers keeps its own caches, so each group has 2 leaders a window; the group's share of the 101
-    candidates is its share of the `n`; each window costs its groups' leaders plus their followers, scaled by the
-    window's simulated hours; the 7 windows' core-seconds over 2 cores at `efficiency`."""
+    partition by partition as Spark runs them (`partitions`: the window's candidates alike one after the other),
+    each in fresh caches (a Python worker that has not run this window, so its leader pays every fit), each task
+    timed; then 100 candidates (+ the config) x 7 days extrapolated from those times (`big_grid`)."""
     workload = week_history()
     grid = load_grid(DEPLOY_GRID)
     cands = candidates(grid, Config())[:n]
     plan = plan_windows([(0, len(workload))], grid.split)
-    chosen = plan.windows[window]
     setting = replace(setting_for(JobModel(), float(np.max(workload)), Config()), **entries)
-    task._fit_cache = task._model_memo = None  # a fresh Python worker
-    times: dict[tuple[Any, ...], list[float]] = {}
-    labels: dict[tuple[Any, ...], str] = {}
-    for t in task_order([t for t in tasks_for(cands, plan, grid.seed) if t.window == chosen]):
-        start = time.perf_counter()
-        simulate_window(t, workload, setting)
-        config = cands[t.candidate].config
-        times.setdefault(_shares_work(config), []).append(time.perf_counter() - start)
-        labels[_shares_work(config)] = (
-            f"interval level {config.forecast.interval_level:g}, loop {config.controller.loop_interval_s:g} s"
+    kinds = []
+    for part in partitions([t for t in tasks_for(cands, plan, grid.seed) if t.window == plan.windows[window]], 1):
+        task._fit_cache = task._model_memo = None  # a fresh Python worker
+        times = []
+        for t in part:
+            start = time.perf_counter()
+            simulate_window(t, workload, setting)
+            times.append(time.perf_counter() - start)
+        config = cands[part[0].candidate].config
+        level, loop = config.forecast.interval_level, config.controller.loop_interval_s
+        kinds.append(
+            {
+                "kind": f"interval level {level:g}, loop {loop:g} s",
+                "candidates": [t.candidate for t in part],
+                "leader_s": times[0],
+                "followers_s": times[1:],
+            }
         )
-    workers, total = 2, BIG_CANDIDATES + 1
-    window_core_s = 0.0
-    for tasks_s in times.values():
-        leader, followers = tasks_s[0], tasks_s[1:] or tasks_s[:1]  # no follower measured: as dear as the leader
-        members = total * len(tasks_s) / n
-        window_core_s += workers * leader + max(0.0, members - workers) * float(np.mean(followers))
     hours = [(w.end_s - w.lead_start_s) / 3600.0 for w in plan.windows]
-    scale = sum(hours) / hours[window]
     return {
         "candidates": n,
         "window_h": hours[window],
-        "task_s": [round(x, 2) for ts in times.values() for x in ts],
-        "groups": [{"group": labels[g], "leader_s": ts[0], "followers_s": ts[1:]} for g, ts in times.items()],
-        "measured_s": sum(sum(ts) for ts in times.values()),
-        "big_grid_s": window_core_s * scale / (workers * efficiency),
+        "kinds": kinds,
+        "measured_s": sum(k["leader_s"] + sum(k["followers_s"]) for k in kinds),
+        "big_grid": big_grid(kinds, n, [h / hours[window] for h in hours], efficiency=efficiency),
         "efficiency": efficiency,
     }
+
+
+def big_grid(kinds: list[dict[str, Any]], n: int, scales: list[float], *, efficiency: float) -> dict[str, float]:
+    """100 candidates (+ the config) x the windows (each `scales` times the measured one's simulated hours) on
+    `BIG_CORES` cores, from one window's `kinds` of `n` candidates: each kind's share of the 101 is its share of the
+    `n`; a leader costs the kind's leader, any other its followers' mean (no follower measured: as dear as the leader).
+
+    Grouped (now): a partition per window and kind, the largest split to 2 per core (`split_largest`), each part's
+    first candidate leads; the wall is the core-seconds over the cores, at least the largest part (an ideal packing).
+    Before grouping: a window's tasks spread over every worker, so each worker leads each kind in each window. Local[2]
+    at the measured parallel `efficiency`, the others at 100 %."""
+    total = BIG_CANDIDATES + 1
+    members = [max(1, round(total * len(k["candidates"]) / n)) for k in kinds]
+    follower = [float(np.mean(k["followers_s"])) if k["followers_s"] else k["leader_s"] for k in kinds]
+    groups = [
+        [(scale, k["leader_s"], f)] * m
+        for scale in sorted(scales, reverse=True)
+        for k, m, f in zip(kinds, members, follower, strict=True)
+    ]
+    out: dict[str, float] = {}
+    for cores in BIG_CORES:
+        per_core = cores * (efficiency if cores == 2 else 1.0)
+        before = sum(
+            scale * (cores * k["leader_s"] + max(0, m - cores) * f)
+            for scale in scales
+            for k, m, f in zip(kinds, members, follower, strict=True)
+        )
+        parts = split_largest(groups, PARTITIONS_PER_CORE * cores)
+        costs = [p[0][0] * (p[0][1] + (len(p) - 1) * p[0][2]) for p in parts]
+        out[f"before_s_{cores}"] = before / per_core
+        out[f"grouped_s_{cores}"] = max(sum(costs) / per_core, max(costs))
+        out[f"largest_partition_s_{cores}"] = max(costs)
+        out[f"partitions_{cores}"] = float(len(parts))
+        out[f"core_s_{cores}"] = sum(costs)
+    return out
 
 
 def print_day_speed(d: dict[str, Any]) -> None:
     print(
         f"== SPEED ({d['candidates']} candidates of deploy/tune.yaml x one {d['window_h']:.0f}-h window of a week, "
-        f"in one process): {d['measured_s']:.0f} s"
+        f"partition by partition, each in a fresh process's caches): {d['measured_s']:.0f} s"
     )
-    for i, g in enumerate(d["groups"]):
-        follow = ", ".join(f"{x:.1f}" for x in g["followers_s"]) or "none"
-        print(f"group {i} ({g['group']}): leader {g['leader_s']:.1f} s, followers {follow} s")
-    big = d["big_grid_s"]
+    for i, k in enumerate(d["kinds"]):
+        follow = ", ".join(f"{x:.1f}" for x in k["followers_s"]) or "none"
+        who = ", ".join(map(str, k["candidates"]))
+        print(f"partition {i} ({k['kind']}; candidates {who}): leader {k['leader_s']:.1f} s, followers {follow} s")
+    big = d["big_grid"]
     print(
-        f"{BIG_CANDIDATES} candidates x {BIG_DAYS} days on local[2] (parallel efficiency {d['efficiency']:.0%}), "
-        f"extrapolated: {big / 60:.0f} min {'PASS' if big <= BIG_GRID_GOAL_S else 'FAIL'} "
-        f"(goal <= {BIG_GRID_GOAL_S // 60} min)"
+        f"{BIG_CANDIDATES} candidates x {BIG_DAYS} days, extrapolated (core-seconds over the cores, at least the "
+        f"largest partition; local[2] at parallel efficiency {d['efficiency']:.0%}, the others at 100 %):"
     )
+    for cores in BIG_CORES:
+        grouped = big[f"grouped_s_{cores}"]
+        verdict = f" {'PASS' if grouped <= BIG_GRID_GOAL_S else 'FAIL'} (goal <= {BIG_GRID_GOAL_S // 60} min)"
+        print(
+            f"  {'local[2]' if cores == 2 else f'{cores} cores':<9} grouped: {grouped / 60:.0f} min "
+            f"({big[f'partitions_{cores}']:.0f} partitions, the largest {big[f'largest_partition_s_{cores}'] / 60:.1f} "
+            f"min, {big[f'core_s_{cores}'] / 60:.0f} core-min){verdict if cores == 2 else ''}; before grouping "
+            f"(each worker leads each kind): {big[f'before_s_{cores}'] / 60:.0f} min"
+        )
 
 
 def bad_inputs() -> list[tuple[str, bool, str]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from daedalus_spark.tune.partition import PARTITIONS_PER_CORE, partitions
 from daedalus_spark.tune.task import (
     ROW_FIELDS,
     Setting,
@@ -26,7 +27,7 @@ from daedalus_spark.tune.task import (
 )
 
 JOB_GROUP = "daedalus-spark-tune"
-Progress = Callable[[int, int], None]  # (tasks done, tasks total)
+Progress = Callable[[int, int], None]  # (simulations done, simulations in all)
 # Python worker's process id -> in this job: fit cache hits, misses; model memo hits, misses, updates replayed
 WorkerCounts = dict[int, tuple[int, ...]]
 
@@ -42,12 +43,6 @@ class _Concat:
         return a
 
 
-def task_order(tasks: list[WindowTask]) -> list[WindowTask]:
-    """Longest windows first, so the last wave is short; then a window's candidates one after the other, so that a
-    worker's fit cache still holds the window's fits."""
-    return sorted(tasks, key=lambda t: (-(t.window.end_s - t.window.lead_start_s), t.window.index, t.candidate))
-
-
 def _counts() -> tuple[int, ...]:
     return fit_cache_counts() + model_memo_counts()
 
@@ -58,6 +53,14 @@ def simulate_counted(task: WindowTask, workload_per_s: np.ndarray, setting: Sett
     row = simulate_window(task, workload_per_s, setting)
     counts.add([(os.getpid(), tuple(a - b for a, b in zip(_counts(), before, strict=True)))])
     return row
+
+
+def simulate_partition(
+    part: list[WindowTask], workload_per_s: np.ndarray, setting: Setting, counts: Any
+) -> Iterator[dict[str, Any]]:
+    """A partition's tasks one after the other in this process, so its first candidate leads the others."""
+    for task in part:
+        yield simulate_counted(task, workload_per_s, setting, counts)
 
 
 def row_schema() -> Any:
@@ -105,27 +108,18 @@ def session(master: str, scratch: Path) -> Iterator[Any]:
 
 
 class _Watcher:
-    """Reports completed tasks of the job group while it runs (Spark's status tracker, polled)."""
+    """Reports finished simulations while the job runs: `done` (polled) counts them as each Spark task's accumulator
+    updates reach the driver, i.e. a partition's simulations at once, when it ends."""
 
-    def __init__(self, sc: Any, total: int, report: Progress, interval_s: float = 0.5) -> None:
-        self.sc, self.total, self.report, self.interval_s = sc, total, report, interval_s
+    def __init__(self, done: Callable[[], int], total: int, report: Progress, interval_s: float = 0.5) -> None:
+        self.done, self.total, self.report, self.interval_s = done, total, report, interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tune-progress", daemon=True)
-
-    def done(self) -> int:
-        tracker = self.sc.statusTracker()
-        count = 0
-        for job_id in tracker.getJobIdsForGroup(JOB_GROUP):
-            job = tracker.getJobInfo(job_id)
-            for stage_id in job.stageIds if job else ():
-                stage = tracker.getStageInfo(stage_id)
-                count += stage.numCompletedTasks if stage else 0
-        return min(count, self.total)
 
     def _run(self) -> None:
         last = -1
         while not self._stop.wait(self.interval_s):
-            done = self.done()
+            done = min(self.done(), self.total)
             if done != last:
                 self.report(done, self.total)
                 last = done
@@ -149,20 +143,22 @@ def run_tasks(
     timing: dict[str, float] | None = None,
     worker_counts: WorkerCounts | None = None,
 ) -> list[dict[str, Any]]:
-    """Every task on Spark, one Spark task each (in `task_order`); the rows, by candidate and window. `timing` gets
-    the job's wall seconds (`job_s`, Spark's start-up aside) and the cores Spark ran it on (`cores`); `worker_counts`
-    the fit cache's and the model memo's counts per Python worker."""
-    ordered = task_order(tasks)
+    """Every task on Spark, in `partitions`: a window's candidates alike one after the other in one Spark task, so
+    each leads once per window whatever the number of workers; at least two partitions per core where the tasks
+    allow. The rows, by candidate and window. `timing` gets the job's wall seconds (`job_s`, Spark's start-up aside),
+    the cores Spark ran it on (`cores`) and the partitions (`partitions`); `worker_counts` the fit cache's and the
+    model memo's counts per Python worker."""
     scratch = Path(tempfile.mkdtemp(prefix="daedalus-tune-"))
     try:
         with session(master, scratch) as spark:
             sc = spark.sparkContext
             if not master.startswith("local"):
                 sc.addPyFile(str(package_zip(scratch)))
+            parts = partitions(tasks, PARTITIONS_PER_CORE * sc.defaultParallelism)
             shared = sc.broadcast(np.asarray(workload_per_s, dtype=float))
             counts = sc.accumulator([], _Concat())
-            rdd = sc.parallelize(ordered, len(ordered)).map(
-                lambda t: simulate_counted(t, shared.value, setting, counts)
+            rdd = sc.parallelize(parts, len(parts)).flatMap(
+                lambda part: simulate_partition(part, shared.value, setting, counts)
             )
             frame = spark.createDataFrame(rdd.map(lambda r: tuple(r[n] for n in ROW_FIELDS)), row_schema())
             sc.setJobGroup(JOB_GROUP, "daedalus-spark tune: simulations", interruptOnCancel=True)
@@ -170,11 +166,15 @@ def run_tasks(
             if progress is None:
                 collected = frame.collect()
             else:
-                with _Watcher(sc, len(ordered), progress):
+                with _Watcher(lambda: len(counts.value), len(tasks), progress):
                     collected = frame.collect()
-                progress(len(ordered), len(ordered))
+                progress(len(tasks), len(tasks))
             if timing is not None:
-                timing.update(job_s=time.perf_counter() - started, cores=float(sc.defaultParallelism))
+                timing.update(
+                    job_s=time.perf_counter() - started,
+                    cores=float(sc.defaultParallelism),
+                    partitions=float(len(parts)),
+                )
             shared.destroy()
             if worker_counts is not None:
                 for pid, added in counts.value:

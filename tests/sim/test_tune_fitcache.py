@@ -1,6 +1,6 @@
 """tune with the fit cache, and with the model memo, gives byte for byte the JSON and the rows it gives without: the
-CLI end to end, its Spark job replaced by the same tasks run here one after the other (in Spark's order), as a reused
-Python worker runs them."""
+CLI end to end, its Spark job replaced by the same tasks run here one after the other (partition by partition, in
+Spark's order), as a reused Python worker runs them."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from daedalus_spark.cli import main
 from daedalus_spark.sim.evaluate import compress_trace
 from daedalus_spark.sim.suite import get_shape, write_trace
 from daedalus_spark.tune import spark, task
+from daedalus_spark.tune.partition import partitions
 from daedalus_spark.tune.task import Setting, WindowTask, fit_cache_counts, model_memo_counts, simulate_window
 
 # 40 min of history: two 15-min windows to choose on, 10 min held out, each after a 10-min lead-in (the forecaster's
@@ -34,7 +35,7 @@ def _in_process(entries: int, fits: list[tuple[int, int]], *, memo_entries: int 
         setting = dataclasses.replace(setting, fit_cache_entries=entries, model_memo_entries=memo_entries)
         counts = model_memo_counts if memo_entries else fit_cache_counts
         before = counts()
-        rows = [simulate_window(t, workload, setting) for t in spark.task_order(tasks)]
+        rows = [simulate_window(t, workload, setting) for part in partitions(tasks, 1) for t in part]
         fits.append((counts()[0] - before[0], counts()[1] - before[1]))
         return sorted(rows, key=lambda r: (r["candidate"], r["window"]))
 
