@@ -7,6 +7,7 @@ A measurement, not a test: it never asserts and exits 0 when goals FAIL. Spark r
   python benchmarks/tune_bench.py --trace fast_cycle --skip-speed --json out/tune_bench.json
   python benchmarks/tune_bench.py --trace ysb_advertising_6h_400K_max --quick --master in-process --skip-speed
   python benchmarks/tune_bench.py --skip-goals --day 10     # also: 10 candidates x a day of a week, each task timed
+  python benchmarks/tune_bench.py --cycles 3 --master in-process --skip-speed   # each trace 3 times, the last held out
 A trace is a bundled 6-h trace by its file's stem (workloads/traces) or a shape of sim/suite.py (seed 1).
 """
 
@@ -29,6 +30,7 @@ import numpy as np
 from daedalus_spark.analyze.forecast import fitcache, modelmemo
 from daedalus_spark.cli import main as cli_main
 from daedalus_spark.config import Config, parse_model
+from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR
 from daedalus_spark.monitor.promserver import free_port
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import compress_trace
@@ -125,6 +127,26 @@ def tune(
     timing["simulated_h"] = sum(t.window.end_s - t.window.lead_start_s for t in tasks) / 3600.0
     timing["holdout_h"] = sum(w.seconds for w in plan.part(HOLDOUT)) / 3600.0
     return decide(rows, cands, grid, config), timing
+
+
+def cycles_history(name: str, cycles: int, shorten: int = 1) -> tuple[np.ndarray, int]:
+    """A suite trace played `cycles` times in a row, as days of one daily pattern would be, and its length: a shape
+    with a new seed each time, a bundled trace with 2 % multiplicative noise per second (a new draw from the second
+    time on)."""
+    bundled = (BUNDLED_TRACES_DIR / f"{name}.csv").exists()
+    plays = []
+    for k in range(cycles):
+        y = suite_workload(name) if bundled else suite_workload(name, seed=1 + k)
+        if bundled and k > 0:
+            y = y * (1.0 + np.random.default_rng(100 + k).normal(0.0, 0.02, size=len(y)))
+        plays.append(compress_trace(np.asarray(y, dtype=float), shorten))
+    return np.concatenate(plays), len(plays[-1])
+
+
+def held_out_cycle(grid: TuneGrid, cycle_s: int) -> TuneGrid:
+    """`grid` with its split at the cycle: each cycle one window (after the grid's lead-in), the last one held out."""
+    split = grid.split.model_copy(update={"holdout_s": cycle_s, "holdout_max_ratio": 0.5, "window_s": cycle_s})
+    return grid.model_copy(update={"split": split})
 
 
 def goals_on(name: str, answer: Answer, timing: dict[str, float]) -> dict[str, Any]:
@@ -400,6 +422,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"suite trace: a shape or a bundled trace (repeatable; default {TRACES})",
     )
     p.add_argument("--quick", action="store_true", help="shorten every trace 2x")
+    p.add_argument(
+        "--cycles",
+        type=int,
+        metavar="N",
+        help="play each trace N times as the history, choose on the first N-1, hold out the last (whole) one",
+    )
     p.add_argument("--master", default="local[2]", help=f"Spark master for the goals, or {IN_PROCESS}")
     p.add_argument("--grid", metavar="FILE", help="a tune grid YAML instead of the bench grid (BENCH_GRID)")
     p.add_argument("--skip-goals", action="store_true")
@@ -426,10 +454,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_goals:
         results = []
         for name in args.trace or TRACES:
-            workload = compress_trace(suite_workload(name), 2 if args.quick else 1)
+            shorten = 2 if args.quick else 1
+            if args.cycles:
+                workload, cycle_s = cycles_history(name, args.cycles, shorten)
+                trace_grid = held_out_cycle(grid, cycle_s)
+            else:
+                workload, trace_grid = compress_trace(suite_workload(name), shorten), grid
             start = time.perf_counter()
-            answer, timing = tune(workload, grid, Config(), master=args.master, **entries)
-            results.append(goals_on(name, answer, timing))
+            answer, timing = tune(workload, trace_grid, Config(), master=args.master, **entries)
+            results.append(goals_on(name, answer, timing) | {"cycles": args.cycles or 1})
             print(
                 f"{name}: {len(workload) / 3600:.2f} h, {len(answer.candidates)} candidates, "
                 f"{time.perf_counter() - start:.0f} s",
