@@ -19,7 +19,7 @@ from daedalus_spark.analyze.capacity_samples import (
     saturation_point_per_s,
 )
 from daedalus_spark.analyze.capacity_state import STATE_VERSION, read_state
-from daedalus_spark.analyze.partitions import PartitionKey, busiest_share, even_weights
+from daedalus_spark.analyze.partitions import PartitionKey, busiest_shares, even_weights
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import CapacityTable, ExecutorCapacity, Observation
@@ -122,8 +122,11 @@ class CapacityModel:
                 correlation = c_xy / denominator if denominator > 0 else 0.0
                 if not (sqrt(m2_x / n) < min_stddev or slope <= 0 or correlation < min_correlation):  # trusted
                     expected = (mean_y - slope * mean_x) + slope * x
-                    residual_sd = sqrt(max(m2_y / n * (1.0 - correlation**2), 0.0))
-                    if y < expected - k * max(residual_sd, _MIN_RESIDUAL_RATIO * abs(expected)):
+                    # max(a, b) written out as `b if b > a else a`, what max returns, without a call
+                    residual_var = m2_y / n * (1.0 - correlation**2)
+                    residual_sd = sqrt(0.0 if residual_var < 0.0 else residual_var)
+                    least = _MIN_RESIDUAL_RATIO * abs(expected)
+                    if y < expected - k * (least if least > residual_sd else residual_sd):
                         continue
             n += 1
             dx = x - mean_x
@@ -336,17 +339,20 @@ class CapacityModel:
             notes=notes,
         )
 
-    def _busiest_share(self, scaleout: int) -> float:
-        """The busiest executor's share of the load at `scaleout`, from the partitions' measured shares, else equal
-        shares of `partitions`, else (neither known) 1 / scaleout."""
+    def _busiest_shares(self, scaleouts: list[int]) -> list[float]:
+        """The busiest executor's share of the load at each of `scaleouts`, from the partitions' measured shares, else
+        equal shares of `partitions`, else (neither known) 1 / scaleout."""
         weights = self.partition_shares or even_weights(self.config.partitions)
-        return busiest_share(weights, scaleout, self.config.partition_assignment) if weights else 1.0 / scaleout
+        if not weights:
+            return [1.0 / n for n in scaleouts]
+        return busiest_shares(weights, scaleouts, self.config.partition_assignment)
 
     def _scale_factor(self, from_scaleout: int, to_scaleout: int) -> float:
         """Capacity at `to_scaleout` over capacity at `from_scaleout` by the busiest executor's share of the load."""
         if from_scaleout < 1:
             return 1.0
-        return self._busiest_share(from_scaleout) / self._busiest_share(to_scaleout)
+        at_from, at_to = self._busiest_shares([from_scaleout, to_scaleout])
+        return at_from / at_to
 
     def _extrapolate(self, current: float, scaleout: int, max_scaleout: int) -> list[float]:
         """Capacity at every scale-out 1..max as if unseen: by the busiest executor's share of the partitions' load
@@ -354,8 +360,9 @@ class CapacityModel:
 
         Either way discounted by the margin: an unseen scale-out's executors may differ from the observed ones.
         """
-        at_current = current * self._busiest_share(scaleout) * (1.0 - self.config.unobserved_margin_ratio)
-        return [at_current / self._busiest_share(n) for n in range(1, max_scaleout + 1)]
+        busiest_now, *shares = self._busiest_shares([scaleout, *range(1, max_scaleout + 1)])
+        at_current = current * busiest_now * (1.0 - self.config.unobserved_margin_ratio)
+        return [at_current / share for share in shares]
 
     def to_state(self) -> dict[str, Any]:
         return {
