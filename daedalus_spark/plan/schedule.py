@@ -409,7 +409,7 @@ def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: 
         if c < new.cost[j, nb] or (c == new.cost[j, nb] and end < new.backlog[j, nb]):
             new.cost[j, nb] = c
             new.backlog[j, nb] = end
-            new.tail[j, nb] = _tail_small(backlog, w[g.t0 : g.t1], lags[: g.seg], caps[j], down, p.ckpt)
+            new.tail[j, nb] = _tail_small(backlog, w[g.t0 : g.t1], lags, caps[j], down, p.ckpt)
             new.recovered[j, nb] = new.gate[j, nb] = rec_at
             new.restart[j, nb] = g.t0 + down
             parents[j, nb] = i
@@ -419,8 +419,8 @@ def _follow_rescale(
     p: _Problem, g: _Segment, backlog0: float, cap_from: float, cap_to: float, stop_from: int, down: int
 ) -> tuple[int, list[float]] | None:
     """A rescale at the interval's start, second by second until its outcome is known: the offset of its first caught
-    up second and the backlog after each second so far (at least the interval's), or None when it breaks the target
-    (latency, behind again after recovering, no recovery within the target)."""
+    up second and the backlog after each second of the interval, or None when it breaks the target (latency, behind
+    again after recovering, no recovery within the target)."""
     assert p.small is not None
     w, _, floor, _ = p.small
     t0, seg, base, target, floor0 = g.t0, g.t1 - g.t0, p.base, p.target, -backlog0
@@ -434,9 +434,9 @@ def _follow_rescale(
         low = low if low < total else total
         lag = total - (low if low < floor0 else floor0)
         lag = lag if lag > 0.0 else 0.0
-        lags.append(lag)
         caught = lag <= floor[t0 + k] and k >= down
         if k < seg:
+            lags.append(lag)
             wait = (down - k if down - k > 0 else 0) if k >= stop_from else 0
             if not base + wait + lag / cap_to <= target or (hit >= 0 and not caught):
                 return None
