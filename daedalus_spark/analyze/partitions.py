@@ -70,7 +70,8 @@ class _Layout:
     """The partitions' weights (and under `kafka` their hashes) as `executor_loads` spreads them."""
 
     def __init__(self, weights: Mapping[PartitionKey, float], rule: PartitionAssignment) -> None:
-        self.weights, self.rule = weights, rule
+        self.rule = rule
+        self.longest_first = sorted(weights.values(), reverse=True) if rule != "kafka" else []
         if rule == "kafka":
             count = len(weights)
             self.hashes = np.fromiter((topic_partition_hash(t, p) for t, p in weights), dtype=np.int64, count=count)
@@ -85,7 +86,7 @@ class _Layout:
             return [float(v) for v in np.bincount(self.hashes % scaleout, weights=self.values, minlength=scaleout)]
         loads = [0.0] * scaleout
         heap = [(0.0, i) for i in range(scaleout)]
-        for weight in sorted(self.weights.values(), reverse=True):  # longest first, each to the least-loaded one
+        for weight in self.longest_first:  # each to the least-loaded executor
             load, i = heapq.heappop(heap)
             loads[i] = load + weight
             heapq.heappush(heap, (loads[i], i))
