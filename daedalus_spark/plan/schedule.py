@@ -219,8 +219,9 @@ class _States:
 
     @classmethod
     def empty(cls, p: _Problem) -> _States:
-        shape = (p.nsz, p.levels)
-        return cls(np.full(shape, math.inf), *(np.zeros(shape) for _ in range(5)))
+        block = np.zeros((6, p.nsz, p.levels))  # one allocation: the DP makes one per decision point
+        block[0] = math.inf
+        return cls(*block)
 
 
 @dataclass(frozen=True)
