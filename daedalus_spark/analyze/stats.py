@@ -40,18 +40,11 @@ class OnlineRegression:
     c_xy: float = 0.0  # co-moment: sum of (x - mean_x)(y - mean_y)
 
     def update(self, x: float, y: float) -> None:
-        self.n += 1
-        dx = x - self.mean_x
-        dy = y - self.mean_y
-        self.mean_x += dx / self.n
-        self.mean_y += dy / self.n
-        self.m2_x += dx * (x - self.mean_x)
-        self.m2_y += dy * (y - self.mean_y)
-        self.c_xy += dx * (y - self.mean_y)
+        self.update_all(((x, y),))
 
     def update_all(self, points: Sequence[tuple[float, float]]) -> None:
-        """`update` with each (x, y) in order, on local copies of the moments (the same arithmetic, without a call
-        and six attribute updates a point: the capacity model feeds every executor's samples each tick)."""
+        """Welford's update with each (x, y) in order, on local copies of the moments (without six attribute updates
+        a point: the capacity model feeds every executor's samples each tick)."""
         n, mean_x, mean_y, m2_x, m2_y, c_xy = self.n, self.mean_x, self.mean_y, self.m2_x, self.m2_y, self.c_xy
         for x, y in points:
             n += 1
