@@ -19,7 +19,7 @@ from daedalus_spark.analyze.capacity_samples import (
     saturation_point_per_s,
 )
 from daedalus_spark.analyze.capacity_state import STATE_VERSION, read_state
-from daedalus_spark.analyze.partitions import PartitionKey, busiest_share, even_weights
+from daedalus_spark.analyze.partitions import PartitionKey, busiest_shares, even_weights
 from daedalus_spark.analyze.stats import OnlineRegression
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import CapacityTable, ExecutorCapacity, Observation
@@ -61,9 +61,9 @@ class CapacityModel:
     # This tick's findings, between `learn` and `table` (not knowledge: each tick sets them again).
     _backlog_now_per_s: float | None = field(default=None, repr=False)
     _trusted_now: bool = field(default=False, repr=False)
-    # The window's plausible samples per executor, found once per observation (learn and table both read them).
-    _window: tuple[Observation, dict[str, list[tuple[int, float, float, float]]]] | None = field(
-        default=None, repr=False, compare=False
+    # The window's plausible samples and their throughputs per executor (`_samples_of`).
+    _window: tuple[Observation, dict[str, list[tuple[int, float, float, float]]], dict[str, list[float]]] | None = (
+        field(default=None, repr=False, compare=False)
     )
 
     def __post_init__(self) -> None:
@@ -81,62 +81,89 @@ class CapacityModel:
         # Working off a backlog, batches grow and records per CPU-second rise: catch-up, not steady state. Those
         # windows feed the backlog floor, not the regressions that size the job.
         backlog = self._backlog(observation)
-        learned = 0
+        learned: list[tuple[float, float]] = []  # (utilization, throughput) of every sample learned from, in order
         for executor_id, samples in self._plausible(observation).items():
-            regression = self.regressions.setdefault(executor_id, OnlineRegression())
             self.last_seen_s[executor_id] = observation.time_s
-            for i, t, x, y in samples:
-                if y > 0:
-                    self.active_since_s.setdefault(executor_id, t)
-                # No records: a stalled executor (CPU busy) or an idle one; neither says what it can carry.
-                if backlog or i < skip_first or y <= 0 or not self.settled(executor_id, t):
-                    continue
-                if self._stall(regression, x, y):
-                    continue
-                regression.update(min(x, 1.0), y)
-                self.pooled.update(min(x, 1.0), y)
-                learned += 1
+            first = len(samples) if backlog else skip_first  # the samples before it only mark an executor active
+            learned += self._learn_executor(executor_id, samples, first)
+        self.pooled.update_all(learned)
         self._learn_job_evidence(observation, times[0], skip_first, backlog)
         self._forget_gone_executors(observation.time_s)
+        return len(learned)
+
+    def _learn_executor(
+        self, executor_id: str, samples: list[tuple[int, float, float, float]], first: int
+    ) -> list[tuple[float, float]]:
+        """Feed the executor's plausible samples from index `first` on, past its warm-up and not stalls, to its
+        regression; returns the (utilization, throughput) pairs learned from.
+
+        The hot loop of a tick (every sample of every executor): `settled`, the stall test and `OnlineRegression.update`
+        are inlined on local copies of the moments, with the same arithmetic in the same order (their calls were a
+        third of a tick in `tune`). A stall is a sample far below a trusted fit: CPU busy with few records (state
+        loads, retried tasks), not capacity."""
+        cfg = self.config
+        k, min_points, warmup = cfg.outlier_stddevs, cfg.min_points, cfg.executor_warmup_s
+        min_stddev, min_correlation = cfg.min_utilization_stddev_ratio, cfg.min_correlation_ratio
+        reg = self.regressions.setdefault(executor_id, OnlineRegression())
+        n, mean_x, mean_y, m2_x, m2_y, c_xy = reg.n, reg.mean_x, reg.mean_y, reg.m2_x, reg.m2_y, reg.c_xy
+        since = self.active_since_s.get(executor_id)
+        sqrt = math.sqrt
+        learned: list[tuple[float, float]] = []
+        for i, t, x, y in samples:
+            if since is None and y > 0:
+                since = self.active_since_s[executor_id] = t
+            # No records: a stalled executor (CPU busy) or an idle one; neither says what it can carry.
+            if i < first or y <= 0 or since is None or not t - since >= warmup:
+                continue
+            x = 1.0 if x > 1.0 else x  # min(x, 1.0)
+            if not (k <= 0 or n < min_points or m2_x <= 0):  # m2_x 0: slope 0, never trusted
+                slope = c_xy / m2_x
+                denominator = sqrt(m2_x * m2_y)
+                correlation = c_xy / denominator if denominator > 0 else 0.0
+                if not (sqrt(m2_x / n) < min_stddev or slope <= 0 or correlation < min_correlation):  # trusted
+                    expected = (mean_y - slope * mean_x) + slope * x
+                    # max(a, b) written out as `b if b > a else a`, what max returns, without a call
+                    residual_var = m2_y / n * (1.0 - correlation**2)
+                    residual_sd = sqrt(0.0 if residual_var < 0.0 else residual_var)
+                    least = _MIN_RESIDUAL_RATIO * abs(expected)
+                    if y < expected - k * (least if least > residual_sd else residual_sd):
+                        continue
+            n += 1
+            dx = x - mean_x
+            dy = y - mean_y
+            mean_x += dx / n
+            mean_y += dy / n
+            m2_x += dx * (x - mean_x)
+            m2_y += dy * (y - mean_y)
+            c_xy += dx * (y - mean_y)
+            learned.append((x, y))
+        reg.n, reg.mean_x, reg.mean_y, reg.m2_x, reg.m2_y, reg.c_xy = n, mean_x, mean_y, m2_x, m2_y, c_xy
         return learned
 
     def _plausible(self, observation: Observation) -> dict[str, list[tuple[int, float, float, float]]]:
         """Executor id -> (index, time, utilization, throughput) of its plausible samples in this window."""
-        if self._window is None or self._window[0] is not observation:
-            times = sample_times(observation)
-            self._window = (observation, {w.executor_id: plausible_samples(w, times) for w in observation.executors})
-        return self._window[1]
+        return self._samples_of(observation)[0]
 
     def _current_executors(self, observation: Observation) -> dict[str, list[float]]:
         """Executor id -> its plausible throughput samples in this window (all of them, warm-up included)."""
-        return {w: [y for _, _, _, y in samples] for w, samples in self._plausible(observation).items()}
+        return self._samples_of(observation)[1]
+
+    def _samples_of(
+        self, observation: Observation
+    ) -> tuple[dict[str, list[tuple[int, float, float, float]]], dict[str, list[float]]]:
+        """The window's plausible samples and their throughputs per executor, found once per observation (learn and
+        table read them several times a tick)."""
+        if self._window is None or self._window[0] is not observation:
+            times = sample_times(observation)
+            plausible = {w.executor_id: plausible_samples(w, times) for w in observation.executors}
+            throughputs = {w: [y for _, _, _, y in samples] for w, samples in plausible.items()}
+            self._window = (observation, plausible, throughputs)
+        return self._window[1], self._window[2]
 
     def settled(self, executor_id: str, time_s: float) -> bool:
         """Past its warm-up at `time_s`: it has read records for `executor_warmup_s`."""
         since = self.active_since_s.get(executor_id)
         return since is not None and time_s - since >= self.config.executor_warmup_s
-
-    def _stall(self, reg: OnlineRegression, x: float, y: float) -> bool:
-        """Far below a trusted fit: CPU busy with few records (state loads, retried tasks), not capacity.
-
-        Runs for every sample of every executor (6,000 a tick at 100 executors): `_trusted` and `predict` are
-        inlined here, each moment read once, with the same arithmetic."""
-        k = self.config.outlier_stddevs
-        n, m2_x, m2_y, c_xy = reg.n, reg.m2_x, reg.m2_y, reg.c_xy
-        if k <= 0 or n < self.config.min_points or m2_x <= 0:  # m2_x 0: slope 0, never trusted
-            return False
-        slope = c_xy / m2_x
-        denominator = math.sqrt(m2_x * m2_y)
-        correlation = c_xy / denominator if denominator > 0 else 0.0
-        if (
-            math.sqrt(m2_x / n) < self.config.min_utilization_stddev_ratio
-            or slope <= 0
-            or correlation < self.config.min_correlation_ratio
-        ):
-            return False
-        expected = (reg.mean_y - slope * reg.mean_x) + slope * min(x, 1.0)
-        residual_sd = math.sqrt(max(m2_y / n * (1.0 - correlation**2), 0.0))
-        return y < expected - k * max(residual_sd, _MIN_RESIDUAL_RATIO * abs(expected))
 
     def _backlog(self, obs: Observation) -> bool:
         """The window ends with more lag than `backlog_floor_lag_s` seconds of the job's throughput."""
@@ -312,17 +339,20 @@ class CapacityModel:
             notes=notes,
         )
 
-    def _busiest_share(self, scaleout: int) -> float:
-        """The busiest executor's share of the load at `scaleout`, from the partitions' measured shares, else equal
-        shares of `partitions`, else (neither known) 1 / scaleout."""
+    def _busiest_shares(self, scaleouts: list[int]) -> list[float]:
+        """The busiest executor's share of the load at each of `scaleouts`, from the partitions' measured shares, else
+        equal shares of `partitions`, else (neither known) 1 / scaleout."""
         weights = self.partition_shares or even_weights(self.config.partitions)
-        return busiest_share(weights, scaleout, self.config.partition_assignment) if weights else 1.0 / scaleout
+        if not weights:
+            return [1.0 / n for n in scaleouts]
+        return busiest_shares(weights, scaleouts, self.config.partition_assignment)
 
     def _scale_factor(self, from_scaleout: int, to_scaleout: int) -> float:
         """Capacity at `to_scaleout` over capacity at `from_scaleout` by the busiest executor's share of the load."""
         if from_scaleout < 1:
             return 1.0
-        return self._busiest_share(from_scaleout) / self._busiest_share(to_scaleout)
+        at_from, at_to = self._busiest_shares([from_scaleout, to_scaleout])
+        return at_from / at_to
 
     def _extrapolate(self, current: float, scaleout: int, max_scaleout: int) -> list[float]:
         """Capacity at every scale-out 1..max as if unseen: by the busiest executor's share of the partitions' load
@@ -330,8 +360,9 @@ class CapacityModel:
 
         Either way discounted by the margin: an unseen scale-out's executors may differ from the observed ones.
         """
-        at_current = current * self._busiest_share(scaleout) * (1.0 - self.config.unobserved_margin_ratio)
-        return [at_current / self._busiest_share(n) for n in range(1, max_scaleout + 1)]
+        busiest_now, *shares = self._busiest_shares([scaleout, *range(1, max_scaleout + 1)])
+        at_current = current * busiest_now * (1.0 - self.config.unobserved_margin_ratio)
+        return [at_current / share for share in shares]
 
     def to_state(self) -> dict[str, Any]:
         return {

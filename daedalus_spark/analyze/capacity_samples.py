@@ -76,10 +76,11 @@ def job_throughput_per_s(executors: dict[str, list[float]]) -> float:
 def plausible_samples(executor: ExecutorSeries, times: list[float]) -> list[tuple[int, float, float, float]]:
     """(index, time, utilization, throughput) of every sample that could be real."""
     samples = zip(times, executor.utilization_ratio, executor.throughput_per_s, strict=False)
+    # Finite and in range, in comparisons alone (a NaN fails every one): the samples of every executor each tick.
     return [
         (i, t, x, y)
         for i, (t, x, y) in enumerate(samples)
-        if math.isfinite(x) and math.isfinite(y) and 0.0 <= x <= MAX_PLAUSIBLE_UTILIZATION and y >= 0.0
+        if 0.0 <= x <= MAX_PLAUSIBLE_UTILIZATION and 0.0 <= y < math.inf
     ]
 
 

@@ -12,7 +12,7 @@ With equal partitions both give the busiest executor ceil(P / n) of P partitions
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Literal
 
@@ -47,29 +47,50 @@ def topic_partition_hash(topic: str, partition: int) -> int:
 
 def executor_loads(weights: Mapping[PartitionKey, float], scaleout: int, rule: PartitionAssignment) -> list[float]:
     """Load of each of `scaleout` executors (sum of its partitions' weights) under `rule`."""
-    if scaleout < 1:
-        raise ValueError(f"scale-out {scaleout} is below 1")
-    if rule == "kafka":
-        hashes = np.fromiter((topic_partition_hash(t, p) for t, p in weights), dtype=np.int64, count=len(weights))
-        values = np.fromiter(weights.values(), dtype=float, count=len(weights))
-        # Each partition's preferred executor is floorMod(hash, n) in Spark's sorted executor list; numpy's % of a
-        # negative int64 by a positive one is non-negative, as Java's floorMod.
-        return [float(v) for v in np.bincount(hashes % scaleout, weights=values, minlength=scaleout)]
-    loads = [0.0] * scaleout
-    heap = [(0.0, i) for i in range(scaleout)]
-    for weight in sorted(weights.values(), reverse=True):  # longest first, each to the least-loaded executor
-        load, i = heapq.heappop(heap)
-        loads[i] = load + weight
-        heapq.heappush(heap, (loads[i], i))
-    return loads
+    return _Layout(weights, rule).loads(scaleout)
 
 
 def busiest_share(weights: Mapping[PartitionKey, float], scaleout: int, rule: PartitionAssignment) -> float:
     """The busiest executor's share of the total load at `scaleout` (1 / scaleout when perfectly even)."""
+    return busiest_shares(weights, [scaleout], rule)[0]
+
+
+def busiest_shares(
+    weights: Mapping[PartitionKey, float], scaleouts: Iterable[int], rule: PartitionAssignment
+) -> list[float]:
+    """`busiest_share` at each of `scaleouts`, the partitions read once (the capacity table asks for every one)."""
     total = sum(weights.values())
     if total <= 0:
         raise ValueError("partition weights sum to zero")
-    return max(executor_loads(weights, scaleout, rule)) / total
+    layout = _Layout(weights, rule)
+    return [max(layout.loads(n)) / total for n in scaleouts]
+
+
+class _Layout:
+    """The partitions' weights (and under `kafka` their hashes) as `executor_loads` spreads them."""
+
+    def __init__(self, weights: Mapping[PartitionKey, float], rule: PartitionAssignment) -> None:
+        self.rule = rule
+        self.longest_first = sorted(weights.values(), reverse=True) if rule != "kafka" else []
+        if rule == "kafka":
+            count = len(weights)
+            self.hashes = np.fromiter((topic_partition_hash(t, p) for t, p in weights), dtype=np.int64, count=count)
+            self.values = np.fromiter(weights.values(), dtype=float, count=count)
+
+    def loads(self, scaleout: int) -> list[float]:
+        if scaleout < 1:
+            raise ValueError(f"scale-out {scaleout} is below 1")
+        if self.rule == "kafka":
+            # Each partition's preferred executor is floorMod(hash, n) in Spark's sorted executor list; numpy's % of
+            # a negative int64 by a positive one is non-negative, as Java's floorMod.
+            return [float(v) for v in np.bincount(self.hashes % scaleout, weights=self.values, minlength=scaleout)]
+        loads = [0.0] * scaleout
+        heap = [(0.0, i) for i in range(scaleout)]
+        for weight in self.longest_first:  # each to the least-loaded executor
+            load, i = heapq.heappop(heap)
+            loads[i] = load + weight
+            heapq.heappush(heap, (loads[i], i))
+        return loads
 
 
 def even_weights(partitions: int, topic: str = "") -> dict[PartitionKey, float]:

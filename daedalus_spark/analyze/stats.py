@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -39,14 +40,22 @@ class OnlineRegression:
     c_xy: float = 0.0  # co-moment: sum of (x - mean_x)(y - mean_y)
 
     def update(self, x: float, y: float) -> None:
-        self.n += 1
-        dx = x - self.mean_x
-        dy = y - self.mean_y
-        self.mean_x += dx / self.n
-        self.mean_y += dy / self.n
-        self.m2_x += dx * (x - self.mean_x)
-        self.m2_y += dy * (y - self.mean_y)
-        self.c_xy += dx * (y - self.mean_y)
+        self.update_all(((x, y),))
+
+    def update_all(self, points: Sequence[tuple[float, float]]) -> None:
+        """Welford's update with each (x, y) in order, on local copies of the moments (without six attribute updates
+        a point: the capacity model feeds every executor's samples each tick)."""
+        n, mean_x, mean_y, m2_x, m2_y, c_xy = self.n, self.mean_x, self.mean_y, self.m2_x, self.m2_y, self.c_xy
+        for x, y in points:
+            n += 1
+            dx = x - mean_x
+            dy = y - mean_y
+            mean_x += dx / n
+            mean_y += dy / n
+            m2_x += dx * (x - mean_x)
+            m2_y += dy * (y - mean_y)
+            c_xy += dx * (y - mean_y)
+        self.n, self.mean_x, self.mean_y, self.m2_x, self.m2_y, self.c_xy = n, mean_x, mean_y, m2_x, m2_y, c_xy
 
     def variance_x(self, ddof: int = 0) -> float:
         return self.m2_x / (self.n - ddof) if self.n > ddof else 0.0

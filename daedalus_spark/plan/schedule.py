@@ -26,6 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# A problem this small (scale-outs x seconds a rescale is followed; the horizon planner's is ~100 cells) runs as plain
+# Python floats, second by second: numpy costs a microsecond or more a call whatever the size, and its ~70 calls a
+# state made the planner the largest part of a controller tick. The offline optimum's (12 x 601) stays vectorized.
+# Both give the same bits (tests/unit/test_schedule_paths.py); plain floats only where no NaN, no infinity and no
+# division by zero can arise.
+_SMALL_CELLS = 512
+_SMALL_MAGNITUDE = 1e100  # inputs bounded by this cannot overflow into an infinity (and from there into a NaN)
+
 
 class ScheduleInfeasible(ValueError):
     """No schedule within the scale-outs given keeps latency and every recovery within the target."""
@@ -117,7 +125,7 @@ def cheapest_schedule(
     """The DP over (decision point, scale-out[, rescales made]). Without `start` the first interval's scale-out is
     free and the backlog empty (the offline optimum); with it the job starts there and the first interval is already
     a decision (hold or rescale at second 0). Raises ScheduleInfeasible when nothing meets the constraints."""
-    p = _Problem.of(arrivals, model, interval_s, caught_up_records, max_rescales)
+    p = _Problem.of(arrivals, model, interval_s, caught_up_records, max_rescales, start)
     states, first = _first_states(p, start)
     segments = max(1, math.ceil(p.total / p.interval))
     parents = np.full((segments, p.nsz, p.levels), -1, dtype=np.int64)  # the previous interval's scale-out index
@@ -147,6 +155,8 @@ class _Problem:
     # Column b of every state array: paths that have rescaled b times (one column when rescales are not limited).
     levels: int
     spent: int  # columns a rescale moves to the right
+    # The arrivals, capacities, floors and sizes as Python lists when the problem is small (see _SMALL_CELLS).
+    small: tuple[list[float], list[float], list[float], list[int]] | None
 
     @classmethod
     def of(
@@ -156,10 +166,21 @@ class _Problem:
         interval_s: int,
         caught_up_records: np.ndarray,
         max_rescales: int | None,
+        start: Start | None = None,
     ) -> _Problem:
         w = np.asarray(arrivals, dtype=float)
         interval = max(1, int(interval_s))
         target = float(model.target_recovery_s)
+        horizon = max(math.ceil(target) + 1, interval)
+        caps = np.asarray(model.capacity_per_s, dtype=float)
+        floor = np.asarray(caught_up_records, dtype=float)
+        backlog0 = 0.0 if start is None else float(start.backlog_records)
+        values = np.concatenate([w, caps, floor, [backlog0, model.base_latency_s]])
+        small = (
+            len(caps) * horizon <= _SMALL_CELLS
+            and bool(np.all(np.abs(values) <= _SMALL_MAGNITUDE))  # False for NaN too
+            and bool(np.all(caps > 0))
+        )
         return cls(
             w=w,
             total=len(w),
@@ -167,16 +188,17 @@ class _Problem:
             target=target,
             base=model.base_latency_s,
             sizes=np.asarray(model.scaleouts),
-            caps=np.asarray(model.capacity_per_s, dtype=float),
+            caps=caps,
             out_from=model.scale_out_stop.start_s,
             out_to=model.scale_out_stop.end_s,
             in_from=model.scale_in_stop.start_s,
             in_to=model.scale_in_stop.end_s,
             ckpt=model.replay_s,
-            horizon=max(math.ceil(target) + 1, interval),
-            floor=np.asarray(caught_up_records, dtype=float),
+            horizon=horizon,
+            floor=floor,
             levels=1 if max_rescales is None else max(0, max_rescales) + 1,
             spent=0 if max_rescales is None else 1,
+            small=(w.tolist(), caps.tolist(), floor.tolist(), [int(n) for n in model.scaleouts]) if small else None,
         )
 
     @property
@@ -197,8 +219,9 @@ class _States:
 
     @classmethod
     def empty(cls, p: _Problem) -> _States:
-        shape = (p.nsz, p.levels)
-        return cls(np.full(shape, math.inf), *(np.zeros(shape) for _ in range(5)))
+        block = np.zeros((6, p.nsz, p.levels))  # one allocation: the DP makes one per decision point
+        block[0] = math.inf
+        return cls(*block)
 
 
 @dataclass(frozen=True)
@@ -252,9 +275,10 @@ def _first_states(p: _Problem, start: Start | None) -> tuple[_States, int]:
 def _advance(p: _Problem, s: _States, g: _Segment, parents: np.ndarray) -> _States:
     """The states after interval `g`: from every reachable state, hold or rescale; `parents` records the way in."""
     new = _States.empty(p)
+    hold, rescale = (_hold, _rescale) if p.small is None else (_hold_small, _rescale_small)
     for i, b in zip(*np.nonzero(np.isfinite(s.cost)), strict=True):
-        _hold(p, s, new, g, parents, int(i), int(b))
-        _rescale(p, s, new, g, parents, int(i), int(b))
+        hold(p, s, new, g, parents, int(i), int(b))
+        rescale(p, s, new, g, parents, int(i), int(b))
     if not np.isfinite(new.cost).any():
         raise ScheduleInfeasible(g.t0, int(p.sizes[-1]))
     return new
@@ -323,6 +347,141 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     new.gate[js, nb] = rec_at[rows]
     new.restart[js, nb] = g.t0 + downs[rows]
     parents[js, nb] = i
+
+
+# The small problems' path (see _SMALL_CELLS): the same states and the same floating-point operations in the same
+# order as the vectorized one, second by second. numpy's choices are kept where they matter to a bit: `lindley`'s
+# prefix sum and running minimum (not the recursion max(0, b + a - c), which rounds differently), np.minimum /
+# np.maximum returning their second operand between equal values (0.0 and -0.0), and a tail's sum added pairwise as
+# np.sum does.
+
+
+def _hold_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarray, i: int, b: int) -> None:
+    """`_hold` second by second."""
+    assert p.small is not None
+    c = s.cost[i, b] + float(p.small[3][i]) * g.seg
+    if c > new.cost[i, b]:
+        return  # a cheaper path holds the state already, whatever this one would find
+    w, caps, floor, _ = p.small
+    b_prev, restart, recovered = float(s.backlog[i, b]), float(s.restart[i, b]), float(s.recovered[i, b])
+    cap, base, target, floor0 = caps[i], p.base, p.target, -b_prev
+    lags: list[float] = []
+    total, low = 0.0, math.inf
+    for t in range(g.t0, g.t1):
+        # lindley's arithmetic: prefix sum, running minimum, backlog (inlined: this loop is the tick's hot spot)
+        net = w[t] - (0.0 if t < restart else cap)
+        total = net if t == g.t0 else total + net
+        low = low if low < total else total
+        lag = total - (low if low < floor0 else floor0)
+        lag = lag if lag > 0.0 else 0.0
+        lags.append(lag)
+        wait = restart - t
+        wait = wait if wait > 0.0 else 0.0
+        if not base + wait + lag / cap <= target or (lag > floor[t] and t >= recovered):
+            return
+    if c < new.cost[i, b] or (c == new.cost[i, b] and lags[-1] < new.backlog[i, b]):
+        down_left = int(max(0.0, restart - g.t0))
+        new.cost[i, b] = c
+        new.backlog[i, b] = lags[-1]
+        new.tail[i, b] = _tail_small(b_prev, w[g.t0 : g.t1], lags, cap, down_left, p.ckpt)
+        new.recovered[i, b], new.gate[i, b], new.restart[i, b] = s.recovered[i, b], s.gate[i, b], restart
+        parents[i, b] = i
+
+
+def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarray, i: int, b: int) -> None:
+    """`_rescale` target by target, each followed only until its outcome is known."""
+    assert p.small is not None
+    nb = b + p.spent
+    if s.gate[i, b] > g.t0 or s.restart[i, b] > g.t0 or nb >= p.levels:
+        return
+    w, caps, _, sizes = p.small
+    backlog = float(s.backlog[i, b] + s.tail[i, b])
+    deadline = s.recovered[i, b] + 1 if s.recovered[i, b] > g.t0 else math.inf
+    for j in range(p.nsz):
+        c = s.cost[i, b] + float(sizes[j]) * g.seg
+        if j == i or c > new.cost[j, nb]:
+            continue  # a cheaper path reaches the target already, whatever this rescale would find
+        stop_from, down = (p.out_from, p.out_to) if sizes[j] > sizes[i] else (p.in_from, p.in_to)
+        followed = _follow_rescale(p, g, backlog, caps[i], caps[j], stop_from, down)
+        if followed is None or not g.t0 + followed[0] + 1 <= deadline:
+            continue
+        rec_at, lags = g.t0 + followed[0] + 1, followed[1]
+        end = lags[g.seg - 1]
+        if c < new.cost[j, nb] or (c == new.cost[j, nb] and end < new.backlog[j, nb]):
+            new.cost[j, nb] = c
+            new.backlog[j, nb] = end
+            new.tail[j, nb] = _tail_small(backlog, w[g.t0 : g.t1], lags, caps[j], down, p.ckpt)
+            new.recovered[j, nb] = new.gate[j, nb] = rec_at
+            new.restart[j, nb] = g.t0 + down
+            parents[j, nb] = i
+
+
+def _follow_rescale(
+    p: _Problem, g: _Segment, backlog0: float, cap_from: float, cap_to: float, stop_from: int, down: int
+) -> tuple[int, list[float]] | None:
+    """A rescale at the interval's start, second by second until its outcome is known: the offset of its first caught
+    up second and the backlog after each second of the interval, or None when it breaks the target (latency, behind
+    again after recovering, no recovery within the target)."""
+    assert p.small is not None
+    w, _, floor, _ = p.small
+    t0, seg, base, target, floor0 = g.t0, g.t1 - g.t0, p.base, p.target, -backlog0
+    lags: list[float] = []
+    total, low = 0.0, math.inf
+    hit = -1
+    for k in range(g.h1 - t0):
+        # lindley's arithmetic: prefix sum, running minimum, backlog (inlined: this loop is the tick's hot spot)
+        net = w[t0 + k] - (cap_from if k < stop_from else (0.0 if k < down else cap_to))
+        total = net if k == 0 else total + net
+        low = low if low < total else total
+        lag = total - (low if low < floor0 else floor0)
+        lag = lag if lag > 0.0 else 0.0
+        caught = lag <= floor[t0 + k] and k >= down
+        if k < seg:
+            lags.append(lag)
+            wait = (down - k if down - k > 0 else 0) if k >= stop_from else 0
+            if not base + wait + lag / cap_to <= target or (hit >= 0 and not caught):
+                return None
+        if hit < 0 and caught:
+            hit = k
+        if hit >= 0 and k >= seg - 1:
+            return (hit, lags) if hit + 1 <= target else None
+        if hit < 0 and not k + 2 <= target:  # the first caught-up second, k + 1 or later, comes too late
+            return None
+    return None
+
+
+def _tail_small(backlog0: float, arrivals: list[float], lags: list[float], cap: float, down: int, ckpt: int) -> float:
+    """`_tails` of one row."""
+    if ckpt <= 0:
+        return 0.0
+    if ckpt > len(lags) - down:
+        return cap * ckpt
+    before = [backlog0, *lags[:-1]]
+    processed = [before[k] + arrivals[k] - lags[k] for k in range(len(lags) - ckpt, len(lags))]
+    return _pairwise_sum([v if v > 0.0 else 0.0 for v in processed])
+
+
+def _pairwise_sum(values: list[float]) -> float:
+    """np.sum of a float row, to the last bit: eight running sums combined pairwise, the rest added in order (numpy's
+    pairwise summation; a row longer than its block of 128 is left to numpy)."""
+    n = len(values)
+    if n > 128:
+        return float(np.sum(np.asarray(values, dtype=float)))
+    if n < 8:
+        total = 0.0
+        for v in values:
+            total += v
+        return total
+    r = values[:8]
+    i = 8
+    while i < n - n % 8:
+        for j in range(8):
+            r[j] += values[i + j]
+        i += 8
+    total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for v in values[i:]:
+        total += v
+    return total
 
 
 def _backtrack(p: _Problem, s: _States, parents: np.ndarray, first: int, *, started: bool) -> Schedule:

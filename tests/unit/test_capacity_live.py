@@ -262,3 +262,17 @@ def test_what_the_job_carried_while_keeping_up_is_a_floor_when_utilization_follo
     quiet = tick(model, window(180.0, {"a": ([200.0] * 60, flat)}))
     assert model.kept_up_per_scaleout[1] == pytest.approx(900.0)
     assert quiet.current_per_s >= 900.0  # not 200 / 0.9
+
+
+def test_the_inlined_learning_loop_is_welfords_update_to_the_last_bit() -> None:
+    """One executor: its regression (updated in `learn`'s own loop, stalls and warm-up skipped) and the pooled one
+    (`OnlineRegression.update_all` over the samples learned) saw the same samples and must hold the same moments."""
+    model = settled_model(CapacityConfig(), {"a": 1000.0})
+    rng = np.random.default_rng(7)
+    for k in range(20):
+        util = list(rng.uniform(0.1, 1.1, 60))  # above 1 too: learned as 1
+        thr = [c if rng.random() > 0.05 else 0.03 * c for c in linear(1000.0, util)]  # a few stalls
+        model.learn(window(70.0 + 60.0 * k, {"a": (thr, util)}))
+    offered = 60 + 20 * 60
+    assert offered - 100 < model.regressions["a"].n < offered, "the stalls, and only they, were skipped"
+    assert model.regressions["a"] == model.pooled

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,25 @@ def column_quantiles(values: np.ndarray, q: float) -> np.ndarray:
     return result
 
 
+def _column_nanmeans(values: np.ndarray) -> np.ndarray:
+    """`np.nanmean(values, axis=0)` (the same reductions on the same arrays, to the last bit) without its checks and
+    wrappers: it runs once per open forecast a tick, on a handful of columns."""
+    missing = np.isnan(values)
+    values[missing] = 0.0
+    return np.add.reduce(values, axis=0) / np.add.reduce(~missing, axis=0, dtype=np.intp)  # type: ignore[no-any-return]
+
+
+def _one_batch(reached: list[tuple[int, slice, np.ndarray, np.ndarray | None]]) -> bool:
+    """Whether the forecasts' offsets can move in one batch, to the same bits as one forecast after another: their
+    steps are disjoint (no forecast's column means read another's errors of this call), and no batch of several holds
+    a single step (numpy sums one column pairwise, several column by column)."""
+    spans = sorted((steps.start, steps.stop) for _, steps, _, _ in reached)
+    if any(stop > next_start for (_, stop), (next_start, _) in pairwise(spans)):
+        return False
+    tracked = [steps for _, steps, _, issued in reached if issued is not None]
+    return len(tracked) <= 1 or all(steps.stop - steps.start >= 2 for steps in tracked)
+
+
 class HorizonErrors:
     """Errors (actual - forecast) of a model's recent forecasts, one row per forecast, one column per step ahead;
     nan until that bucket is observed. A quantile per column plus an offset per column widens the point forecast
@@ -58,6 +78,9 @@ class HorizonErrors:
         # rows still maturing: (row, first bucket, values, the margin their bound had or None)
         self.open: list[tuple[int, int, np.ndarray, np.ndarray | None]] = []
         self.next_row = 0
+        # margin(n) since the errors and offsets last changed: a tick asks for the same one when it remembers a
+        # forecast and again when it issues it
+        self._margins: dict[int, np.ndarray | None] = {}
 
     def remember(self, start: int, values: np.ndarray) -> None:
         """Keep a forecast (first bucket `start`) so its errors, and whether its bound held, are measured as its
@@ -66,6 +89,7 @@ class HorizonErrors:
         self.next_row = (row + 1) % _ERROR_ROWS
         self.open = [r for r in self.open if r[0] != row and r[1] != start]  # one forecast per first bucket
         self.errors[row, :] = np.nan
+        self._margins.clear()
         kept = np.asarray(values[: self.horizon_steps], dtype=float).copy()
         self.open.append((row, start, kept, self.margin(len(kept))))
 
@@ -73,24 +97,47 @@ class HorizonErrors:
         return next((v for _, st, v, _ in self.open if st == start), None)
 
     def observe(self, first: int, actual: np.ndarray) -> None:
-        still_open = []
+        """Record the errors of the open forecasts on the buckets from `first` on, and move the offsets of those that
+        issued a bound by whether it held."""
+        self._margins.clear()
+        reached = []  # (row, its steps the buckets reach, their errors, the bound issued or None), oldest first
         for row, start, values, issued in self.open:
             lo, hi = max(first, start), min(first + len(actual), start + len(values))
             if lo < hi:
                 steps = slice(lo - start, hi - start)
-                errors = actual[lo - first : hi - first] - values[steps]
+                reached.append((row, steps, actual[lo - first : hi - first] - values[steps], issued))
+        self.open = [r for r in self.open if first + len(actual) < r[1] + len(r[2])]
+        if _one_batch(reached):
+            for row, steps, errors, _ in reached:
                 self.errors[row, steps] = errors
-                if issued is not None:
-                    missed = (errors > issued[steps]).astype(float)
-                    scale = np.nanmean(np.abs(self.errors[:, steps]), axis=0)  # finite: this row's errors are in
-                    self.offsets[steps] += _TRACKING_GAIN * scale * (missed - (1.0 - self.level))
-            if first + len(actual) < start + len(values):
-                still_open.append((row, start, values, issued))
-        self.open = still_open
+            tracked = [(steps, errors, issued[steps]) for _, steps, errors, issued in reached if issued is not None]
+            if tracked:
+                columns = np.concatenate([np.arange(steps.start, steps.stop) for steps, _, _ in tracked])
+                self._track(
+                    columns, np.concatenate([e for _, e, _ in tracked]), np.concatenate([i for *_, i in tracked])
+                )
+            return
+        for row, steps, errors, issued in reached:  # each forecast's offsets from the errors recorded up to it
+            self.errors[row, steps] = errors
+            if issued is not None:
+                self._track(steps, errors, issued[steps])
+
+    def _track(self, columns: slice | np.ndarray, errors: np.ndarray, issued: np.ndarray) -> None:
+        """Move the offsets at `columns` by whether the bounds issued there held against these errors."""
+        missed = (errors > issued).astype(float)
+        # C order, as a slice's copy is: numpy sums a column-major copy (what fancy indexing may give) pairwise
+        scale = _column_nanmeans(np.abs(self.errors[:, columns], order="C"))  # finite: their new errors are in
+        self.offsets[columns] += _TRACKING_GAIN * scale * (missed - (1.0 - self.level))
 
     def margin(self, n_steps: int) -> np.ndarray | None:
         """The `level` quantile of the errors plus the tracked offset at each of `n_steps` steps (never below 0);
         None until every step has `_MIN_ERRORS` matured errors (no margin rather than an invented one)."""
+        if n_steps not in self._margins:
+            self._margins[n_steps] = self._margin(n_steps)
+        margin = self._margins[n_steps]
+        return None if margin is None else margin.copy()
+
+    def _margin(self, n_steps: int) -> np.ndarray | None:
         if n_steps <= 0:
             return None
         steps = np.minimum(np.arange(n_steps), self.horizon_steps - 1)
@@ -146,4 +193,5 @@ class HorizonErrors:
                 raise Damaged(f"{where}.offsets: expected {self.horizon_steps} offsets (another horizon_s?)")
             offsets = np.asarray(stored, dtype=float)
         self.errors, self.open, self.offsets = errors, restored, offsets
+        self._margins.clear()
         self.next_row = integer(field(raw, "next_row", where), f"{where}.next_row", lo=0, hi=_ERROR_ROWS - 1)
