@@ -201,7 +201,9 @@ class CapacityModel:
             self.partition_shares = {key: rate / total for key, rate in rates.items()}
             return
         a = PARTITION_SHARE_LEARNING_RATIO
-        keys = self.partition_shares.keys() | rates.keys()
+        # Known partitions in their order, then new ones in the observation's: a set's order would follow string
+        # hashing (PYTHONHASHSEED), and so would every sum over the shares, to the last bit.
+        keys = dict.fromkeys([*self.partition_shares, *rates])
         shares = {key: (1 - a) * self.partition_shares.get(key, 0.0) + a * rates.get(key, 0.0) / total for key in keys}
         # A partition no longer reported (a topic replaced) fades out and is then forgotten.
         self.partition_shares = {key: share for key, share in shares.items() if share >= _FORGOTTEN_SHARE}

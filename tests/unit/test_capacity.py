@@ -1,6 +1,11 @@
 """Capacity models (§3.1): regression on measured data, skew in throughput shares, and the guarded edge cases."""
 
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -281,3 +286,37 @@ def test_a_partition_no_longer_reported_fades_out_and_is_forgotten() -> None:
         model.learn(observation(executors={"a": ([1.0], [0.5])}, samples=1, partitions=renamed))
     assert {topic for topic, _ in model.partition_shares} == {"u"}
     assert model.partition_shares[("u", 0)] == pytest.approx(0.5, rel=1e-6)
+
+
+_SHARES_UNDER_HASH_SEED = """
+from daedalus_spark.analyze.capacity import CapacityModel
+from daedalus_spark.config import CapacityConfig
+from tests.conftest import observation
+model = CapacityModel(CapacityConfig(partitions=6))
+first = {("orders", p): 100.0 * (p + 1) for p in range(4)}
+later = {("orders", 0): 50.0, ("clicks", 1): 300.0, ("orders", 3): 25.0, ("clicks", 0): 70.0}
+for rates in (first, later, later):
+    model.learn(observation(executors={"a": ([1.0], [0.5])}, samples=1, partitions=rates))
+import json
+print(json.dumps([[t, p, share] for (t, p), share in model.partition_shares.items()]))
+"""
+
+
+def test_partition_shares_do_not_depend_on_the_string_hash_seed() -> None:
+    """Known partitions keep their order and new ones follow in the observation's: a set's order would follow
+    PYTHONHASHSEED, and so would every later sum over the shares."""
+    root = Path(__file__).resolve().parents[2]
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _SHARES_UNDER_HASH_SEED],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
+        ).stdout
+        for seed in ("0", "1", "2", "3")
+    }
+    assert len(outputs) == 1
+    keys = [(t, p) for t, p, _ in json.loads(outputs.pop())]
+    assert keys == [("orders", p) for p in range(4)] + [("clicks", 1), ("clicks", 0)]
