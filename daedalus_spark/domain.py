@@ -175,10 +175,14 @@ class Forecast:
         steps = max(1, math.ceil(seconds / self.step_s)) if math.isfinite(seconds) else len(self.values_per_s)
         return max(self.values_per_s[:steps])
 
+    @property
+    def seconds_per_step(self) -> int:
+        """How many one-second values each step's value stands for when the forecast is expanded (at least 1)."""
+        return max(1, round(self.step_s))
+
     def per_second(self) -> tuple[float, ...]:
         """The forecast expanded to one value per second (each step's value repeated)."""
-        repeat = max(1, round(self.step_s))
-        return tuple(v for v in self.values_per_s for _ in range(repeat))
+        return tuple(v for v in self.values_per_s for _ in range(self.seconds_per_step))
 
 
 @dataclass(frozen=True)
