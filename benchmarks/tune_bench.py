@@ -43,7 +43,7 @@ from daedalus_spark.tune.partition import PARTITIONS_PER_CORE, partitions, split
 from daedalus_spark.tune.result import Answer, decide
 from daedalus_spark.tune.spark import WorkerCounts, run_tasks
 from daedalus_spark.tune.split import HOLDOUT, plan_windows
-from daedalus_spark.tune.task import fit_cache_counts, model_memo_counts, simulate_window
+from daedalus_spark.tune.task import process_counts, simulate_window
 
 # Suite traces (issue 17's: the bundled 6-h traces and the shapes of sim/suite.py) where the default controller
 # leaves room above the optimum held to its budget (docs/planning.md: traffic 1.29 x, ysb 1.45 x, the shapes
@@ -108,14 +108,14 @@ def tune(
     counts: WorkerCounts = {}
     if master == IN_PROCESS:  # the same rows as on Spark (tests/spark/test_tune_spark.py), as local[1] runs them
         start = time.perf_counter()
-        before = fit_cache_counts() + model_memo_counts()
+        before = process_counts()
         parts = partitions(tasks, PARTITIONS_PER_CORE)
         rows = sorted(
             (simulate_window(t, workload, setting) for part in parts for t in part),
             key=lambda r: (r["candidate"], r["window"]),
         )
         timing.update(job_s=time.perf_counter() - start, cores=1.0, partitions=float(len(parts)))
-        counts[0] = tuple(a - b for a, b in zip(fit_cache_counts() + model_memo_counts(), before, strict=True))
+        counts[0] = tuple(a - b for a, b in zip(process_counts(), before, strict=True))
     else:
         rows = run_tasks(tasks, workload, setting, master=master, timing=timing, worker_counts=counts)
     for k, name in enumerate(COUNTS):
@@ -136,7 +136,7 @@ def cycles_history(name: str, cycles: int, shorten: int = 1) -> tuple[np.ndarray
     bundled = (BUNDLED_TRACES_DIR / f"{name}.csv").exists()
     plays = []
     for k in range(cycles):
-        y = suite_workload(name) if bundled else suite_workload(name, seed=1 + k)
+        y = suite_workload(name, seed=1 + k)  # a bundled trace has no seed: the same series each time
         if bundled and k > 0:
             y = y * (1.0 + np.random.default_rng(100 + k).normal(0.0, 0.02, size=len(y)))
         plays.append(compress_trace(np.asarray(y, dtype=float), shorten))

@@ -21,8 +21,7 @@ from daedalus_spark.tune.task import (
     ROW_FIELDS,
     Setting,
     WindowTask,
-    fit_cache_counts,
-    model_memo_counts,
+    process_counts,
     simulate_window,
 )
 
@@ -43,15 +42,11 @@ class _Concat:
         return a
 
 
-def _counts() -> tuple[int, ...]:
-    return fit_cache_counts() + model_memo_counts()
-
-
 def simulate_counted(task: WindowTask, workload_per_s: np.ndarray, setting: Setting, counts: Any) -> dict[str, Any]:
     """`simulate_window`, adding (process id, the task's `WorkerCounts`) to the accumulator `counts`."""
-    before = _counts()
+    before = process_counts()
     row = simulate_window(task, workload_per_s, setting)
-    counts.add([(os.getpid(), tuple(a - b for a, b in zip(_counts(), before, strict=True)))])
+    counts.add([(os.getpid(), tuple(a - b for a, b in zip(process_counts(), before, strict=True)))])
     return row
 
 

@@ -96,6 +96,11 @@ def model_memo_counts() -> tuple[int, int, int]:
     return (0, 0, 0) if _model_memo is None else (_model_memo.hits, _model_memo.misses, _model_memo.replayed)
 
 
+def process_counts() -> tuple[int, ...]:
+    """This process's fit cache hits and misses, then its model memo's hits, misses and replayed updates."""
+    return fit_cache_counts() + model_memo_counts()
+
+
 def window_seed(seed: int, window: int) -> int:
     """The same draws for every candidate on a window (common random numbers: differences are the configs')."""
     return (seed + 7919 * window) % 2**32
