@@ -391,7 +391,7 @@ def test_job_image_spark_is_the_pyspark_the_project_installs():
     assert "openjdk-17-jre-headless" in job and "FROM spark:${SPARK_VERSION}-scala2.13-java17" in job
     app = yaml.safe_load((DEPLOY / "overlays" / "spark-operator" / "sparkapplication.yaml").read_text())
     assert app["spec"]["sparkVersion"] == spark
-    assert not pins["pandas"].startswith("3."), "PySpark 4.3 does not fully support pandas 3"
+    assert not pins["pandas"].startswith("3."), "PySpark 4.2 does not fully support pandas 3"
 
 
 @needs_kubectl
