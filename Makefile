@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-spark lint typecheck bench clean
+.PHONY: demo test test-spark kafka-jars lint typecheck bench clean
 
 $(BIN)/daedalus-spark: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -11,13 +11,18 @@ $(BIN)/daedalus-spark: pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'
 	touch $@
 
-demo: $(BIN)/daedalus-spark
+# Spark's Kafka connector (at PySpark's version) and a Kafka broker, fetched by Maven (deploy/jars/) into
+# ~/.cache/daedalus-spark/<what>-<version>/ ($$DAEDALUS_SPARK_CACHE); a second run finds them there and does nothing.
+kafka-jars: $(BIN)/daedalus-spark
+	$(BIN)/python -m daedalus_spark.kafkacluster.jars
+
+demo: $(BIN)/daedalus-spark kafka-jars
 	$(BIN)/daedalus-spark demo
 
-test: $(BIN)/daedalus-spark
+test: $(BIN)/daedalus-spark kafka-jars
 	$(BIN)/python -m pytest -q
 
-test-spark: $(BIN)/daedalus-spark
+test-spark: $(BIN)/daedalus-spark kafka-jars
 	$(BIN)/python -m pytest -q -m spark
 
 # Ruff (lint + format check) and mypy (strict on daedalus_spark/), configured in pyproject.toml.

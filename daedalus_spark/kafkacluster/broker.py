@@ -32,7 +32,7 @@ appender.out.layout.pattern=[%d] %p %m (%c)%n
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (what `kafka-storage random-uuid` prints)."""
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (as `kafka-storage random-uuid`)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
@@ -114,6 +114,8 @@ class LocalKafka:
 
     def start(self) -> LocalKafka:
         """Format a fresh data folder and start the broker; returns when it answers an admin request."""
+        if self._dir is not None:
+            raise RuntimeError(f"LocalKafka on {self.bootstrap} is already started")
         java()  # a missing Java or missing jars fail here, before any folder or port is taken
         broker_classpath(self.kafka_version)
         self._dir = Path(tempfile.mkdtemp(prefix="daedalus-kafka-"))

@@ -16,7 +16,7 @@ KAFKA_VERSION = "4.1.1"  # the local broker's Apache Kafka (KRaft); Spark's conn
 FETCH_COMMAND = "make kafka-jars"
 POM_DIR = Path(__file__).resolve().parents[2] / "deploy" / "jars"
 _COMPLETE = ".complete"  # written last: a folder without it is a fetch that did not finish
-_VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[^-]*(?:-[^-]+)?\.jar$")
+_VERSIONED_JAR = re.compile(r"^(?P<artifact>.+)-\d+(?:\.\d+)+(?:-[\w.]+)?\.jar$")  # a version has a dot
 
 
 class JarsMissing(RuntimeError):
@@ -98,8 +98,8 @@ def fetch(pom: Path, folder: Path, properties: dict[str, str], *, mvn: str = "mv
     partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     defines = [f"-D{key}={value}" for key, value in properties.items()]
-    command = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime"]
-    command += [f"-DoutputDirectory={partial}", *defines]
+    command = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies"]
+    command += ["-DincludeScope=runtime", f"-DoutputDirectory={partial}", *defines]
     try:
         subprocess.run(command, check=True)  # noqa: S603 - our own arguments, no shell
         (partial / _COMPLETE).write_text(" ".join(f"{k}={v}" for k, v in properties.items()) + "\n")

@@ -8,6 +8,7 @@ and a consumer group's committed offset — so workload and lag move between bat
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,9 +32,7 @@ class BrokerOffsets:
             from kafka.admin import KafkaAdminClient
 
             settings = {"request_timeout_ms": self.timeout_ms, **self.client_config}
-            self._admin = KafkaAdminClient(
-                bootstrap_servers=self.bootstrap, client_id="daedalus-offsets", **settings
-            )
+            self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="daedalus-offsets", **settings)
         return self._admin
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -92,7 +91,5 @@ class BrokerOffsets:
     def close(self) -> None:
         if self._admin is not None:
             admin, self._admin = self._admin, None
-            try:
+            with contextlib.suppress(Exception):  # closing a broken connection: nothing left to do
                 admin.close()
-            except Exception:  # noqa: BLE001, S110 - closing a broken connection: nothing left to do
-                pass

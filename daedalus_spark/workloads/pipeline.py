@@ -33,12 +33,27 @@ def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"python -m daedalus_spark.workloads.{pipeline.name}",
         description=pipeline.description,
-        epilog=f"Kafka source/sink: submit with --packages {KAFKA_PACKAGE}",
+        epilog=(
+            "Kafka source/sink: Spark's Kafka connector on the classpath (locally `make kafka-jars`, found in the "
+            f"cache; with spark-submit --packages {KAFKA_PACKAGE} or --jars)"
+        ),
     )
     p.add_argument("--source", choices=("local", "kafka"), default="local")
     p.add_argument("--log-dir", default="/tmp/daedalus-log", help="local log root (source local)")
     p.add_argument("--partitions", type=int, default=4, help="partitions of a new local topic")
     p.add_argument("--bootstrap-servers", default="localhost:9092", help="Kafka bootstrap servers (source kafka)")
+    p.add_argument(
+        "--group",
+        default="",
+        help="consumer group the batches' end offsets are committed for (source kafka; default daedalus-<pipeline>)",
+    )
+    p.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Kafka client setting for Spark's source and sink, without the kafka. prefix (e.g. security.protocol=SSL)",
+    )
     p.add_argument("--topic", default=pipeline.name)
     p.add_argument("--sink", choices=("console", "memory", "noop", "files", "kafka"), default="console")
     p.add_argument("--sink-path", default="", help="directory of the files sink (Parquet per micro-batch)")
@@ -76,6 +91,31 @@ def agent_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AgentC
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
+def kafka_jars_conf(conf: Sequence[str]) -> list[str]:
+    """`spark.jars=<the connector from make kafka-jars>` unless the caller set spark.jars or the jars are not
+    cached here (a job image has them in Spark's own jars folder)."""
+    if any(setting.partition("=")[0].strip() == "spark.jars" for setting in conf):
+        return []
+    from daedalus_spark.kafkacluster.jars import JarsMissing, spark_jars_conf
+
+    try:
+        return [f"spark.jars={spark_jars_conf()['spark.jars']}"]
+    except (JarsMissing, ImportError, LookupError) as exc:
+        print(f"note: {exc}; Spark's Kafka source must then be on Spark's classpath", file=sys.stderr)
+        return []
+
+
+def kafka_options(settings: Sequence[str]) -> dict[str, str]:
+    """`--kafka-option KEY=VALUE` as Spark's `kafka.KEY` options."""
+    options = {}
+    for setting in settings:
+        key, eq, value = setting.partition("=")
+        if not eq or not key.strip():
+            raise SystemExit(f"--kafka-option {setting!r}: expected KEY=VALUE")
+        options[f"kafka.{key.strip().removeprefix('kafka.')}"] = value.strip()
+    return options
+
+
 def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(f"daedalus-{name}")
@@ -104,6 +144,7 @@ def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> 
         path=args.log_dir,
         bootstrap=args.bootstrap_servers,
         max_per_trigger=args.max_per_trigger,
+        options=kafka_options(args.kafka_option),
     )
     result = pipeline.build(spark, values)
     writer = write_stream(
@@ -116,6 +157,7 @@ def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> 
         bootstrap=args.bootstrap_servers,
         topic=args.sink_topic,
         path=args.sink_path,
+        options=kafka_options(args.kafka_option),
     )
     return writer.start()
 
@@ -128,13 +170,24 @@ def main(pipeline: Pipeline, argv: Sequence[str] | None = None) -> int:
         config = agent_config(args, os.environ) if args.agent_port or args.config else None
     except ConfigError as exc:
         raise SystemExit(f"{pipeline.name}: {exc}") from None
-    spark = session(pipeline.name, args.master, args.conf)
-    agent = None
+    kafka = args.source == "kafka" or args.sink == "kafka"
+    spark = session(pipeline.name, args.master, [*args.conf, *(kafka_jars_conf(args.conf) if kafka else [])])
+    agent = commits = broker = None
+    if args.source == "kafka":
+        from daedalus_spark.agent.offset_commit import commit_offsets
+        from daedalus_spark.kafkacluster.offsets import BrokerOffsets
+
+        broker = BrokerOffsets(args.bootstrap_servers)
+        commits = commit_offsets(
+            spark, args.group or f"daedalus-{pipeline.name}", args.bootstrap_servers, query_name=pipeline.name
+        )
     if config is not None:
         from daedalus_spark.agent import start_agent
 
         log, topic = LocalLog(args.log_dir), args.topic
         live = {topic: lambda: log.latest_offsets(topic)} if args.source == "local" else None
+        if broker is not None:  # the broker's log-end offsets: lag and workload move between batches
+            live = {topic: lambda: broker.latest_offsets(topic)}
         agent = start_agent(spark, config, latest_offsets=live)
     query = start(spark, pipeline, args)
     try:
@@ -144,5 +197,9 @@ def main(pipeline: Pipeline, argv: Sequence[str] | None = None) -> int:
     finally:
         if agent is not None:
             agent.stop()
+        if commits is not None:
+            commits.stop()
+        if broker is not None:
+            broker.close()
         spark.stop()
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,9 +88,17 @@ class LocalLogDataSource(DataSource):
 
 
 def read_values(
-    spark: SparkSession, *, source: str, topic: str, path: str = "", bootstrap: str = "", max_per_trigger: int = 0
+    spark: SparkSession,
+    *,
+    source: str,
+    topic: str,
+    path: str = "",
+    bootstrap: str = "",
+    max_per_trigger: int = 0,
+    options: Mapping[str, str] | None = None,
 ) -> DataFrame:
-    """A streaming DataFrame with one string column `value`, from the local log or from Kafka."""
+    """A streaming DataFrame with one string column `value`, from the local log or from Kafka (`options`: more
+    `kafka.*` client settings, e.g. TLS or SASL)."""
     if source == "local":
         spark.dataSource.register(LocalLogDataSource)
         reader = spark.readStream.format(SOURCE_NAME).option("path", path).option("topic", topic)
@@ -103,6 +111,7 @@ def read_values(
             .option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
+            .options(**dict(options or {}))
         )
         if max_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(max_per_trigger))
@@ -121,6 +130,7 @@ def write_stream(
     bootstrap: str = "",
     topic: str = "",
     path: str = "",
+    options: Mapping[str, str] | None = None,
 ) -> DataStreamWriter:
     """A configured (not started) writer to console, memory, Kafka, or `files`: each micro-batch's output rows as
     Parquet under `path`/batch=<id>, overwritten when a batch runs again (idempotent per batch id: exactly once)."""
@@ -143,6 +153,7 @@ def write_stream(
             out.format("kafka")
             .option("kafka.bootstrap.servers", bootstrap)
             .option("topic", topic)
+            .options(**dict(options or {}))
             .option("checkpointLocation", checkpoint)
             .trigger(processingTime=f"{trigger_s} seconds")
         )

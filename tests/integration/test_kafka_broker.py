@@ -1,0 +1,215 @@
+"""Integration: the local Kafka broker (KRaft) the project starts — it stops whatever happens, says what is
+missing — and the offsets, lag and kafka-exporter series read from it, against the broker's own answers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from daedalus_spark.agent.offset_commit import KafkaCommitter
+from daedalus_spark.kafkacluster import exporter
+from daedalus_spark.kafkacluster.broker import LocalKafka
+from daedalus_spark.kafkacluster.jars import FETCH_COMMAND, JarsMissing, artifact_name
+from daedalus_spark.kafkacluster.offsets import BrokerOffsets, TopicMissing
+from daedalus_spark.waiting import wait_until
+from daedalus_spark.workloads.generator import Generator, KafkaSink
+from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
+from daedalus_spark.workloads.records import wordcount_line
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[LocalKafka]:
+    with LocalKafka() as broker:
+        yield broker
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie is gone, only not yet reaped
+
+
+OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from daedalus_spark.kafkacluster.broker import LocalKafka
+    kafka = LocalKafka().start()
+    print(kafka.pid, kafka.log_path.parent, flush=True)
+    if sys.argv[1] == "raise":
+        raise RuntimeError("the owner fails, never calling stop(): the exit hook stops the broker")
+    try:
+        time.sleep(600)
+    finally:
+        kafka.stop()
+    """
+)
+
+
+@pytest.mark.parametrize("ending", ["raise", "ctrl-c"], ids=["owner-fails", "owner-interrupted"])
+def test_the_broker_leaves_no_process_and_no_folder_behind(ending: str) -> None:
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, ending], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert owner.stdout is not None
+        pid_text, folder = owner.stdout.readline().split()
+        pid = int(pid_text)
+        assert alive(pid) and Path(folder).is_dir()
+        if ending == "ctrl-c":
+            owner.send_signal(signal.SIGINT)
+        owner.wait(timeout=90)
+        wait_until(lambda: not alive(pid), f"the broker (pid {pid}) to be gone", 60)
+        assert not Path(folder).exists()
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+def test_missing_jars_and_java_name_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAEDALUS_SPARK_CACHE", str(tmp_path))
+    with pytest.raises(JarsMissing, match=rf"{FETCH_COMMAND}.*first") as missing:
+        LocalKafka().start()
+    assert str(tmp_path) in str(missing.value)
+    monkeypatch.delenv("DAEDALUS_SPARK_CACHE")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    with pytest.raises(JarsMissing, match=r"java not found.*Java 17"):
+        LocalKafka().start()
+
+
+@pytest.mark.parametrize(
+    ("jar", "artifact"),
+    [
+        ("kafka-clients-3.9.2.jar", "kafka-clients"),
+        ("spark-sql-kafka-0-10_2.13-4.2.0.jar", "spark-sql-kafka-0-10_2.13"),
+        ("zstd-jni-1.5.6-10.jar", "zstd-jni"),
+        ("scala-library-2.13.16.jar", "scala-library"),
+        ("commons-pool2-2.13.1.jar", "commons-pool2"),
+    ],
+)
+def test_a_jars_artifact_is_its_name_without_the_version(jar: str, artifact: str) -> None:
+    assert artifact_name(jar) == artifact
+
+
+def produce(kafka: LocalKafka, topic: str, weights: list[float], records: int) -> None:
+    sink = KafkaSink(kafka.bootstrap, topic, len(weights))
+    generator = Generator(PaceKeeper(Pacer(np.array([float(records)]))), sink, wordcount_line, topic, weights=weights)
+    assert generator.step(10.0) == records
+    sink.flush()
+
+
+def exported(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        families = text_string_to_metric_families(r.read().decode())
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families for s in f.samples}
+
+
+def test_skewed_production_lands_on_the_partitions_the_weights_ask(kafka: LocalKafka) -> None:
+    kafka.create_topic("skewed", 4)
+    produce(kafka, "skewed", [4, 2, 1, 1], 8000)
+    offsets = BrokerOffsets(kafka.bootstrap)
+    try:
+        assert offsets.latest_offsets("skewed") == {0: 4000, 1: 2000, 2: 1000, 3: 1000}
+    finally:
+        offsets.close()
+
+
+def test_lag_and_the_exported_series_equal_the_brokers_offsets_partition_by_partition(kafka: LocalKafka) -> None:
+    kafka.create_topic("lagged", 3)
+    produce(kafka, "lagged", [1, 1, 1], 3000)
+    committer = KafkaCommitter("g1", kafka.bootstrap)
+    offsets = BrokerOffsets(kafka.bootstrap)
+    server = exporter.serve(kafka.bootstrap, ["lagged"], ["g1", "never-committed"], 0)
+    try:
+        wait_until(lambda: _commits(committer, {("lagged", 0): 700, ("lagged", 1): 1000}), "a first commit", 60)
+        assert offsets.committed("lagged", "g1") == {0: 700, 1: 1000}  # partition 2: never committed
+        # unknown is never 0: the uncommitted partition counts from its log start
+        assert offsets.lag("lagged", "g1") == {0: 300, 1: 0, 2: 1000}
+        assert offsets.lag("lagged", "never-committed") == {0: 1000, 1: 1000, 2: 1000}
+        series = exported(server.server_port)
+        for partition, lag in offsets.lag("lagged", "g1").items():
+            key = (("consumergroup", "g1"), ("partition", str(partition)), ("topic", "lagged"))
+            assert series[("kafka_consumergroup_lag", key)] == lag
+        for partition, end in offsets.latest_offsets("lagged").items():
+            labels = (("partition", str(partition)), ("topic", "lagged"))
+            assert series[("kafka_topic_partition_current_offset", labels)] == end
+        committed = {k: v for k, v in series.items() if k[0] == "kafka_consumergroup_current_offset"}
+        assert sorted(dict(k[1])["partition"] for k in committed if dict(k[1])["consumergroup"] == "g1") == ["0", "1"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        committer.close()
+        offsets.close()
+
+
+def _commits(committer: KafkaCommitter, offsets: dict[tuple[str, int], int]) -> bool:
+    try:
+        committer(offsets)  # the group coordinator is elected on first use: a first attempt may find none
+        return True
+    except Exception:
+        return False
+
+
+def test_a_raised_partition_count_shows_at_once_and_a_deleted_topic_is_a_clear_error(kafka: LocalKafka) -> None:
+    kafka.create_topic("growing", 2)
+    offsets = BrokerOffsets(kafka.bootstrap)
+    try:
+        assert offsets.partitions("growing") == [0, 1]
+        kafka.add_partitions("growing", 5)
+        assert offsets.partitions("growing") == [0, 1, 2, 3, 4]
+        assert set(offsets.latest_offsets("growing")) == {0, 1, 2, 3, 4}
+        kafka.delete_topic("growing")
+        wait_until(lambda: _missing(offsets, "growing"), "the deleted topic to be gone from the metadata", 60)
+        with pytest.raises(TopicMissing, match=f"'growing' not found on {kafka.bootstrap}"):
+            offsets.latest_offsets("growing")
+    finally:
+        offsets.close()
+
+
+def _missing(offsets: BrokerOffsets, topic: str) -> bool:
+    try:
+        offsets.partitions(topic)
+    except TopicMissing:
+        return True
+    return False
+
+
+def test_a_broker_restart_loses_no_record_and_the_reader_reconnects(kafka: LocalKafka) -> None:
+    kafka.create_topic("durable", 2)
+    produce(kafka, "durable", [1, 1], 2000)
+    offsets = BrokerOffsets(kafka.bootstrap, timeout_ms=3000)
+    server = exporter.serve(kafka.bootstrap, ["durable"], ["g2"], 0)
+    try:
+        before = offsets.latest_offsets("durable")
+        kafka.restart(down_s=0.0)
+        wait_until(lambda: _reads(offsets, "durable") == before, "the same end offsets after the restart", 90)
+        wait_until(
+            lambda: (
+                ("kafka_topic_partition_current_offset", (("partition", "0"), ("topic", "durable")))
+                in exported(server.server_port)
+            ),
+            "the exporter to serve the topic again",
+            90,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+        offsets.close()
+
+
+def _reads(offsets: BrokerOffsets, topic: str) -> dict[int, int] | None:
+    try:
+        return offsets.latest_offsets(topic)
+    except Exception:
+        return None
