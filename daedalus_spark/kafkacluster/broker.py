@@ -166,12 +166,14 @@ class LocalKafka:
         return KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="daedalus-local-kafka", **settings)
 
     def answers(self) -> bool:
+        """The broker answers, and its group coordinator too (offset commits and group offsets work)."""
         try:
             admin = self.admin()
         except Exception:  # noqa: BLE001 - not up yet: kafka-python raises NoBrokersAvailable and others
             return False
         try:
             admin.describe_cluster()
+            admin.list_group_offsets({"daedalus-local-kafka": None})  # CoordinatorNotAvailable until it is elected
             return True
         except Exception:  # noqa: BLE001 - same
             return False
