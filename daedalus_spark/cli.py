@@ -113,7 +113,12 @@ def _demo(args: argparse.Namespace) -> int:
         return demo(args.out, args.config)
     from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 
-    plan = DemoPlan(duration_s=args.duration, use_prometheus=not args.no_prometheus, autoscaler=args.autoscaler)
+    plan = DemoPlan(
+        duration_s=args.duration,
+        use_prometheus=not args.no_prometheus,
+        autoscaler=args.autoscaler,
+        source=args.source,
+    )
     try:
         return run_demo(args.out, plan, config_path=args.config or DEMO_CONFIG)
     except (RuntimeError, TimeoutError) as exc:  # everything it started is already stopped
@@ -205,6 +210,12 @@ def _register_demo(sub: Any) -> None:
         choices=("daedalus", "spark-da", "batch-ratio", "static"),
         default="daedalus",
         help="ours, or what Spark users run today: dynamic allocation, the DStreams batch-duration rule, static max",
+    )
+    p.add_argument(
+        "--source",
+        choices=("kafka", "local"),
+        default="kafka",
+        help="what the job reads: a local Kafka broker the demo starts (default), or the local partitioned log",
     )
     p.set_defaults(handler=_demo)
 

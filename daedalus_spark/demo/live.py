@@ -1,4 +1,5 @@
-"""Demo: WordCount on a local standalone cluster, the generator replaying a compressed trace, and an autoscaler.
+"""Demo: WordCount on a local standalone cluster reading a local Kafka broker (or the local log: `source local`),
+the generator replaying a compressed trace into it, and an autoscaler.
 
 The autoscaler is ours (`daedalus-spark run`) by default, or one a Spark user runs today for the live comparison
 (benchmarks/live_compare.py): Spark's dynamic allocation switched on in the job, the DStreams batch-duration rule as
@@ -22,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from daedalus_spark.config import Config, load_config, render_yaml
-from daedalus_spark.demo.counts import word_counts
+from daedalus_spark.demo.counts import WordCounts, kafka_word_counts, word_counts
 from daedalus_spark.demo.processes import Processes
 from daedalus_spark.demo.summary import LiveRun, format_summary, summarize
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
+from daedalus_spark.kafkacluster.broker import LocalKafka
 from daedalus_spark.monitor.files import BUNDLED_TRACES
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
@@ -35,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = ROOT / "deploy" / "demo.yaml"
 TRACE = BUNDLED_TRACES["wordcount"]
 TOPIC = "wordcount"  # the pipeline's and the generator's default topic
+GROUP = "daedalus-wordcount"  # the consumer group the job commits its batches' end offsets for (Kafka)
+SOURCES = ("kafka", "local")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class DemoPlan:
     use_prometheus: bool = True
     autoscaler: str = "daedalus"  # one of AUTOSCALERS
     drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
+    source: str = "kafka"  # one of SOURCES: a local Kafka broker, or the local partitioned log
 
     @property
     def compression(self) -> float:
@@ -141,6 +146,8 @@ def controller_config(
 def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CONFIG, log: Any = print) -> int:
     if plan.autoscaler not in AUTOSCALERS:
         raise ValueError(f"autoscaler {plan.autoscaler!r}: expected one of {', '.join(AUTOSCALERS)}")
+    if plan.source not in SOURCES:
+        raise ValueError(f"source {plan.source!r}: expected one of {', '.join(SOURCES)}")
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("knowledge.sqlite", "decisions.jsonl", "wordcount.log", "generator.log", "controller.log"):
         (out / stale).unlink(missing_ok=True)
@@ -149,6 +156,7 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
     running = _Running(
         Processes(out),
         LocalCluster(workers=plan.max_scaleout, cpus_per_executor=plan.cpus_per_executor, memory_per_worker="768m"),
+        LocalKafka() if plan.source == "kafka" else None,
     )
     load_ended_s, drained, counts = math.inf, False, None
     started = time.monotonic()
@@ -158,7 +166,7 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
         load_ended_s = time.monotonic() - sampler.started
         drained = _drain(sampler, plan.drain_s, running.processes, log)
         if drained:
-            counts = word_counts(work / "log", TOPIC, work / "counts")
+            counts = _counts(running, work)
     except KeyboardInterrupt:
         log("demo: interrupted; stopping everything")
     finally:
@@ -175,7 +183,9 @@ class _Running:
 
     processes: Processes
     cluster: LocalCluster
+    kafka: LocalKafka | None = None
     prometheus: PrometheusServer | None = None
+    exporter: Any = None
     sampler: Sampler | None = None
     agent_answer: dict[str, Any] = field(default_factory=dict)
 
@@ -185,7 +195,32 @@ class _Running:
         self.processes.stop_all()
         if self.prometheus is not None:
             self.prometheus.stop()
+        if self.exporter is not None:
+            self.exporter.shutdown()
+            self.exporter.server_close()
         self.cluster.stop()
+        if self.kafka is not None:
+            self.kafka.stop()
+
+
+def _counts(running: _Running, work: Path) -> WordCounts:
+    """The words produced, read back from the topic (or the local log), against the words WordCount counted."""
+    if running.kafka is not None:
+        return kafka_word_counts(running.kafka.bootstrap, TOPIC, work / "counts")
+    return word_counts(work / "log", TOPIC, work / "counts")
+
+
+def _start_kafka(plan: DemoPlan, running: _Running, log: Any) -> list[str]:
+    """The broker with the topic, and kafka-exporter's series for it; returns the exporter's scrape target."""
+    if running.kafka is None:
+        return []
+    from daedalus_spark.kafkacluster import exporter
+
+    log(f"demo: starting a local Kafka {running.kafka.kafka_version} broker (KRaft)")
+    running.kafka.start()
+    running.kafka.create_topic(TOPIC, plan.partitions)
+    running.exporter = exporter.serve(running.kafka.bootstrap, [TOPIC], [GROUP], 0)
+    return [f"127.0.0.1:{running.exporter.server_port}"]
 
 
 def _start_everything(
@@ -194,6 +229,7 @@ def _start_everything(
     """The cluster, the job with the agent, Prometheus if used, the generator and the controller; returns the
     sampler of the agent's metrics, started."""
     controlled = plan.autoscaler in ("daedalus", "batch-ratio")
+    kafka_targets = _start_kafka(plan, running, log)
     log(
         f"demo: starting {plan.max_scaleout} Spark workers ({plan.cpus_per_executor:g} CPU each; cgroup quota: "
         f"{cpu_quota_support() or 'none'})"
@@ -211,7 +247,9 @@ def _start_everything(
     prometheus_url = ""
     if controlled and plan.use_prometheus and find_binary() is not None:
         targets = [u.removeprefix("http://").removesuffix("/metrics") for u in (f"{agent}/metrics", exporter_url)]
-        running.prometheus = start_prometheus([*targets, f"127.0.0.1:{controller_port}"], workdir=work / "prometheus")
+        running.prometheus = start_prometheus(
+            [*targets, *kafka_targets, f"127.0.0.1:{controller_port}"], workdir=work / "prometheus"
+        )
         prometheus_url = running.prometheus.url
     config = controller_config(
         base,
@@ -227,7 +265,9 @@ def _start_everything(
             update={"controller": config.controller.model_copy(update={"planner": "batch_ratio"})}
         )
     (out / "demo-config.yaml").write_text(render_yaml(config))
-    processes.python("generator", "daedalus_spark.workloads.generator", "wordcount", *_generator_args(plan, work))
+    processes.python(
+        "generator", "daedalus_spark.workloads.generator", "wordcount", *_generator_args(plan, work, running.kafka)
+    )
     if controlled:
         processes.start(
             "controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")]
@@ -247,12 +287,19 @@ def _start_everything(
     return sampler
 
 
+def _source_args(work: Path, kafka: LocalKafka | None) -> list[str]:
+    if kafka is None:
+        return ["--log-dir", str(work / "log")]
+    return ["--source", "kafka", "--bootstrap-servers", kafka.bootstrap]
+
+
 def _job_args(plan: DemoPlan, running: _Running, work: Path, agent_port: int, config_path: Path) -> list[str]:
+    kafka = [] if running.kafka is None else ["--group", GROUP]
     return [
         "--master",
         running.cluster.master_url,
-        "--log-dir",
-        str(work / "log"),
+        *_source_args(work, running.kafka),
+        *kafka,
         "--partitions",
         str(plan.partitions),
         "--sink",
@@ -277,7 +324,7 @@ def _job_args(plan: DemoPlan, running: _Running, work: Path, agent_port: int, co
     ]
 
 
-def _generator_args(plan: DemoPlan, work: Path) -> list[str]:
+def _generator_args(plan: DemoPlan, work: Path, kafka: LocalKafka | None) -> list[str]:
     return [
         "--trace",
         str(plan.trace),
@@ -289,8 +336,7 @@ def _generator_args(plan: DemoPlan, work: Path) -> list[str]:
         f"{plan.compression:.6g}",
         "--scale",
         f"{plan.scale:g}",
-        "--log-dir",
-        str(work / "log"),
+        *(["--sink", "kafka", "--bootstrap-servers", kafka.bootstrap] if kafka else ["--log-dir", str(work / "log")]),
         "--partitions",
         str(plan.partitions),
     ]
