@@ -173,7 +173,8 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
         running.stop()
         shutil.rmtree(work, ignore_errors=True)
     samples = running.sampler.samples if running.sampler else []
-    run = LiveRun(samples, load_ended_s, drained, running.agent_answer, counts)
+    lag_check = running.lag_check.summary() if running.lag_check is not None else None
+    run = LiveRun(samples, load_ended_s, drained, running.agent_answer, counts, lag_check)
     return _finish(out, plan, run, time.monotonic() - started, log)
 
 
@@ -186,12 +187,15 @@ class _Running:
     kafka: LocalKafka | None = None
     prometheus: PrometheusServer | None = None
     exporter: Any = None
+    lag_check: Any = None  # a LagCheck when the job reads Kafka and Prometheus runs
     sampler: Sampler | None = None
     agent_answer: dict[str, Any] = field(default_factory=dict)
 
     def stop(self) -> None:
         if self.sampler is not None:
             self.sampler.stop()
+        if self.lag_check is not None:
+            self.lag_check.stop()
         self.processes.stop_all()
         if self.prometheus is not None:
             self.prometheus.stop()
@@ -273,6 +277,12 @@ def _start_everything(
             "controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")]
         )
     running.sampler = sampler = Sampler(f"{agent}/metrics").start()
+    if running.kafka is not None and running.prometheus is not None:
+        from daedalus_spark.demo.lagcheck import LagCheck
+        from daedalus_spark.kafkacluster.offsets import BrokerOffsets
+
+        offsets = BrokerOffsets(running.kafka.bootstrap)
+        running.lag_check = LagCheck(running.prometheus.url, offsets, TOPIC, GROUP).start()
     running.agent_answer = _agent_status(agent)
     log(
         f"demo: load cycle of {plan.duration_s:.0f} s running; autoscaler {plan.autoscaler}"

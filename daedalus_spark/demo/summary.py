@@ -25,6 +25,7 @@ class LiveRun:
     drained: bool
     agent: dict[str, Any]
     counts: WordCounts | None = None
+    lag_check: dict[str, Any] | None = None  # Kafka: exporter's lag through Prometheus against the broker's
 
 
 SETTLE_S = 10.0  # a live count held this long is a level; passing levels (executors joining one by one) are not
@@ -106,6 +107,7 @@ def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wal
         "records_in": counts.words_in if counts else None,  # words appended...
         "records_out": counts.words_out if counts else None,  # ...and counted: the sink's final counts, summed
         "records_exact": bool(counts and counts.exact),
+        "lag_check": run.lag_check,
         "executors_over_time": [
             [round(float(a), 1), int(b)] for a, b in zip(t[ok], live[ok], strict=True) if not math.isnan(b)
         ][::15],
@@ -129,5 +131,16 @@ def format_summary(s: dict[str, Any]) -> str:
             f"  consumer lag p95 {s['lag_p95_records']} records ({s['lag_p95_s']} s of input), "
             f"max {s['lag_max_records']} ({s['lag_max_s']} s)",
             f"  {counts}: {'exact' if s['records_exact'] else 'NOT exact' if s['drained'] else 'lag not worked off'}",
+            *_lag_check_line(s.get("lag_check")),
         ]
     )
+
+
+def _lag_check_line(check: dict[str, Any] | None) -> list[str]:
+    if not check:
+        return []
+    return [
+        f"  kafka-exporter's lag through Prometheus within one batch's records of the broker's: "
+        f"{check['within_one_batch']} of {check['samples']} samples (worst {check['worst_in_batches']} batches; "
+        f"{check['missing']} missing)"
+    ]

@@ -59,6 +59,7 @@ SCRAPE_S = 1.0
 
 @dataclass
 class KafkaJob:
+    generator: Generator
     kafka: LocalKafka
     offsets: BrokerOffsets
     prometheus: PrometheusServer
@@ -111,7 +112,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaJob]:
                         workdir=root / "prometheus",
                         scrape_interval_s=SCRAPE_S,
                     )
-                    job = KafkaJob(kafka, offsets, prometheus, agent, commits, spark, root)
+                    job = KafkaJob(generator, kafka, offsets, prometheus, agent, commits, spark, root)
                     job.start_query()
                     yield job
                 finally:
@@ -229,3 +230,33 @@ def test_lag_and_workload_keep_moving_while_no_batch_runs(job: KafkaJob) -> None
     wait_until(
         lambda: sum(job.offsets.lag(TOPIC, GROUP).values()) < 3 * RATE_PER_S, "the lag worked off after the stall", 180
     )
+
+
+def test_a_broker_restart_mid_run_loses_no_record_and_reports_no_lag_while_down(job: KafkaJob) -> None:
+    """Last in this module: it ends the production."""
+    wait_until(lambda: committed_everywhere(job), "every partition committed for the group", 240)
+    collector = exporter.BrokerOffsetsCollector(BrokerOffsets(job.kafka.bootstrap, timeout_ms=2000), [TOPIC], [GROUP])
+    try:
+
+        def down_scrape() -> list[float]:
+            return [s.value for m in collector.collect() if m.name == "kafka_consumergroup_lag" for s in m.samples]
+
+        def no_lag_while_down(_: float) -> None:
+            assert down_scrape() == []  # the broker is down: no lag series at all, never a 0
+
+        job.kafka.restart(down_s=6.0, sleep=lambda s: (no_lag_while_down(s), time.sleep(s)))
+    finally:
+        collector.offsets.close()
+    wait_until(lambda: job.query.lastProgress is not None and job.query.isActive, "the query running on", 120)
+    job.generator.keeper.pacer = Pacer(np.zeros(0))  # production ends: everything produced must be read
+
+    def drained() -> bool:
+        try:
+            ends, done = job.offsets.latest_offsets(TOPIC), job.offsets.committed(TOPIC, GROUP)
+        except Exception:
+            return False
+        return ends == done and job.query.exception() is None
+
+    wait_until(drained, "every record produced committed by the group", 240, 1.0)
+    time.sleep(1.0)  # the generator's last tick and flush
+    assert sum(job.offsets.latest_offsets(TOPIC).values()) == job.generator.keeper.produced  # none lost, none twice
