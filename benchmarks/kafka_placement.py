@@ -60,13 +60,20 @@ def executor_records(agent_url: str) -> dict[str, float]:
 
 
 def set_target(agent_url: str, target: int) -> None:
+    """PUT the target; a 409 (Spark declined a removal already under way) is printed and the count waited for."""
+    import urllib.error
     import urllib.request
 
     request = urllib.request.Request(
         f"{agent_url}/executors", data=json.dumps({"target": target}).encode(), method="PUT"
     )
-    with urllib.request.urlopen(request, timeout=30):
-        pass
+    try:
+        with urllib.request.urlopen(request, timeout=30):
+            pass
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:
+            raise
+        print(f"target {target}: {exc.read().decode()}", flush=True)
 
 
 def main() -> int:
@@ -107,7 +114,7 @@ def main() -> int:
                     for n in STEPS:
                         set_target(agent.url, n)
                         wait_until(
-                            lambda n=n: len(spark.sparkContext._jsc.sc().getExecutorMemoryStatus()) - 1 == n,
+                            lambda n=n: spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1 == n,
                             f"{n} executors",
                             180,
                         )
