@@ -9,6 +9,7 @@ and a consumer group's committed offset — so workload and lag move between bat
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +21,14 @@ class TopicMissing(LookupError):
 
 @dataclass
 class BrokerOffsets:
-    """Offsets of one broker's topics; the admin connection is made on first use and again after a failure."""
+    """Offsets of one broker's topics; the admin connection is made on first use and again after a failure. One call
+    at a time: the agent's scrapes come from several threads."""
 
     bootstrap: str
     client_config: Mapping[str, Any] = field(default_factory=dict)
     timeout_ms: int = 5000
     _admin: Any = None
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def _client(self) -> Any:
         if self._admin is None:
@@ -36,11 +39,12 @@ class BrokerOffsets:
         return self._admin
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return getattr(self._client(), method)(*args, **kwargs)
-        except Exception:
-            self.close()  # a broker restart or a timeout: connect afresh next time
-            raise
+        with self._lock:
+            try:
+                return getattr(self._client(), method)(*args, **kwargs)
+            except Exception:
+                self.close()  # a broker restart or a timeout: connect afresh next time
+                raise
 
     def partitions(self, topic: str) -> list[int]:
         """The topic's partition ids, as the broker's metadata has them now (a raised count shows at once)."""
@@ -89,6 +93,10 @@ class BrokerOffsets:
         return {p: max(0, end - done.get(p, starts.get(p, 0))) for p, end in ends.items()}
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._admin is not None:
             admin, self._admin = self._admin, None
             with contextlib.suppress(Exception):  # closing a broken connection: nothing left to do

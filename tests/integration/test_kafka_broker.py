@@ -164,16 +164,27 @@ def _commits(committer: KafkaCommitter, offsets: dict[tuple[str, int], int]) -> 
 def test_a_raised_partition_count_shows_at_once_and_a_deleted_topic_is_a_clear_error(kafka: LocalKafka) -> None:
     kafka.create_topic("growing", 2)
     offsets = BrokerOffsets(kafka.bootstrap)
+    server = exporter.serve(kafka.bootstrap, ["growing"], ["g3"], 0)
+
+    def exported_partitions() -> set[str]:
+        series = exported(server.server_port)
+        return {dict(k[1])["partition"] for k in series if k[0] == "kafka_topic_partition_current_offset"}
+
     try:
         assert offsets.partitions("growing") == [0, 1]
+        assert exported_partitions() == {"0", "1"}
         kafka.add_partitions("growing", 5)
         assert offsets.partitions("growing") == [0, 1, 2, 3, 4]
         assert set(offsets.latest_offsets("growing")) == {0, 1, 2, 3, 4}
+        assert exported_partitions() == {"0", "1", "2", "3", "4"}  # the native partitions query sees all five
         kafka.delete_topic("growing")
         wait_until(lambda: _missing(offsets, "growing"), "the deleted topic to be gone from the metadata", 60)
         with pytest.raises(TopicMissing, match=f"'growing' not found on {kafka.bootstrap}"):
             offsets.latest_offsets("growing")
+        assert exported_partitions() == set()  # gone: no series, never zeros
     finally:
+        server.shutdown()
+        server.server_close()
         offsets.close()
 
 

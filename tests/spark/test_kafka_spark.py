@@ -86,6 +86,11 @@ class KafkaJob:
 def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaJob]:
     root = tmp_path_factory.mktemp("kafka")
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    leftover = SparkSession.getActiveSession()
+    if leftover is not None:  # an earlier module's session: getOrCreate would hand it back instead of ours
+        leftover.stop()
     with LocalKafka() as kafka:
         kafka.create_topic(TOPIC, len(WEIGHTS))
         sink = KafkaSink(kafka.bootstrap, TOPIC, len(WEIGHTS))
@@ -98,7 +103,9 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaJob]:
         served = exporter.serve(kafka.bootstrap, [TOPIC], [GROUP], 0)
         try:
             with LocalCluster(workers=2, memory_per_worker="1g") as cluster:
-                spark = cluster.session("daedalus-test-kafka", **SPARK_CONF, **spark_jars_conf())
+                # PySpark's builder keeps options between sessions of a process: the UI the agent needs, explicitly
+                with_ui = {"spark.ui.enabled": "true"}
+                spark = cluster.session("daedalus-test-kafka", **SPARK_CONF, **spark_jars_conf(), **with_ui)
                 agent = commits = prometheus = None
                 job = None
                 try:
