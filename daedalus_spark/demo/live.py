@@ -358,13 +358,18 @@ def _mode(answer: dict[str, Any]) -> str:
     return str(answer["refusing"] or "takes targets")
 
 
-def _agent_status(agent_url: str) -> dict[str, Any]:
-    try:
-        with urllib.request.urlopen(f"{agent_url}/executors", timeout=30) as r:  # noqa: S310 - loopback
-            answer = json.load(r)
-    except (OSError, ValueError):
-        return {}
-    return answer if isinstance(answer, dict) else {}
+def _agent_status(agent_url: str, attempts: int = 3) -> dict[str, Any]:
+    """The agent's answer on /executors; asked again (up to `attempts` times) while the driver is too busy starting
+    the query to answer within 30 s."""
+    for _ in range(attempts):
+        try:
+            with urllib.request.urlopen(f"{agent_url}/executors", timeout=30) as r:  # noqa: S310 - loopback
+                answer = json.load(r)
+        except (OSError, ValueError):
+            continue
+        if isinstance(answer, dict):
+            return answer
+    return {}
 
 
 def _drain(sampler: Sampler, drain_s: float, processes: Processes, log: Any) -> bool:
