@@ -37,7 +37,7 @@ lint: $(BIN)/ruff
 typecheck: $(BIN)/ruff
 	$(BIN)/mypy
 
-bench: $(BIN)/daedalus-spark
+bench: $(BIN)/daedalus-spark kafka-jars
 	for b in benchmarks/*.py; do [ "$$b" = benchmarks/sparkbench.py ] && continue; echo "== $$b"; $(BIN)/python $$b || exit 1; done  # sparkbench.py: shared helpers
 
 clean:
