@@ -177,6 +177,7 @@ def second_pass(
             static_executors=static_executors,
             oracle_executor_hours=hours("oracle") or 0.0,
             target_recovery_s=config.controller.target_recovery_s,
+            target_latency_s=config.controller.target_latency_s,
             optimum_executor_hours=hours("optimum"),
         )
         for name, run in runs.items()

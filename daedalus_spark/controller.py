@@ -126,7 +126,7 @@ class Controller:
         )
         if lost.hold:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=lost.hold))
-        table = k.capacity.table(obs, settings.max_scaleout)
+        table = k.capacity.table(obs, settings.max_scaleout, target_latency_s=settings.target_latency_s)
         if table is None:
             return self._hold(
                 obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem="no executor capacity known yet")

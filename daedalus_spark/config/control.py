@@ -18,6 +18,16 @@ class ControllerConfig(_Section):
     target_recovery_s: float = _field(
         600, "s", "Longest acceptable time from a rescale's stop until the backlog is worked off.", gt=0, le=86400
     )
+    target_latency_s: float = _field(
+        30,
+        "s",
+        "End-to-end latency the job may have outside a recovery: the consumer lag in seconds of input. A micro-batch "
+        "job behind its trigger takes larger batches and keeps up at a latency of a few seconds, so the controller "
+        "sizes each scale-out for the rate it carries within this latency (analyze/batches.py), and a run passes when "
+        "every second outside a recovery has latency within it and every rescale recovers within target_recovery_s.",
+        gt=0,
+        le=86400,
+    )
     checkpoint_interval_s: float = _field(
         10,
         "s",

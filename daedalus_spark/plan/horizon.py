@@ -151,6 +151,8 @@ def _solve(
     sizes = schedule_scaleouts(capacity_at, lo, current, load, need)
     unit = math.gcd(interval, max(1, round(inputs.forecast.step_s)))
     per_unit = load[: len(load) // unit * unit].reshape(-1, unit).mean(axis=1) if len(load) >= unit else load[:1]
+    # The plan keeps latency within a share of the objective: the fluid backlog leaves out the batches in flight.
+    objective_s = settings.target_latency_s * settings.horizon_target_share_ratio
     queue = QueueModel(
         scaleouts=sizes,
         capacity_per_s=tuple(capacity_at[n - lo] * unit for n in sizes),  # records per unit
@@ -158,13 +160,15 @@ def _solve(
         scale_out_stop=Stop(0, math.ceil(inputs.downtime_scale_out_s / unit)),
         scale_in_stop=Stop(0, math.ceil(inputs.downtime_scale_in_s / unit)),
         replay_s=math.ceil(settings.checkpoint_interval_s / unit),
+        target_latency_s=objective_s / unit,
     )
-    behind = inputs.consumer_lag_records > load[0]  # more than a second of input waits: work it off in time
+    # more lag than the objective allows at the current scale-out: work it off in time
+    behind = inputs.consumer_lag_records > objective_s * inputs.capacities.at(current)
     schedule = cheapest_schedule(
         per_unit * unit,
         queue,
         interval_s=max(1, interval // unit),
-        caught_up_records=np.maximum(per_unit, 1.0),  # a second of input, as everywhere
+        caught_up_records=np.zeros(len(per_unit)),  # caught up: latency within the objective
         start=Start(current, inputs.consumer_lag_records, math.ceil(target / unit) if behind else 0),
         max_rescales=allowance,
     )

@@ -104,8 +104,9 @@ def tasks_for(cands: list[Candidate], plan: Plan, seed: int) -> list[WindowTask]
 
 
 def setting_for(job_model: JobModel, peak_per_s: float, config: Config) -> Setting:
-    """The job sized for the whole history's peak (not each window's), judged against your recovery target."""
-    return Setting(job_model.model_dump(mode="python"), peak_per_s, config.controller.target_recovery_s)
+    """The job sized for the whole history's peak (not each window's), judged against your recovery and latency targets."""
+    ctl = config.controller
+    return Setting(job_model.model_dump(mode="python"), peak_per_s, ctl.target_recovery_s, ctl.target_latency_s)
 
 
 def _progress(done: int, total: int) -> None:

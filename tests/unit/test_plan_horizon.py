@@ -22,10 +22,12 @@ from daedalus_spark.plan.schedule import (
 )
 from tests.unit.plan_inputs import plan_inputs as inputs
 
-# 100 records/s per executor, 60-s loop, 600-s target, 10-s checkpoints (replay: 10 s of the recent load), no budget.
+# 100 records/s per executor, 60-s loop, 600-s target, 10-s checkpoints (replay: 10 s of the recent load), no budget;
+# a 1-s latency objective: caught up = the backlog within a second of capacity.
 SETTINGS = ControllerConfig(
     max_scaleout=12,
     target_recovery_s=600,
+    target_latency_s=1,
     checkpoint_interval_s=10,
     loop_interval_s=60,
     cooldown_s=180,
