@@ -276,7 +276,9 @@ def _first_states(p: _Problem, start: Start | None) -> tuple[_States, int]:
         arr0 = p.w[:end0]
         rows0 = lindley(0.0, arr0, np.repeat(p.caps[:, None], end0, axis=1))
         lat0 = p.base + rows0 / p.caps[:, None]
-        ok = (lat0.max(axis=1, initial=0.0) <= p.lat_cap) & (rows0 <= _floors(p, 0, end0, p.floor_by_size[:, None])).all(axis=1)
+        ok = (lat0.max(axis=1, initial=0.0) <= p.lat_cap) & (
+            rows0 <= _floors(p, 0, end0, p.floor_by_size[:, None])
+        ).all(axis=1)
         s.cost[ok, 0], s.backlog[ok, 0] = p.sizes[ok].astype(float) * end0, rows0[ok, -1]
         s.tail[ok, 0] = _tails(0.0, arr0, rows0[ok], p.caps[ok], np.zeros(int(ok.sum())), p.ckpt)
     else:

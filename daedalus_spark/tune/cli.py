@@ -104,7 +104,8 @@ def tasks_for(cands: list[Candidate], plan: Plan, seed: int) -> list[WindowTask]
 
 
 def setting_for(job_model: JobModel, peak_per_s: float, config: Config) -> Setting:
-    """The job sized for the whole history's peak (not each window's), judged against your recovery and latency targets."""
+    """The job sized for the whole history's peak (not each window's), judged against your recovery and latency
+    targets."""
     ctl = config.controller
     return Setting(job_model.model_dump(mode="python"), peak_per_s, ctl.target_recovery_s, ctl.target_latency_s)
 

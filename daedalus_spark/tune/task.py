@@ -48,9 +48,9 @@ class WindowTask:
 @dataclass(frozen=True)
 class Setting:
     """Shared by every task: the simulated job (plain data), the load it is sized for, the user's recovery and latency
-    targets (every candidate is judged against them, whatever targets it plans with), how many fitted models the process keeps
-    for the next candidates (0: every candidate fits its own), and how many ARIMA updates and forecasts (0: every
-    candidate's models compute their own)."""
+    targets (every candidate is judged against them, whatever targets it plans with), how many fitted models the
+    process keeps for the next candidates (0: every candidate fits its own), and how many ARIMA updates and
+    forecasts (0: every candidate's models compute their own)."""
 
     job_model: dict[str, Any]
     sized_for_per_s: float
@@ -156,7 +156,11 @@ def simulate_window(task: WindowTask, workload_per_s: np.ndarray, setting: Setti
     fits, models = process_fit_cache(setting.fit_cache_entries), process_model_memo(setting.model_memo_entries)
     run = run_policy(setup, DaedalusPolicy(config, fits=fits, models=models))
     start = w.start_s - w.lead_start_s
-    return judge(run, start=start, candidate=task.candidate, window=w,
+    return judge(
+        run,
+        start=start,
+        candidate=task.candidate,
+        window=w,
         target_recovery_s=setting.target_recovery_s,
         target_latency_s=setting.target_latency_s,
     )

@@ -168,7 +168,9 @@ def test_on_the_micro_batch_engine_no_policy_that_passes_costs_less(
     base = 40000.0 * np.repeat(np.asarray(levels), minutes * 60)
     workload = np.clip(base * (1.0 + 0.15 * rng.standard_normal(len(base))), 0.0, None)
     config = Config()
-    setup = make_setup(workload, load_job_model("kubernetes"), controller_config(config, load_job_model("kubernetes")), 1)
+    setup = make_setup(
+        workload, load_job_model("kubernetes"), controller_config(config, load_job_model("kubernetes")), 1
+    )
     bound = solve_optimum(setup).executor_seconds
     ctl = setup.config.controller
     rivals = [*_rivals(setup), run_policy(setup, make_policy("spark-da", setup.config))]
