@@ -284,7 +284,11 @@ def goals_section(runs: list[TraceRun], config: Config) -> str:
         lines.append("  ".join([run.name.ljust(width), *cells, unlimited.rjust(20)]))
     passed = sum(ok for g in per_trace.values() for ok, _ in g.values())
     total = sum(len(g) for g in per_trace.values())
-    lines.append(f"passed {passed}/{total}  (rule: latency within {config.controller.target_latency_s:g} s outside recoveries, every recovery within {config.controller.target_recovery_s:g} s; rivals beaten: those that pass it)")
+    ctl = config.controller
+    lines.append(
+        f"passed {passed}/{total}  (rule: latency within {ctl.target_latency_s:g} s outside recoveries, every "
+        f"recovery within {ctl.target_recovery_s:g} s; rivals beaten: those that pass it)"
+    )
     feasible = [r for r in runs if not r.evaluation.optimum_note]
     ours = sum(float(r.evaluation.metrics["daedalus"]["executor_hours"]) for r in feasible)
     ratio = suite_ratio(runs, config)

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from daedalus_spark.analyze.forecast import RefitScheduler
 from daedalus_spark.analyze.losses import LossWatch
 from daedalus_spark.analyze.recovery_measurement import PendingRecovery
@@ -23,7 +25,7 @@ from daedalus_spark.plan.algorithm import PlanInputs, plan
 from daedalus_spark.plan.batchratio import BatchRatioInputs, plan_batch_ratio
 from daedalus_spark.plan.budget import rescale_tokens
 from daedalus_spark.plan.cost import CostAwareInputs, plan_cost_aware
-from daedalus_spark.plan.horizon import HorizonInputs, plan_horizon
+from daedalus_spark.plan.horizon import HorizonInputs, headroom_per_s, plan_horizon, planning_objective_s
 from daedalus_spark.redact import redact
 
 log = logging.getLogger(__name__)
@@ -253,13 +255,22 @@ class Controller:
 
 def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
     """The load per forecast step the configured planner provisions for: the point forecast (paper, and batch_ratio,
-    which reads no forecast), the interval's upper bound (cost_aware), or the point moved `horizon_upper_weight_ratio`
-    of the way to it (horizon)."""
+    which reads no forecast), the interval's upper bound (cost_aware), or the point plus the headroom a miss would
+    need (horizon)."""
     if settings.planner in ("paper", "batch_ratio"):
         return forecast.values_per_s
     if settings.planner == "cost_aware":
         return forecast.upper_bound().values_per_s
-    return forecast.toward_upper(settings.horizon_upper_weight_ratio).values_per_s
+    point = np.asarray(forecast.values_per_s, dtype=float)
+    upper = np.asarray(forecast.upper_bound().values_per_s, dtype=float)
+    extra = headroom_per_s(
+        point,
+        upper,
+        settings.horizon_upper_weight_ratio,
+        interval_s=settings.loop_interval_s,
+        objective_s=planning_objective_s(settings),
+    )
+    return tuple((point + extra).tolist())
 
 
 # Each planner takes its own inputs (PlanInputs extended with what it alone reads), as Controller._plan builds them.

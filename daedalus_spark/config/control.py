@@ -65,15 +65,17 @@ class ControllerConfig(_Section):
     horizon_upper_weight_ratio: float = _field(
         0.5,
         "ratio",
-        "horizon: the load the plan provisions for, between the forecast's point (0) and its interval's upper bound "
-        "(1).",
+        "horizon: the most headroom the plan provisions above the forecast's point, as a share of the way to its "
+        "interval's upper bound (0: the point, 1: the upper bound). Within it, headroom is bought only where a load "
+        "at the upper bound, seen at the next tick, would break the latency objective (docs/planning.md).",
         ge=0,
         le=1,
     )
     horizon_target_share_ratio: float = _field(
         0.5,
         "ratio",
-        "horizon: the plan keeps latency and every recovery within this share of target_recovery_s; the rest is "
+        "horizon: the plan keeps latency within this share of target_latency_s and every recovery within this share "
+        "of target_recovery_s; the rest is "
         "left for what the forecast and the learned capacities and downtimes get wrong.",
         gt=0,
         le=1,
