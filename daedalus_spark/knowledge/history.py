@@ -123,11 +123,13 @@ def _table_to_json(t: CapacityTable) -> dict[str, Any]:
         "executors": [asdict(w) for w in t.executors],
         "catch_up_per_scaleout_per_s": list(t.catch_up_per_scaleout_per_s),
         "notes": list(t.notes),
+        "current_at_trigger_per_s": t.current_at_trigger_per_s,
     }
 
 
 def _table_from_json(raw: dict[str, Any]) -> CapacityTable:
     executors = raw["executors"] if "executors" in raw else raw[_LEGACY_EXECUTORS_KEY]
+    at_trigger = raw.get("current_at_trigger_per_s")  # absent in a store saved before it was kept
     return CapacityTable(
         current_scaleout=int(raw["current_scaleout"]),
         current_per_s=float(raw["current_per_s"]),
@@ -136,6 +138,7 @@ def _table_from_json(raw: dict[str, Any]) -> CapacityTable:
         executors=tuple(_executor_capacity_from_json(w) for w in executors),
         catch_up_per_scaleout_per_s=tuple(float(c) for c in raw.get("catch_up_per_scaleout_per_s", ())),
         notes=tuple(str(n) for n in raw.get("notes", ())),
+        current_at_trigger_per_s=None if at_trigger is None else float(at_trigger),
     )
 
 

@@ -141,6 +141,7 @@ def _capacity_json(k: Knowledge) -> dict[str, Any] | None:
     return {
         "current_scaleout": table.current_scaleout,
         "current_per_s": table.current_per_s,
+        "current_at_trigger_per_s": table.current_at_trigger_per_s,
         "per_scaleout": [
             {
                 "scaleout": n,
@@ -235,8 +236,12 @@ def format_text(r: dict[str, Any]) -> str:
 def _capacity_lines(cap: dict[str, Any] | None) -> list[str]:
     if cap is None:
         return ["capacity: nothing learned yet"]
+    at_trigger = cap.get("current_at_trigger_per_s")
+    trigger_note = (
+        f" at the latency objective; {at_trigger:,.0f} at one batch per trigger" if at_trigger is not None else ""
+    )
     lines = [
-        f"capacity at scale-out {cap['current_scaleout']}: {cap['current_per_s']:,.0f} records/s",
+        f"capacity at scale-out {cap['current_scaleout']}: {cap['current_per_s']:,.0f} records/s{trigger_note}",
         "  per scale-out: "
         + ", ".join(
             f"{p['scaleout']}{'' if p['observed'] else '*'}: {p['capacity_per_s']:,.0f}" for p in cap["per_scaleout"]
