@@ -76,7 +76,7 @@ class BackfillReport:
     end_s: float  # the last: the next tick's window begins here
     step_s: float
     known_until_s: float | None = None
-    first_sample_s: float | None = None  # None: no workload sample at all
+    first_sample_s: float | None = None  # the first workload sample's time; None: no sample at all
     workload_steps: int = 0  # steps with a usable workload sample
     gaps: list[Gap] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
@@ -159,7 +159,7 @@ def backfill(learner: Learner, source: PastSource, config: Config, *, now_s: flo
     runs = known_runs(workload)
     if not runs:
         return report
-    report.first_sample_s = start_s + runs[0][0] * step_s
+    report.first_sample_s = start_s + (runs[0][0] + 1) * step_s  # a sample is stamped with its step's end
     report.workload_steps = sum(b - a for a, b in runs)
     report.gaps = gaps_between(runs, len(workload), start_s=start_s, step_s=step_s)
     _learn_workload(learner, workload, runs, report, tolerance_steps=_steps(config.controller.loop_interval_s, step_s))
