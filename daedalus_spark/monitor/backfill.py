@@ -8,7 +8,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -26,6 +26,12 @@ MAX_POINTS_PER_QUERY = 10_000  # Prometheus refuses a range query of more than 1
 # cap on an answer's size.
 MAX_SAMPLES_PER_QUERY = 400_000
 CHUNK_TIMEOUT_S = 30.0  # the budget of one chunk's queries (a live window's is monitor.timeout_s)
+# The windows read for capacity hold at most this many samples (every series of every step), the newest kept: a day
+# of 1-s steps at 8 executors took 27 s here; more executors read fewer hours.
+MAX_WINDOW_SAMPLES = 4_000_000
+# The ticks (and /healthz) start after the backfill: it stops reading windows this long after it began, well within
+# the deployed liveness probe's patience (30 s + 6 x 20 s).
+BUDGET_S = 90.0
 # Beyond these no job goes: a value past them is a broken exporter or query, refused rather than learned from.
 MAX_RATE_PER_S = MAX_METRIC_VALUE
 MAX_UTILIZATION_RATIO = 2.0  # twice an executor's whole CPU quota or task slots
@@ -82,6 +88,7 @@ class BackfillReport:
     refused: list[str] = field(default_factory=list)
     forecast: str = "nothing"  # what the forecaster was given
     windows: int = 0
+    windows_older: int = 0  # windows past MAX_WINDOW_SAMPLES, not read for capacity
     windows_learned: int = 0
     windows_missing: dict[str, int] = field(default_factory=dict)  # by MonitorError kind
     first_missing: str = ""
@@ -101,6 +108,11 @@ class BackfillReport:
             f"backfill: {self.windows_learned} of {self.windows} loop windows learned from (capacity, batch line); "
             f"forecaster: {self.forecast}"
         )
+        if self.windows_older:
+            lines.append(
+                f"backfill: capacity from the newest {self.windows} loop windows only ({self.windows_older} older ones "
+                f"not read: at most {MAX_WINDOW_SAMPLES:,} samples at start)"
+            )
         if self.windows_missing:
             kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.windows_missing.items()))
             lines.append(f"backfill: windows not learned from: {kinds}; the first: {self.first_missing}")
@@ -137,7 +149,14 @@ def warm_start(learner: Learner, monitor: object, config: Config, *, now_s: floa
     return report
 
 
-def backfill(learner: Learner, source: PastSource, config: Config, *, now_s: float) -> BackfillReport | None:
+def backfill(
+    learner: Learner,
+    source: PastSource,
+    config: Config,
+    *,
+    now_s: float,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> BackfillReport | None:
     """Read the last `controller.backfill_s` (after what the learner knows) and teach it to the learner; None when
     off. Never raises for the past's sake: what cannot be read is reported and the controller starts colder."""
     span_s, step_s = config.controller.backfill_s, config.monitor.step_s
@@ -163,7 +182,7 @@ def backfill(learner: Learner, source: PastSource, config: Config, *, now_s: flo
     report.workload_steps = sum(b - a for a, b in runs)
     report.gaps = gaps_between(runs, len(workload), start_s=start_s, step_s=step_s)
     _learn_workload(learner, workload, runs, report, tolerance_steps=_steps(config.controller.loop_interval_s, step_s))
-    _learn_windows(learner, source, config, report)
+    _learn_windows(learner, source, config, report, deadline=monotonic() + BUDGET_S, monotonic=monotonic)
     return report
 
 
@@ -259,17 +278,31 @@ def window_bounds(start_s: float, end_s: float, interval_s: float) -> list[tuple
     return bounds[::-1]
 
 
-def _learn_windows(learner: Learner, source: PastSource, config: Config, report: BackfillReport) -> None:
-    """Every loop window from the first workload sample on, assembled as the live monitor assembles one, read in
-    chunks of whole windows; a window that cannot be assembled or holds absurd data teaches nothing."""
+def _learn_windows(
+    learner: Learner,
+    source: PastSource,
+    config: Config,
+    report: BackfillReport,
+    *,
+    deadline: float,
+    monotonic: Callable[[], float],
+) -> None:
+    """Every loop window from the first workload sample on (the newest MAX_WINDOW_SAMPLES), assembled as the live
+    monitor assembles one, read oldest first in chunks of whole windows until the deadline; a window that cannot be
+    assembled or holds absurd data teaches nothing."""
     assert report.first_sample_s is not None
-    interval_s, step_s = config.controller.loop_interval_s, report.step_s
+    interval_s, step_s, most = config.controller.loop_interval_s, report.step_s, config.controller.max_scaleout
     bounds = window_bounds(report.first_sample_s - step_s, report.end_s, interval_s)
+    steps_per_window = max(1, _steps(interval_s, step_s))
+    kept = max(1, MAX_WINDOW_SAMPLES // ((2 * most + 8) * steps_per_window))  # 2 series an executor, 8 others
+    report.windows_older, bounds = max(0, len(bounds) - kept), bounds[-kept:]
     report.windows = len(bounds)
-    per_chunk_steps = min(MAX_POINTS_PER_QUERY, MAX_SAMPLES_PER_QUERY // max(1, config.controller.max_scaleout))
-    per_chunk = max(1, per_chunk_steps // max(1, _steps(interval_s, step_s)))
+    per_chunk = max(1, min(MAX_POINTS_PER_QUERY, MAX_SAMPLES_PER_QUERY // max(1, most)) // steps_per_window)
     for i in range(0, len(bounds), per_chunk):
         chunk = bounds[i : i + per_chunk]
+        if monotonic() > deadline:
+            report.stopped = f"at {_iso(chunk[0][0])}: the start-up's {BUDGET_S:g}-s budget ran out"
+            return
         try:
             answers = source.answers(Window(chunk[0][0], chunk[-1][1], step_s), timeout_s=CHUNK_TIMEOUT_S)
         except MonitorError as exc:

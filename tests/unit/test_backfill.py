@@ -16,6 +16,7 @@ from daedalus_spark.execute.dry_run import DryRunActuator
 from daedalus_spark.knowledge.history import History
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore, restore, snapshot
 from daedalus_spark.loop import Loop
+from daedalus_spark.monitor import backfill as backfill_module
 from daedalus_spark.monitor.assemble import Window
 from daedalus_spark.monitor.backfill import (
     Gap,
@@ -300,3 +301,25 @@ def test_the_report_is_kept_with_the_knowledge() -> None:
     text = format_text(build(restored))
     assert "backfill gap: 2027-01-15T09:20:00+00:00 .. 2027-01-15T09:30:00+00:00 (600 s" in text
     assert History.from_state({"version": 1}).backfill == ()
+
+
+def test_capacity_reads_the_newest_windows_within_the_sample_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _config()  # max_scaleout 8: (2 x 8 + 8) series x 6 steps = 144 samples a window
+    monkeypatch.setattr(backfill_module, "MAX_WINDOW_SAMPLES", 144 * 30)
+    controller = Controller(config)
+    report = backfill(controller, RecordedPast.of(_past(gap=None)), config, now_s=END)
+    assert report is not None and report.windows == 30 and report.windows_older == 90
+    assert controller.knowledge.capacity.regressions["1"].n == 30 * 6
+    assert controller.knowledge.forecaster.history_steps == 360  # the workload is read whole
+    assert any("capacity from the newest 30 loop windows only (90 older ones not read" in x for x in report.lines())
+
+
+def test_the_windows_stop_when_the_start_up_budget_runs_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _config()
+    monkeypatch.setattr(backfill_module, "MAX_SAMPLES_PER_QUERY", 8 * 6 * 20)  # chunks of 20 windows
+    ticks = iter([0.0, 1.0, backfill_module.BUDGET_S + 1])  # the start, before the first chunk, before the second
+    controller = Controller(config)
+    report = backfill(controller, RecordedPast.of(_past(gap=None)), config, now_s=END, monotonic=lambda: next(ticks))
+    assert report is not None and report.windows_learned == 20
+    assert report.stopped == "at 2027-01-15T08:20:00+00:00: the start-up's 90-s budget ran out"
+    assert "backfill stopped early: at 2027-01-15T08:20:00+00:00" in report.lines()[-1]
