@@ -4,7 +4,6 @@ small) backfilled with promtool, read back by the monitor's own queries into a c
 
 from __future__ import annotations
 
-import math
 import shutil
 import subprocess
 import time
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from daedalus_spark import metricnames as names
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import Config, parse_config
 from daedalus_spark.controller import Controller
@@ -22,6 +20,7 @@ from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.monitor.backfill import backfill, warm_start
 from daedalus_spark.monitor.prometheus import PrometheusMonitor
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
+from daedalus_spark.monitor.synthetic_history import SyntheticHistory
 from daedalus_spark.report.knowledge_report import build, format_text, load_knowledge
 from daedalus_spark.runtime.sidecar import Sidecar
 
@@ -38,54 +37,16 @@ EXECUTORS = ("1", "2", "3")
 FIXED_S, PER_RECORD_S, BATCHES_PER_S = 0.2, 1e-6, 0.5
 
 
-def _load(t: float) -> float:
-    return 1000.0 + 500.0 * math.sin(2 * math.pi * t / 1800.0)
-
-
-def _openmetrics(start_s: int) -> str:
-    """The agent's series, sampled every SCRAPE_S; counters integrate their rates exactly (trapezoids of a smooth
-    load, so rate() over 40 s differs from the load by well under 1 %)."""
-    families: dict[str, tuple[str, list[str]]] = {
-        names.SOURCE_LATEST_OFFSET: ("gauge", []),
-        names.EXECUTOR_RECORDS: ("counter", []),
-        names.EXECUTOR_CPU_SECONDS: ("counter", []),
-        names.EXECUTOR_CPU_LIMIT_CORES: ("gauge", []),
-        names.LAG_RECORDS: ("gauge", []),
-        names.EXECUTORS: ("gauge", []),
-        names.UPTIME_SECONDS: ("gauge", []),
-        names.QUERY_BATCHES: ("counter", []),
-        names.QUERY_INPUT_RECORDS: ("counter", []),
-        names.QUERY_BATCH_SECONDS: ("counter", []),
-    }
-    offset = 0.0
-    for t in range(0, HOURS * 3600 + 1, SCRAPE_S):
-        if t:
-            offset += SCRAPE_S * (_load(t - SCRAPE_S) + _load(t)) / 2
-        if GAP[0] <= t < GAP[1]:
-            continue
-        ts = start_s + t
-        per_executor = offset / len(EXECUTORS)
-        app = 'application_id="app-1"'
-        families[names.SOURCE_LATEST_OFFSET][1].append(f'{{topic="events",partition="0"}} {offset:.3f} {ts}')
-        for e in EXECUTORS:
-            cpu = 0.05 * t + per_executor / 1000.0  # utilization 0.05 + records/s / 1,000 of a 1-core quota
-            limit = 0.01 if e == "3" and TINY_QUOTA[0] <= t < TINY_QUOTA[1] else 1.0
-            families[names.EXECUTOR_RECORDS][1].append(f'_total{{executor_id="{e}"}} {per_executor:.3f} {ts}')
-            families[names.EXECUTOR_CPU_SECONDS][1].append(f'_total{{executor_id="{e}"}} {cpu:.6f} {ts}')
-            families[names.EXECUTOR_CPU_LIMIT_CORES][1].append(f'{{executor_id="{e}"}} {limit} {ts}')
-        families[names.LAG_RECORDS][1].append(f" 0 {ts}")
-        families[names.EXECUTORS][1].append(f"{{{app}}} 3 {ts}")
-        families[names.UPTIME_SECONDS][1].append(f"{{{app}}} {3600 + t} {ts}")
-        batches = BATCHES_PER_S * t
-        families[names.QUERY_BATCHES][1].append(f'_total{{query="q"}} {batches} {ts}')
-        families[names.QUERY_INPUT_RECORDS][1].append(f'_total{{query="q"}} {offset:.3f} {ts}')
-        seconds = FIXED_S * batches + PER_RECORD_S * offset
-        families[names.QUERY_BATCH_SECONDS][1].append(f'_total{{query="q"}} {seconds:.6f} {ts}')
-    lines = []
-    for name, (kind, samples) in families.items():
-        lines.append(f"# TYPE {name} {kind}")
-        lines += [name + sample for sample in samples]
-    return "\n".join([*lines, "# EOF", ""])
+HISTORY = SyntheticHistory(
+    HOURS * 3600,
+    step_s=SCRAPE_S,
+    executors=len(EXECUTORS),
+    gaps=(GAP,),
+    quota_cores=lambda e, t: 0.01 if e == "3" and TINY_QUOTA[0] <= t < TINY_QUOTA[1] else 1.0,
+    batches_per_s=BATCHES_PER_S,
+    fixed_s=FIXED_S,
+    per_record_s=PER_RECORD_S,
+)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +54,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prometheu
     """A Prometheus whose data directory holds the backfilled blocks (within its 15-day retention)."""
     workdir = tmp_path_factory.mktemp("prometheus")
     start_s = (int(time.time()) // 3600 - 4) * 3600
-    (workdir / "history.om").write_text(_openmetrics(start_s))
+    (workdir / "history.om").write_text("\n".join([*HISTORY.openmetrics(start_s), ""]))
     subprocess.run(
         ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(workdir / "history.om"), str(workdir / "data")],
         check=True,
