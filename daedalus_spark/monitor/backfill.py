@@ -140,7 +140,11 @@ def warm_start(learner: Learner, monitor: object, config: Config, *, now_s: floa
         log.info("no backfill: the monitor (%s) keeps no past; the controller learns live", type(monitor).__name__)
         return None
     started = time.perf_counter()
-    report = backfill(learner, monitor, config, now_s=now_s)
+    try:
+        report = backfill(learner, monitor, config, now_s=now_s)
+    except Exception:  # a bug reading the past must not keep the controller from running
+        log.exception("backfill failed; the controller starts with what it learned before the failure")
+        return None
     assert report is not None
     report.elapsed_s = time.perf_counter() - started
     for line in report.lines():
