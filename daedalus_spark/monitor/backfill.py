@@ -184,8 +184,10 @@ def backfill(
         return report
     report.first_sample_s = start_s + (runs[0][0] + 1) * step_s  # a sample is stamped with its step's end
     report.workload_steps = sum(b - a for a, b in runs)
-    report.gaps = gaps_between(runs, len(workload), start_s=start_s, step_s=step_s)
-    _learn_workload(learner, workload, runs, report, tolerance_steps=_steps(config.controller.loop_interval_s, step_s))
+    # Fewer missing steps than a forecast bucket at the end leave no bucket unseen when the live ticks go on: no gap.
+    tolerance = max(0, _steps(config.forecast.resolution_s, step_s) - 1)
+    report.gaps = gaps_between(runs, len(workload) - tolerance, start_s=start_s, step_s=step_s)
+    _learn_workload(learner, workload, runs, report, tolerance_steps=tolerance)
     _learn_windows(learner, source, config, report, deadline=monotonic() + BUDGET_S, monotonic=monotonic)
     return report
 
@@ -233,7 +235,7 @@ def known_runs(values: Sequence[float]) -> list[tuple[int, int]]:
 
 
 def gaps_between(runs: Sequence[tuple[int, int]], steps: int, *, start_s: float, step_s: float) -> list[Gap]:
-    """The missing steps after the first known one: between runs, and after the last (until the end)."""
+    """The missing steps after the first known one: between runs, and after the last until step `steps`."""
     gaps = [Gap(start_s + a * step_s, start_s + b * step_s) for (_, a), (b, _) in itertools.pairwise(runs)]
     if runs and runs[-1][1] < steps:
         gaps.append(Gap(start_s + runs[-1][1] * step_s, start_s + steps * step_s, "no samples until the start"))
@@ -243,8 +245,9 @@ def gaps_between(runs: Sequence[tuple[int, int]], steps: int, *, start_s: float,
 def forecast_use(
     runs: Sequence[tuple[int, int]], steps: int, *, known: bool, tolerance_steps: int
 ) -> list[ForecastUse]:
-    """What the forecaster does with each run: only the last one, if it reaches the end (within the steps a live
-    window may lack at its start), and after a gap from what it knows, afresh; it never sees across a gap."""
+    """What the forecaster does with each run: only the last one, if it reaches the end (or falls short of it by at
+    most `tolerance_steps`, less than one of its buckets), and after a gap from what it knows, afresh; it never sees
+    across a gap."""
     uses: list[ForecastUse] = ["skip"] * len(runs)
     if runs and steps - runs[-1][1] <= tolerance_steps:
         follows_the_known = len(runs) == 1 and runs[0][0] == 0

@@ -45,7 +45,9 @@ def _config(**controller: object) -> Config:
         {
             "controller": {"loop_interval_s": LOOP_S, "max_scaleout": 8, **controller},
             "monitor": {"step_s": STEP_S},
-            "forecast": {"background_refit": False, "seasonality": False},  # fits in a fraction of the time
+            # More history before a fit than these pasts hold: they count the forecaster's buckets, and an ARIMA fit
+            # in every controller would take most of their time (the integration test fits one).
+            "forecast": {"background_refit": False, "min_history_s": HOURS * 3600 + 600},
         }
     )
 
@@ -102,7 +104,7 @@ def test_runs_and_gaps(values: list[float], runs: list[tuple[int, int]], gaps: l
         ([(0, 10)], 10, False, ["continue"]),
         ([(3, 10)], 10, False, ["continue"]),  # a fresh forecaster starts at the first sample
         ([(0, 4), (6, 10)], 10, False, ["skip", "continue"]),  # only after the last gap
-        ([(0, 4), (6, 9)], 10, False, ["skip", "continue"]),  # a step short of the end: a live window may be
+        ([(0, 4), (6, 9)], 10, False, ["skip", "continue"]),  # a step short, less than a bucket: none unseen
         ([(0, 4), (6, 7)], 10, False, ["skip", "skip"]),  # three short: a gap before the first tick, nothing fed
         ([(0, 10)], 10, True, ["continue"]),  # it follows the stored knowledge
         ([(2, 10)], 10, True, ["afresh"]),  # a gap right after the stored knowledge
@@ -310,7 +312,7 @@ def test_capacity_reads_the_newest_windows_within_the_sample_bound(monkeypatch: 
     report = backfill(controller, RecordedPast.of(_past(gap=None)), config, now_s=END)
     assert report is not None and report.windows == 30 and report.windows_older == 90
     assert controller.knowledge.capacity.regressions["1"].n == 30 * 6
-    assert controller.knowledge.forecaster.history_steps == 360  # the workload is read whole
+    assert controller.knowledge.forecaster.history_steps == 720  # the workload is read whole
     assert any("capacity from the newest 30 loop windows only (90 older ones not read" in x for x in report.lines())
 
 
@@ -323,3 +325,12 @@ def test_the_windows_stop_when_the_start_up_budget_runs_out(monkeypatch: pytest.
     assert report is not None and report.windows_learned == 20
     assert report.stopped == "at 2027-01-15T08:20:00+00:00: the start-up's 90-s budget ran out"
     assert "backfill stopped early: at 2027-01-15T08:20:00+00:00" in report.lines()[-1]
+
+
+def test_a_past_that_stops_before_the_start_feeds_no_forecaster() -> None:
+    config = _config()  # 10-s steps and 10-s forecast buckets: one step missing at the end is a whole bucket
+    controller = Controller(config)
+    report = backfill(controller, RecordedPast.of(_past(END - LOOP_S, gap=None)), config, now_s=END)
+    assert report is not None and report.gaps == [Gap(END - LOOP_S, END, "no samples until the start")]
+    assert report.forecast.startswith("nothing") and controller.knowledge.forecaster.history_steps == 0
+    assert controller.knowledge.capacity.regressions["1"].n == 119 * 6  # capacity has no time axis: learned
