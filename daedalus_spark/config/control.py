@@ -108,6 +108,16 @@ class ControllerConfig(_Section):
     knowledge_path: str = _field(
         "daedalus-knowledge.sqlite", "path", "SQLite file holding everything learned; survives restarts."
     )
+    backfill_s: float = _field(
+        86400,
+        "s",
+        "At start, read this much of the job's recent past from Prometheus (the monitor's queries at its step) and "
+        "learn capacity, the batch line and the forecast from it before the first tick; after a restart, only what "
+        "came after the stored knowledge. Gaps are reported and never crossed; Prometheus's retention bounds it. "
+        "Without monitor.prometheus_url nothing is read. 0 = off (a cold start).",
+        ge=0,
+        le=30 * 86400,
+    )
 
     _path = field_validator("knowledge_path")(_nonblank)
     _path_chars = field_validator("knowledge_path")(_openable_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from daedalus_spark.untrusted import check_version, mapping
 FORECASTS_KEPT = 120  # the forecasts of the last 120 ticks: enough to score one against what came
 WORKLOAD_KEPT = 3000  # observed workload, one value per forecast resolution step
 STATE_VERSION = 1
+_BACKFILL_LINES, _BACKFILL_LINE_MAX = 50, 500  # a stored report of the start-up's backfill is read back this far
 # Stores written before "worker" was renamed "executor" say "workers" and "worker_id" in the capacity table:
 # still read.
 _LEGACY_EXECUTORS_KEY = "workers"
@@ -41,6 +43,8 @@ class History:
     forecasts: deque[ForecastRecord] = field(default_factory=lambda: deque(maxlen=FORECASTS_KEPT))
     workload: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=WORKLOAD_KEPT))
     latest_table: CapacityTable | None = None
+    # What the latest start-up read back from the job's past (monitor/backfill.py): what it learned, gaps, refusals.
+    backfill: tuple[str, ...] = ()
 
     def add_forecast(self, record: ForecastRecord) -> None:
         self.forecasts.append(record)
@@ -48,8 +52,14 @@ class History:
     def add_workload(self, obs: Observation, resolution_s: float) -> None:
         """The window's workload averaged per resolution step, stamped with each step's end (on the forecaster's
         grid); a step already recorded is not recorded again."""
+        self.add_workload_series(obs.workload_per_s, step_s=obs.step_s, end_s=obs.time_s, resolution_s=resolution_s)
+
+    def add_workload_series(
+        self, workload_per_s: Sequence[float], *, step_s: float, end_s: float, resolution_s: float
+    ) -> None:
+        """`add_workload` of samples one per `step_s`, the last ending at `end_s` (a stretch of the past)."""
         last = self.workload[-1][0] if self.workload else -math.inf
-        means = window_means(obs.workload_per_s, step_s=obs.step_s, end_s=obs.time_s, resolution_s=resolution_s)
+        means = window_means(workload_per_s, step_s=step_s, end_s=end_s, resolution_s=resolution_s)
         self.workload.extend((t, mean) for t, mean in means if t > last)
 
     def to_state(self) -> dict[str, Any]:
@@ -58,6 +68,7 @@ class History:
             "forecasts": [asdict(f) for f in self.forecasts],
             "workload": [list(p) for p in self.workload],
             "latest_table": None if self.latest_table is None else _table_to_json(self.latest_table),
+            "backfill": list(self.backfill),
         }
 
     @classmethod
@@ -84,6 +95,7 @@ class History:
         history.workload.extend((float(t), float(v)) for t, v in raw.get("workload", []))
         table = raw.get("latest_table")
         history.latest_table = None if table is None else _table_from_json(table)
+        history.backfill = tuple(str(line)[:_BACKFILL_LINE_MAX] for line in raw.get("backfill", [])[:_BACKFILL_LINES])
         return history
 
 

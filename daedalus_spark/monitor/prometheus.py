@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
@@ -178,16 +178,24 @@ class PrometheusMonitor:
         window = Window(start_s, end_s, self.config.step_s)
         if window.last_index < window.first_index:
             raise MonitorError("empty", f"window ({start_s}, {end_s}] holds no {self.config.step_s}-s step")
-        deadline = time.monotonic() + self.config.timeout_s
+        return build_observation(self.answers(window), window, executor_label=self.config.executor_label)
+
+    def answers(
+        self, window: Window, *, names: Collection[str] | None = None, timeout_s: float | None = None
+    ) -> dict[str, Matrix]:
+        """The answers of the queries `names` (all by default) over the window's grid within one budget of
+        `timeout_s` (monitor.timeout_s by default); an optional query that fails is an empty answer."""
+        budget_s = self.config.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + budget_s
         # Concurrent: Prometheus evaluates them in parallel while this process decodes the answers.
         futures = {
-            name: self._pool.submit(self._query, name, promql, window, deadline)
+            name: self._pool.submit(self._query, name, promql, window, deadline, budget_s)
             for name, promql in self.queries.items()
+            if names is None or name in names
         }
-        results = {name: self._answer(name, future, deadline) for name, future in futures.items()}
-        return build_observation(results, window, executor_label=self.config.executor_label)
+        return {name: self._answer(name, future, deadline, budget_s) for name, future in futures.items()}
 
-    def _answer(self, name: str, future: Future[Matrix], deadline: float) -> Matrix:
+    def _answer(self, name: str, future: Future[Matrix], deadline: float, budget_s: float) -> Matrix:
         """The query's answer by the window's deadline: a server that trickles its answer (each read within the
         client's timeout) fails the window like a silent one instead of holding the tick."""
         try:
@@ -195,7 +203,7 @@ class PrometheusMonitor:
         except FutureTimeout:
             future.cancel()
             raise MonitorError(
-                "timeout", f"query {name!r} took longer than {self.config.timeout_s} s ({self.config.prometheus_url})"
+                "timeout", f"query {name!r} took longer than {budget_s:g} s ({self.config.prometheus_url})"
             ) from None
         except MonitorError:
             pass  # _optional decides whether the window can do without it
@@ -206,10 +214,10 @@ class PrometheusMonitor:
         close = getattr(self._client, "close", None)  # missing before prometheus-api-client 0.6
         close() if close is not None else self._client._session.close()
 
-    def _query(self, name: str, promql: str, window: Window, deadline: float) -> Matrix:
+    def _query(self, name: str, promql: str, window: Window, deadline: float, budget_s: float) -> Matrix:
         remaining_s = deadline - time.monotonic()
         if remaining_s <= 0:
-            raise MonitorError("timeout", f"no time left for query {name!r} within {self.config.timeout_s} s")
+            raise MonitorError("timeout", f"no time left for query {name!r} within {budget_s:g} s")
         first_s, last_s = window.first_index * window.step_s, window.last_index * window.step_s
         # The client rounds start and end to whole seconds; the params override them for sub-second steps.
         params = {"start": f"{first_s:.3f}", "end": f"{last_s:.3f}", "timeout": render_duration(remaining_s)}
@@ -224,7 +232,7 @@ class PrometheusMonitor:
             )
         except (requests.Timeout, urllib3.exceptions.TimeoutError):
             raise MonitorError(
-                "timeout", f"query {name!r} took longer than {self.config.timeout_s} s ({self.config.prometheus_url})"
+                "timeout", f"query {name!r} took longer than {budget_s:g} s ({self.config.prometheus_url})"
             ) from None
         except (requests.ConnectionError, urllib3.exceptions.HTTPError) as exc:
             raise MonitorError(

@@ -129,6 +129,7 @@ def build(k: Knowledge) -> dict[str, Any]:
             "last_rescale_s": k.last_rescale_s,
             "last_rescale": None if k.last_rescale_s is None else iso(k.last_rescale_s),
             "damage": list(k.damage),
+            "backfill": list(k.history.backfill),
         }
     )
     return report
@@ -215,6 +216,7 @@ def _model_key(f: ForecastRecord) -> tuple[Any, ...]:
 
 def format_text(r: dict[str, Any]) -> str:
     lines = [f"knowledge store: {line}" for line in r.get("damage", [])]
+    lines += list(r.get("backfill", []))
     lines += _capacity_lines(r["capacity"])
     lines += _forecast_lines(r["forecast"])
     d = r["decisions"]

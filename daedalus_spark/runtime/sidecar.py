@@ -19,6 +19,7 @@ from daedalus_spark.controller import Controller
 from daedalus_spark.execute.port import Actuator, ActuatorError
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import Loop, Publisher, StepResult
+from daedalus_spark.monitor.backfill import warm_start
 from daedalus_spark.monitor.port import MetricsSource
 from daedalus_spark.redact import redact, redact_logs
 from daedalus_spark.runtime.health import serve_health
@@ -67,6 +68,9 @@ class Sidecar:
                 refits=None if self.refits is None else PoolRefits(self.refits),
                 now_s=self.clock.now(),
             )
+            past = warm_start(controller, self.monitor, self.config, now_s=self.clock.now())
+            if past is not None:
+                controller.knowledge.history.backfill = tuple(past.lines())
             controller.save(self.store)  # a store that cannot be written is refused now, not at the first rescale
         except BaseException:
             if self.refits is not None:
@@ -80,6 +84,8 @@ class Sidecar:
             *self.extra_publishers,
         ]
         self.loop = Loop(controller, self.monitor, self.actuator, self.store, self.clock, publishers)
+        if past is not None:
+            self.loop.continue_from(past.end_s)
 
     def step(self) -> StepResult | None:
         """One tick; a tick that raises is logged and counted, never the end of the sidecar."""
