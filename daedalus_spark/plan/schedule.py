@@ -192,8 +192,7 @@ class _Problem:
         values = np.concatenate([w, caps, floor, [backlog0, model.base_latency_s]])
         objective = model.target_latency_s
         small = (
-            objective is None
-            and not model.relaxed
+            not model.relaxed
             and len(caps) * horizon <= _SMALL_CELLS
             and bool(np.all(np.abs(values) <= _SMALL_MAGNITUDE))  # False for NaN too
             and bool(np.all(caps > 0))
@@ -425,7 +424,8 @@ def _hold_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.
         return  # a cheaper path holds the state already, whatever this one would find
     w, caps, floor, _ = p.small
     b_prev, restart, recovered = float(s.backlog[i, b]), float(s.restart[i, b]), float(s.recovered[i, b])
-    cap, base, target, floor0 = caps[i], p.base, p.target, -b_prev
+    cap, base, target, floor0 = caps[i], p.base, p.lat_cap, -b_prev
+    floor_i = float(p.floor_by_size[i])
     lags: list[float] = []
     total, low = 0.0, math.inf
     for t in range(g.t0, g.t1):
@@ -438,7 +438,7 @@ def _hold_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.
         lags.append(lag)
         wait = restart - t
         wait = wait if wait > 0.0 else 0.0
-        if not base + wait + lag / cap <= target or (lag > floor[t] and t >= recovered):
+        if not base + wait + lag / cap <= target or (lag > floor[t] and lag > floor_i and t >= recovered):
             return
     if c < new.cost[i, b] or (c == new.cost[i, b] and lags[-1] < new.backlog[i, b]):
         down_left = int(max(0.0, restart - g.t0))
@@ -463,7 +463,7 @@ def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: 
         if j == i or c > new.cost[j, nb]:
             continue  # a cheaper path reaches the target already, whatever this rescale would find
         stop_from, down = (p.out_from, p.out_to) if sizes[j] > sizes[i] else (p.in_from, p.in_to)
-        followed = _follow_rescale(p, g, backlog, caps[i], caps[j], stop_from, down)
+        followed = _follow_rescale(p, g, backlog, (caps[i], caps[j]), float(p.floor_by_size[j]), stop_from, down)
         if followed is None or not g.t0 + followed[0] + 1 <= deadline:
             continue
         rec_at, lags = g.t0 + followed[0] + 1, followed[1]
@@ -478,13 +478,20 @@ def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: 
 
 
 def _follow_rescale(
-    p: _Problem, g: _Segment, backlog0: float, cap_from: float, cap_to: float, stop_from: int, down: int
+    p: _Problem,
+    g: _Segment,
+    backlog0: float,
+    caps: tuple[float, float],
+    floor_to: float,
+    stop_from: int,
+    down: int,
 ) -> tuple[int, list[float]] | None:
     """A rescale at the interval's start, second by second until its outcome is known: the offset of its first caught
     up second and the backlog after each second of the interval, or None when it breaks the target (latency, behind
     again after recovering, no recovery within the target)."""
     assert p.small is not None
     w, _, floor, _ = p.small
+    cap_from, cap_to = caps
     t0, seg, base, target, floor0 = g.t0, g.t1 - g.t0, p.base, p.target, -backlog0
     lags: list[float] = []
     total, low = 0.0, math.inf
@@ -496,11 +503,11 @@ def _follow_rescale(
         low = low if low < total else total
         lag = total - (low if low < floor0 else floor0)
         lag = lag if lag > 0.0 else 0.0
-        caught = lag <= floor[t0 + k] and k >= down
+        caught = (lag <= floor[t0 + k] or lag <= floor_to) and k >= down
         if k < seg:
             lags.append(lag)
             wait = (down - k if down - k > 0 else 0) if k >= stop_from else 0
-            if not base + wait + lag / cap_to <= target or (hit >= 0 and not caught):
+            if not base + wait + lag / cap_to <= p.lat_cap or (hit >= 0 and not caught):
                 return None
         if hit < 0 and caught:
             hit = k
