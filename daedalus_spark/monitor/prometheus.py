@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from daedalus_spark.redact import bearer_token
 
 log = logging.getLogger(__name__)
 
+_CLOSE_POLL_S = 0.1  # how often a wait for an answer looks whether close() was called
 _GRACE_S = 0.5  # beyond monitor.timeout_s, for the client's own timeout to fire first with its clearer message
 # One job's range queries over a few loop intervals answer in kilobytes to a few MiB (tune's 7-day history too). A
 # larger answer is a selector matching far more than one job, or a hostile server: read whole, a 200 MB answer took
@@ -172,7 +174,7 @@ class PrometheusMonitor:
             session=session(config),
             retry=Retry(total=0, read=False),
         )
-        self._pool = ThreadPoolExecutor(max_workers=len(self.queries), thread_name_prefix="promql")
+        self._closing = threading.Event()  # set by close(): a tick waiting on an answer gives up at once
 
     def observe(self, *, start_s: float, end_s: float) -> Observation:
         window = Window(start_s, end_s, self.config.step_s)
@@ -180,29 +182,48 @@ class PrometheusMonitor:
             raise MonitorError("empty", f"window ({start_s}, {end_s}] holds no {self.config.step_s}-s step")
         deadline = time.monotonic() + self.config.timeout_s
         # Concurrent: Prometheus evaluates them in parallel while this process decodes the answers.
-        futures = {
-            name: self._pool.submit(self._query, name, promql, window, deadline)
-            for name, promql in self.queries.items()
-        }
+        futures = {name: self._submit(name, promql, window, deadline) for name, promql in self.queries.items()}
         results = {name: self._answer(name, future, deadline) for name, future in futures.items()}
         return build_observation(results, window, executor_label=self.config.executor_label)
 
     def _answer(self, name: str, future: Future[Matrix], deadline: float) -> Matrix:
         """The query's answer by the window's deadline: a server that trickles its answer (each read within the
         client's timeout) fails the window like a silent one instead of holding the tick."""
-        try:
-            future.result(timeout=max(0.0, deadline - time.monotonic()) + _GRACE_S)
-        except FutureTimeout:
-            future.cancel()
-            raise MonitorError(
-                "timeout", f"query {name!r} took longer than {self.config.timeout_s} s ({self.config.prometheus_url})"
-            ) from None
-        except MonitorError:
-            pass  # _optional decides whether the window can do without it
+        end = deadline + _GRACE_S
+        while not future.done():
+            left = end - time.monotonic()
+            if self._closing.is_set():
+                raise MonitorError("timeout", f"query {name!r} abandoned: the monitor is closing")
+            if left <= 0:
+                raise MonitorError(
+                    "timeout",
+                    f"query {name!r} took longer than {self.config.timeout_s} s ({self.config.prometheus_url})",
+                )
+            wait_futures([future], timeout=min(left, _CLOSE_POLL_S))
         return _optional(name, future)
 
+    def _submit(self, name: str, promql: str, window: Window, deadline: float) -> Future[Matrix]:
+        """The query on a daemon thread of its own: one stuck on a trickling answer is abandoned by `_answer` and
+        never holds the process at exit (a thread pool's workers are joined at exit)."""
+        future: Future[Matrix] = Future()
+        future.set_running_or_notify_cancel()
+
+        def query() -> None:
+            try:
+                future.set_result(self._query(name, promql, window, deadline))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting tick, as a pool would
+                future.set_exception(exc)
+
+        if self._closing.is_set():
+            future.set_exception(MonitorError("timeout", f"query {name!r} not sent: the monitor is closed"))
+        else:
+            threading.Thread(target=query, name=f"promql-{name}", daemon=True).start()
+        return future
+
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        """Stop at once: a query still waiting for its answer is abandoned (its thread ends with the answer or the
+        client's timeout, never holding the caller); idempotent."""
+        self._closing.set()
         close = getattr(self._client, "close", None)  # missing before prometheus-api-client 0.6
         close() if close is not None else self._client._session.close()
 

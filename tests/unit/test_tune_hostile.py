@@ -48,7 +48,7 @@ def prometheus() -> Iterator[Callable[[Answer], tuple[str, list[dict[str, Any]]]
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_POST = do_GET
+            do_POST = do_GET  # noqa: N815 - http.server names it
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return None
