@@ -6,8 +6,9 @@ import logging
 import re
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]*@")  # scheme://user:password@host
-_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;]+")
-_AUTHORIZATION = re.compile(r"(?i)\b(authorization['\"]?\s*[:=]\s*['\"]?(?:basic|token|digest)\s+)[^\s'\",;]+")
+# The scheme as written in headers ("Bearer"): "the bearer token is empty" is prose, not a header.
+_BEARER = re.compile(r"\b(Bearer\s+)[^\s'\",;]+")
+_AUTHORIZATION = re.compile(r"(?i)\b(authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|basic|token|digest)\s+)[^\s'\",;]+")
 _MASK = "***"
 # A token read (agent, Prometheus) is also masked as a value standing alone (an error quoting b'<token>'), when it is
 # long enough to be told from the rest of the text: masking a short one ("0") by value would garble every line it

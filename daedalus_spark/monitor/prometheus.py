@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import requests
@@ -19,6 +18,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
 from daedalus_spark.config import MonitorConfig
+from daedalus_spark.config.fields import check_regular_file, read_small_file
 from daedalus_spark.domain import Observation
 from daedalus_spark.monitor.assemble import (
     BATCH_QUERIES,
@@ -110,10 +110,7 @@ def auth_headers(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str,
     """The Authorization header from `bearer_token_file` or `bearer_token_env` (the token is never logged)."""
     if config.bearer_token_file:
         source = f"monitor.bearer_token_file ({config.bearer_token_file})"
-        try:
-            token = bearer_token(Path(config.bearer_token_file).read_text(encoding="utf-8"), source)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{source}: cannot read the bearer token: {type(exc).__name__}") from None
+        token = bearer_token(read_small_file(config.bearer_token_file, source), source)
     elif config.bearer_token_env:
         source = f"monitor.bearer_token_env ({config.bearer_token_env})"
         token = bearer_token(environ.get(config.bearer_token_env, ""), source)
@@ -126,8 +123,8 @@ def auth_headers(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str,
 
 def session(config: MonitorConfig) -> requests.Session:
     """An HTTP session that checks certificates unless `tls_verify` is off, against `ca_file` when set."""
-    if config.tls_verify and config.ca_file and not Path(config.ca_file).is_file():
-        raise ValueError(f"monitor.ca_file ({config.ca_file}): no such file")  # else every query fails alike
+    if config.tls_verify and config.ca_file:  # else every query fails alike
+        check_regular_file(config.ca_file, f"monitor.ca_file ({config.ca_file})")
     http = requests.Session()
     http.verify = (config.ca_file or True) if config.tls_verify else False
     http.hooks["response"].append(read_capped)
