@@ -181,11 +181,11 @@ def _earlier_demo_outputs(out: Path) -> list[Path]:
         return logs
     try:
         earlier = load_config(out / "demo-config.yaml")
-        ours = {earlier.controller.knowledge_path, earlier.runtime.decision_log}
+        ours = {Path(p).resolve() for p in (earlier.controller.knowledge_path, earlier.runtime.decision_log)}
     except (ConfigError, OSError):
         ours = set()
     for path in kept:
-        if (path.exists() or path.is_symlink()) and (path.is_symlink() or str(path) not in ours):
+        if (path.exists() or path.is_symlink()) and (path.is_symlink() or path.resolve() not in ours):
             raise FileExistsError(
                 errno.EEXIST,
                 "not written by an earlier demo in this directory: move it away or pass another --out",
