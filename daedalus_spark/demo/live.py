@@ -25,7 +25,7 @@ from typing import Any
 from daedalus_spark.config import Config, ConfigError, load_config, render_yaml
 from daedalus_spark.demo.counts import word_counts
 from daedalus_spark.demo.processes import Processes
-from daedalus_spark.demo.summary import LiveRun, format_summary, summarize
+from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, summarize
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.monitor.files import BUNDLED_TRACES
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
@@ -169,7 +169,7 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
         shutil.rmtree(work, ignore_errors=True)
     samples = running.sampler.samples if running.sampler else []
     run = LiveRun(samples, load_ended_s, drained, running.agent_answer, counts)
-    return _finish(out, plan, run, time.monotonic() - started, log)
+    return _finish(out, plan, run, time.monotonic() - started, log, target_recovery_s=base.controller.target_recovery_s)
 
 
 def _earlier_demo_outputs(out: Path) -> list[Path]:
@@ -365,7 +365,7 @@ def _wait_out(duration_s: float, processes: Processes, log: Any) -> None:
         time.sleep(1)
 
 
-def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any) -> int:
+def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any, *, target_recovery_s: float) -> int:
     decisions = (
         [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines() if line.strip()]
         if (out / "decisions.jsonl").exists()
@@ -382,9 +382,10 @@ def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any) ->
     replace_file(out / "summary.json", json.dumps(summary, indent=2, allow_nan=False).encode())
     report = _report(out) if plan.autoscaler in ("daedalus", "batch-ratio") else ""
     log(format_summary(summary) + (f"\nreport: {report}" if report else ""))
-    if not summary["records_exact"]:
-        return 1
-    return 0 if plan.autoscaler != "daedalus" or (summary["scale_outs"] and summary["scale_ins"]) else 1
+    failed = failed_checks(summary, target_recovery_s=target_recovery_s)
+    for line in failed:
+        print(line, file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _report(out: Path) -> str:
