@@ -13,7 +13,7 @@ from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import ConfigError, load_config, render_yaml
 from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.knowledge.state import IncompatibleKnowledge
-from daedalus_spark.monitor.files import UTILIZATION_WINDOW_S, InputFileError
+from daedalus_spark.monitor.files import InputFileError
 from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.report.knowledge_report import register as register_report
@@ -47,6 +47,8 @@ def _capacity(args: argparse.Namespace) -> int:
         smooth_samples=args.smooth_throughput,
         utilization_window_s=args.utilization_window,
     )
+    if (assumed := report.assumption()) is not None:
+        print(assumed, file=sys.stderr)
     print(strict_json(to_json(report)) if args.json else format_text(report))
     return 0
 
@@ -168,11 +170,12 @@ def _register_capacity(sub: Any) -> None:
     p.add_argument(
         "--utilization-window",
         type=number(0, 86_400),
-        default=UTILIZATION_WINDOW_S,
+        default=None,
         metavar="SECONDS",
-        help="throughput is averaged over this trailing window (rows from the time column's step) to cover what a "
-        "utilization exported as a moving average covers, as the live monitor aligns them (default %(default)g: "
-        "a 1-minute CPU rate; 0 = no alignment)",
+        help="the window the utilization is a rate or average over (a 1-minute CPU rate: 60); throughput is averaged "
+        "over the same trailing window (rows from the time column's step), as the live monitor aligns them. Default: "
+        "the utilization file's '# window: 60s' line above its header, else none (rows taken as aligned, and said "
+        "on one line); 0 = no alignment",
     )
     p.add_argument(
         "--smooth-throughput",
