@@ -258,7 +258,7 @@ def _start_everything(
             "controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")]
         )
     running.sampler = sampler = Sampler(f"{agent}/metrics").start()
-    running.agent_answer = _agent_status(agent)
+    running.agent_answer = _agent_status(agent, processes)
     log(
         f"demo: load cycle of {plan.duration_s:.0f} s running; autoscaler {plan.autoscaler}"
         + (
@@ -327,13 +327,26 @@ def _mode(answer: dict[str, Any]) -> str:
     return str(answer["refusing"] or "takes targets")
 
 
-def _agent_status(agent_url: str) -> dict[str, Any]:
+def _agent_status(agent_url: str, processes: Processes) -> dict[str, Any]:
+    """The agent's answer on /executors (its mode), waited for: a driver on a busy machine may take a while to give
+    it; {} when it never does (the summary then shows no mode)."""
+    answer: dict[str, Any] = {}
+
+    def answered() -> bool:
+        nonlocal answer
+        try:
+            with urllib.request.urlopen(f"{agent_url}/executors", timeout=30) as r:  # noqa: S310 - loopback
+                got = json.load(r)
+        except (OSError, ValueError):
+            return False
+        answer = got if isinstance(got, dict) else {}
+        return "refusing" in answer
+
     try:
-        with urllib.request.urlopen(f"{agent_url}/executors", timeout=30) as r:  # noqa: S310 - loopback
-            answer = json.load(r)
-    except (OSError, ValueError):
+        wait_for_processes(answered, "the agent's mode on /executors", 180, processes)
+    except TimeoutError:
         return {}
-    return answer if isinstance(answer, dict) else {}
+    return answer
 
 
 def _drain(sampler: Sampler, drain_s: float, processes: Processes, log: Any) -> bool:

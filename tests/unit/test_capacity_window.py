@@ -24,7 +24,8 @@ TRUE_CAPACITY = sum(a + b for a, b in LINES.values())  # 67,000 records/s
 
 
 def _job(seed: int = 7) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Per-second utilization and throughput from the same second (a load swinging 0.2..0.8; 2 % noise on throughput, 0.005 on utilization)."""
+    """Per-second utilization and throughput from the same second: a load swinging 0.2..0.8; 2 % noise on
+    throughput, 0.005 on utilization."""
     rng = np.random.default_rng(seed)
     t = np.arange(SECONDS)
     util, thr = {}, {}

@@ -85,8 +85,19 @@ def _summary(**changes):
         ({"lag_p95_s": None}, ["lag p95 within the recovery target: None s"]),
         ({"ticks": 0}, ["the controller decided: 0 ticks"]),
         ({"ticks": 0, "autoscaler": "spark-da"}, []),
+        ({"lag_p95_s": 75.0, "autoscaler": "static"}, []),  # a comparison: its lag is reported, not demanded
     ],
-    ids=["held-and-fine", "rescaled-and-fine", "not-exact", "not-drained", "lag-over", "no-lag", "no-ticks", "da"],
+    ids=[
+        "held-and-fine",
+        "rescaled-and-fine",
+        "not-exact",
+        "not-drained",
+        "lag-over",
+        "no-lag",
+        "no-ticks",
+        "da",
+        "static-lag",
+    ],
 )
 def test_each_failed_demo_check_is_one_line_with_its_figures(changes, expected) -> None:
     from daedalus_spark.demo.summary import failed_checks
