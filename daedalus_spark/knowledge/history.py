@@ -122,7 +122,6 @@ def _forecast_from_json(raw: Any, where: str) -> ForecastRecord:
         parts = numbers(order, f"{where}.arima_order", max_len=3, lo=0, hi=100)
         if len(parts) != 3 or any(p != int(p) for p in parts):
             raise Damaged(f"{where}.arima_order: expected three whole numbers, got {order!r:.40}")
-    steps = {"max_len": 100_000, "lo": 0.0, "hi": MAX_RATE_PER_S}
     return ForecastRecord(
         time_s=number(stored(f, "time_s", where), f"{where}.time_s", lo=0.0),
         model=text(stored(f, "model", where), f"{where}.model", max_len=40),
@@ -131,10 +130,18 @@ def _forecast_from_json(raw: Any, where: str) -> ForecastRecord:
         last_wape=optional_number(stored(f, "last_wape", where), f"{where}.last_wape", lo=0.0),
         start_s=number(stored(f, "start_s", where), f"{where}.start_s", lo=0.0),
         step_s=number(stored(f, "step_s", where), f"{where}.step_s", lo=1e-3, hi=86_400.0),
-        values_per_s=tuple(numbers(stored(f, "values_per_s", where), f"{where}.values_per_s", **steps)),
-        upper_per_s=tuple(numbers(f.get("upper_per_s", []), f"{where}.upper_per_s", **steps)),
-        planned_per_s=tuple(numbers(f.get("planned_per_s", []), f"{where}.planned_per_s", **steps)),
+        values_per_s=tuple(_rates(stored(f, "values_per_s", where), f"{where}.values_per_s")),
+        upper_per_s=tuple(_rates(f.get("upper_per_s", []), f"{where}.upper_per_s")),
+        planned_per_s=tuple(_rates(f.get("planned_per_s", []), f"{where}.planned_per_s")),
     )
+
+
+def _rates(value: Any, where: str) -> list[float]:
+    return numbers(value, where, max_len=100_000, lo=0.0, hi=MAX_RATE_PER_S)
+
+
+def _signed_rate(value: Any, where: str) -> float:
+    return number(value, where, lo=-MAX_RATE_PER_S, hi=MAX_RATE_PER_S)
 
 
 def _workload_point(raw: Any, where: str) -> tuple[float, float]:
@@ -186,20 +193,17 @@ def _table_to_json(t: CapacityTable) -> dict[str, Any]:
 def _table_from_json(raw: Mapping[str, Any], where: str = "latest_table") -> CapacityTable:
     raw = {k: list(v) if isinstance(v, tuple) else v for k, v in raw.items()}
     executors = raw["executors"] if "executors" in raw else stored(raw, _LEGACY_EXECUTORS_KEY, where)
-    rates = {"max_len": 100_000, "lo": 0.0, "hi": MAX_RATE_PER_S}
     scaleouts = numbers(stored(raw, "observed_scaleouts", where), f"{where}.observed_scaleouts", max_len=100_000, lo=1)
     if not isinstance(executors, list):
         raise Damaged(f"{where}.executors: expected a list, got {type(executors).__name__}")
     return CapacityTable(
         current_scaleout=integer(stored(raw, "current_scaleout", where), f"{where}.current_scaleout", lo=0, hi=100_000),
         current_per_s=number(stored(raw, "current_per_s", where), f"{where}.current_per_s", lo=0.0, hi=MAX_RATE_PER_S),
-        per_scaleout_per_s=tuple(
-            numbers(stored(raw, "per_scaleout_per_s", where), f"{where}.per_scaleout_per_s", **rates)
-        ),
+        per_scaleout_per_s=tuple(_rates(stored(raw, "per_scaleout_per_s", where), f"{where}.per_scaleout_per_s")),
         observed_scaleouts=frozenset(int(n) for n in scaleouts),
         executors=tuple(_executor_capacity_from_json(w, f"{where}.executors[{i}]") for i, w in enumerate(executors)),
         catch_up_per_scaleout_per_s=tuple(
-            numbers(raw.get("catch_up_per_scaleout_per_s", []), f"{where}.catch_up_per_scaleout_per_s", **rates)
+            _rates(raw.get("catch_up_per_scaleout_per_s", []), f"{where}.catch_up_per_scaleout_per_s")
         ),
         notes=tuple(text(n, f"{where}.notes", max_len=1000) for n in raw.get("notes", ())),
     )
@@ -209,14 +213,13 @@ def _executor_capacity_from_json(raw: Any, where: str) -> ExecutorCapacity:
     raw = dict(mapping(raw, where))
     if _LEGACY_EXECUTOR_ID_KEY in raw and "executor_id" not in raw:
         raw["executor_id"] = raw.pop(_LEGACY_EXECUTOR_ID_KEY)
-    rate = {"lo": -MAX_RATE_PER_S, "hi": MAX_RATE_PER_S}
     return ExecutorCapacity(
         executor_id=text(stored(raw, "executor_id", where), f"{where}.executor_id"),
         samples=integer(stored(raw, "samples", where), f"{where}.samples", lo=0, hi=2**62),
-        intercept_per_s=number(stored(raw, "intercept_per_s", where), f"{where}.intercept_per_s", **rate),
-        slope_per_s=number(stored(raw, "slope_per_s", where), f"{where}.slope_per_s", **rate),
-        own_capacity_per_s=number(stored(raw, "own_capacity_per_s", where), f"{where}.own_capacity_per_s", **rate),
+        intercept_per_s=_signed_rate(stored(raw, "intercept_per_s", where), f"{where}.intercept_per_s"),
+        slope_per_s=_signed_rate(stored(raw, "slope_per_s", where), f"{where}.slope_per_s"),
+        own_capacity_per_s=_signed_rate(stored(raw, "own_capacity_per_s", where), f"{where}.own_capacity_per_s"),
         load_share_ratio=number(stored(raw, "load_share_ratio", where), f"{where}.load_share_ratio", lo=0.0, hi=1e6),
-        capacity_per_s=number(stored(raw, "capacity_per_s", where), f"{where}.capacity_per_s", **rate),
+        capacity_per_s=_signed_rate(stored(raw, "capacity_per_s", where), f"{where}.capacity_per_s"),
         method=text(stored(raw, "method", where), f"{where}.method", max_len=40),
     )
