@@ -114,11 +114,11 @@ def _tune_symlink(tree: Path, tmp: Path) -> tuple[str, str]:
 
     config = Config()
     grid = TuneGrid.model_validate({"knobs": {"controller.cooldown_s": [60]}})
-    row = {"window": 0, "seconds": 3600, "rescales": 0, "recovery_violations": 0, "behind_s": 0}
-    row |= {"behind_episodes": 0, "violations": 0, "latency_p95_s": 1.0}
+    sys.path.insert(1, str(ROOT))  # the tune tests' rows
+    from tests.unit.test_tune_cli import _row
+
     rows = [
-        {**row, "candidate": c, "part": p, "executor_hours": h}
-        for c, p, h in ((0, "select", 10.0), (0, "holdout", 8.0), (1, "select", 9.0), (1, "holdout", 7.0))
+        _row(c, p, h) for c, p, h in ((0, "select", 10.0), (0, "holdout", 8.0), (1, "select", 9.0), (1, "holdout", 7.0))
     ]
     inputs = {"history": "h", "job": "j", "holdout_hours": 1.0, "select_hours": 1.0, "gaps": [], "candidates": 2}
     result = to_json(
