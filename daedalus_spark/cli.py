@@ -38,6 +38,8 @@ def _validate_config(args: argparse.Namespace) -> int:
 def _capacity(args: argparse.Namespace) -> int:
     from daedalus_spark.report.capacity_report import capacity_from_csv, format_text, to_json
 
+    if args.smooth_throughput is not None and args.utilization_window is not None:
+        raise UsageError("--smooth-throughput and --utilization-window both set the throughput window: give one")
     config = load_config(args.config)
     report = capacity_from_csv(
         args.utilization,

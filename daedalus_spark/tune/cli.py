@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     source = p.add_mutually_exclusive_group()
     source.add_argument("--trace", type=Path, help="the history as a 'second|count' trace instead of Prometheus")
     source.add_argument("--prometheus-url", help="Prometheus to read the history from (default: the config's)")
-    p.add_argument("--since", default="7d", help="how much history to read from Prometheus (default %(default)s)")
+    p.add_argument("--since", default=None, help="how much history to read from Prometheus (default 7d)")
     p.add_argument("--knowledge", type=Path, help="the controller's knowledge store: the job's learned profile")
     p.add_argument("--job-model", metavar="YAML|PROFILE", help="the simulated job instead (sim/jobmodel.py)")
     p.add_argument("--master", default="local[*]", help="Spark master (default %(default)s)")
@@ -127,6 +127,8 @@ def _since_s(text: str, step_s: float, now_s: float) -> float:
 
 def _history(args: argparse.Namespace, config: Config, grid: TuneGrid) -> History:
     if args.trace is not None:
+        if args.since is not None:
+            raise HistoryError("--since applies to a history read from Prometheus; a --trace is read whole")
         return from_trace(args.trace)
     url = args.prometheus_url or config.monitor.prometheus_url
     if not url:
@@ -138,7 +140,7 @@ def _history(args: argparse.Namespace, config: Config, grid: TuneGrid) -> Histor
     except ValueError as exc:
         raise HistoryError(f"Prometheus URL {url[:80]!r}: {exc}") from None
     now = time.time() if args.now is None else args.now
-    since_s = _since_s(args.since, grid.history.step_s, now)
+    since_s = _since_s(args.since or "7d", grid.history.step_s, now)
     return from_prometheus(config, url=url, since_s=since_s, step_s=grid.history.step_s, now_s=now, environ=os.environ)
 
 

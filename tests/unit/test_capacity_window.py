@@ -110,3 +110,11 @@ def test_iso_times_without_a_zone_are_utc_whatever_the_machines_zone(tmp_path, m
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+def test_two_options_for_the_same_window_are_refused(tmp_path, capsys) -> None:
+    util, thr = _job()
+    u, t = _write(tmp_path / "u.csv", util), _write(tmp_path / "t.csv", thr)
+    argv = ["capacity", "--utilization", str(u), "--throughput", str(t), "--smooth-throughput", "4"]
+    assert main([*argv, "--utilization-window", "60"]) == 2
+    assert "--smooth-throughput and --utilization-window both set" in capsys.readouterr().err

@@ -190,3 +190,11 @@ def test_a_config_written_for_prometheus_with_a_short_rate_window_is_still_refus
     (tmp_path / "c.yaml").write_text(f"monitor: {{prometheus_url: '{url}', rate_window_s: 5}}\n")
     code, _, err = _tune(tmp_path, monkeypatch, capsys, ["--config", "c.yaml", "--prometheus-url", url])
     assert code == 2 and "monitor.rate_window_s (5 s) must be at least 4 × monitor.scrape_interval_s" in err, err
+
+
+def test_since_with_a_trace_is_refused_not_ignored(tmp_path, monkeypatch, capsys) -> None:
+    from tests.unit.test_tune_cli import TRACE
+
+    (tmp_path / "t.csv").write_text(TRACE)
+    code, _, err = _tune(tmp_path, monkeypatch, capsys, ["--trace", "t.csv", "--since", "1d"])
+    assert code == 2 and "--since applies to a history read from Prometheus" in err, err
