@@ -31,7 +31,9 @@ def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
     snapshot = SqliteKnowledgeStore(path).load()  # loading opens the file read-only
     if snapshot is None:
         raise IncompatibleKnowledge(f"{path}: an empty knowledge file (no controller has saved to it yet)")
-    return restore(snapshot, config or Config(), now_s=time.time())
+    knowledge = restore(snapshot, config or Config(), now_s=time.time())
+    knowledge.damage[:] = [f"{line} (in {path})" for line in knowledge.damage]  # which file, for each record
+    return knowledge
 
 
 def iso(time_s: float) -> str:

@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 # Ticks in a row that raise or cannot save before /healthz says "failing" (a restart may help; it shows at least).
 FAILING_TICKS = 3
+# How long a stop waits for the tick under way (its monitor is closed first, so only an actuation can hold it):
+# well inside Kubernetes's default 30-s grace period before SIGKILL.
+STOP_GRACE_S = 10.0
 
 
 @dataclass
@@ -49,6 +52,8 @@ class Sidecar:
     _started_s: float = 0.0
     _failing_ticks: int = 0
     _last_failure: str = ""
+    _not_saved: bool = False
+    _ticking: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._started_s = self.clock.now()
@@ -89,6 +94,10 @@ class Sidecar:
 
     def step(self) -> StepResult | None:
         """One tick; a tick that raises is logged and counted, never the end of the sidecar."""
+        with self._ticking:
+            return self._step()
+
+    def _step(self) -> StepResult | None:
         try:
             result = self.loop.step()
         except Exception as exc:  # the runtime outlives any single tick
@@ -99,16 +108,17 @@ class Sidecar:
             self._steps += 1
             self._last_step_s = self.clock.now()
         if result.store_error is not None:
-            self._failed(f"knowledge not saved: {result.store_error}")
+            self._failed(f"knowledge not saved: {result.store_error}", saving=True)
             return result
         self._failing_ticks, self._last_failure = 0, ""
         if result.monitor_error is None:
             self._last_good_s = result.time_s
         return result
 
-    def _failed(self, why: str) -> None:
+    def _failed(self, why: str, *, saving: bool = False) -> None:
         self.metrics.tick_errors.inc()
         self._failing_ticks += 1
+        self._not_saved = saving
         self._last_failure = redact(why)
 
     def health(self) -> tuple[bool, dict[str, Any]]:
@@ -117,7 +127,9 @@ class Sidecar:
         now = self.clock.now()
         stall_s = 3 * self.config.controller.loop_interval_s + _longest_actuation_s(self.config)
         since = now - (self._last_step_s if self._last_step_s is not None else self._started_s)
-        failing = self._failing_ticks >= FAILING_TICKS
+        # Knowledge that cannot be saved is lost with every tick: failing at once (a tick that raised may be a
+        # passing fault, and needs FAILING_TICKS in a row).
+        failing = self._failing_ticks >= FAILING_TICKS or (self._failing_ticks > 0 and self._not_saved)
         status = "stalled" if since > stall_s else "failing" if failing else "ok"
         details: dict[str, Any] = {
             "status": status,
@@ -164,10 +176,27 @@ class Sidecar:
             while not self._stop.wait(1.0):
                 pass
         finally:
-            scheduler.shutdown(wait=True)  # the running tick finishes (and saves) first
-            self.close(server)
-        log.info("stopped after %d ticks; knowledge in %s", self._steps, self.config.controller.knowledge_path)
+            self._shut_down(scheduler, server)
         return 0
+
+    def _shut_down(self, scheduler: BackgroundScheduler, server: Any) -> None:
+        """Prompt, whatever a tick is waiting for: no new tick; the monitor closed, so a tick waiting on a query
+        gives up, skips its window and saves; that tick waited for at most STOP_GRACE_S. Says where the knowledge
+        is either way."""
+        scheduler.shutdown(wait=False)
+        self.monitor.close()
+        finished = self._ticking.acquire(timeout=STOP_GRACE_S)
+        if finished:
+            self._ticking.release()
+        else:
+            log.warning("a tick still running after %g s of the stop is left unfinished", STOP_GRACE_S)
+        self.close(server)
+        log.info(
+            "stopped after %d ticks; knowledge%s in %s",
+            self._steps,
+            "" if finished else " as the last finished tick saved it",
+            self.config.controller.knowledge_path,
+        )
 
     def stop(self) -> None:
         self._stop.set()
