@@ -73,9 +73,6 @@ class Sidecar:
                 refits=None if self.refits is None else PoolRefits(self.refits),
                 now_s=self.clock.now(),
             )
-            past = warm_start(controller, self.monitor, self.config, now_s=self.clock.now())
-            if past is not None:
-                controller.knowledge.history.backfill = tuple(past.lines())
             controller.save(self.store)  # a store that cannot be written is refused now, not at the first rescale
         except BaseException:
             if self.refits is not None:
@@ -89,8 +86,18 @@ class Sidecar:
             *self.extra_publishers,
         ]
         self.loop = Loop(controller, self.monitor, self.actuator, self.store, self.clock, publishers)
-        if past is not None:
-            self.loop.continue_from(past.end_s)
+
+    def warm(self) -> None:
+        """Learn the job's recent past from Prometheus before the first tick (monitor/backfill.py), save it, and
+        start the loop's first window where that reading stopped. A stop meanwhile closes the monitor, which ends
+        the reading at once."""
+        controller = self.loop.controller
+        past = warm_start(controller, self.monitor, self.config, now_s=self.clock.now())
+        if past is None:
+            return
+        controller.knowledge.history.backfill = tuple(past.lines())
+        self.loop.continue_from(past.end_s)
+        controller.save(self.store)
 
     def step(self) -> StepResult | None:
         """One tick; a tick that raises is logged and counted, never the end of the sidecar."""
@@ -143,6 +150,17 @@ class Sidecar:
         return status == "ok", details
 
     def run(self, *, handle_signals: bool = True) -> int:
+        if handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop())
+        self.warm()
+        if self._stop.is_set():
+            self.close(None)
+            log.info(
+                "stopped after 0 ticks, while reading the job's past; knowledge in %s",
+                self.config.controller.knowledge_path,
+            )
+            return 0
         self._started_s = self.clock.now()
         runtime = self.config.runtime
         server = (
@@ -162,9 +180,6 @@ class Sidecar:
             misfire_grace_time=max(1, math.ceil(interval_s)),
             next_run_time=datetime.now(UTC),
         )
-        if handle_signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: self.stop())
         self._probe_actuator()
         scheduler.start()
         log.info(
@@ -199,7 +214,10 @@ class Sidecar:
         )
 
     def stop(self) -> None:
+        """Ask the run to end; the monitor is closed at once, so a query under way (a tick's or the start-up's
+        reading of the past) gives up instead of holding the stop."""
         self._stop.set()
+        self.monitor.close()
 
     def _probe_actuator(self) -> None:
         """One clear line at start when the job cannot be reached; the ticks keep trying regardless."""

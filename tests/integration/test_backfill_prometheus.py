@@ -157,6 +157,7 @@ def test_the_sidecar_starts_warm_and_reports_the_gap(server: tuple[PrometheusSer
     end_s = start_s + HOURS * 3600
     sidecar = Sidecar(config, _monitor(config), DryRunActuator(), clock=FakeClock(end_s))
     try:
+        sidecar.warm()
         assert sidecar.loop._window_end_s == end_s  # the first tick observes from where the backfill stopped
         assert sidecar.loop.controller.knowledge.capacity.regressions
     finally:

@@ -53,10 +53,16 @@ def trickling() -> Iterator[ThreadingHTTPServer]:
     server.server_close()
 
 
-def test_run_stops_within_seconds_of_sigterm_while_prometheus_trickles(tmp_path: Path, trickling) -> None:
+@pytest.mark.parametrize(
+    "backfill_s",
+    [pytest.param(0, id="during-a-tick"), pytest.param(86400, id="during-the-start-up-s-reading-of-the-past")],
+)
+def test_run_stops_within_seconds_of_sigterm_while_prometheus_trickles(
+    tmp_path: Path, trickling, backfill_s: int
+) -> None:
     url = f"http://127.0.0.1:{trickling.server_port}"
     (tmp_path / "c.yaml").write_text(
-        f"controller: {{loop_interval_s: 5, knowledge_path: {tmp_path / 'k.sqlite'}}}\n"
+        f"controller: {{loop_interval_s: 5, backfill_s: {backfill_s}, knowledge_path: {tmp_path / 'k.sqlite'}}}\n"
         f"monitor: {{prometheus_url: '{url}', scrape_interval_s: 1, timeout_s: 60}}\n"
         "forecast: {background_refit: false}\n"
         f"runtime: {{decision_log: {tmp_path / 'd.jsonl'}, metrics_port: 0}}\n"
@@ -70,7 +76,7 @@ def test_run_stops_within_seconds_of_sigterm_while_prometheus_trickles(tmp_path:
         text=True,
     )
     try:
-        wait_until(lambda: trickling.requests > 0, "the first tick's query to reach Prometheus", 180, interval_s=0.1)
+        wait_until(lambda: trickling.requests > 0, "the first query to reach Prometheus", 180, interval_s=0.1)
         time.sleep(0.5)  # the tick is now waiting on the trickle, 60 s from its deadline
         stopped = time.monotonic()
         proc.send_signal(signal.SIGTERM)
