@@ -1,5 +1,5 @@
 """Benchmark: decision quality of every policy against the offline optimum and the oracle, on the bundled traces and
-the held-out suite (sim/suite.py); prints a table per trace and issue 17's goals as PASS/FAIL for daedalus, judged
+the held-out suite (sim/suite.py); prints a table per trace and the planning goals as PASS/FAIL for daedalus, judged
 against the optimum held to the controller's own rescale budget (`optimum:R`, R = max_rescales_per_hour / 3 per
 20 min) and, beside it, the unlimited optimum.
 
@@ -38,12 +38,12 @@ from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.cli import TRACES_DIR
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, controller_config, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, JobModelError, load_job_model
-from daedalus_spark.sim.metrics import scored_part, seconds_behind, summarize
+from daedalus_spark.sim.metrics import passes, scored_part, summarize
 from daedalus_spark.sim.policies import StaticPolicy
 from daedalus_spark.sim.runner import make_setup, run_policy
 from daedalus_spark.sim.suite import SHAPES, WorkloadShape, get_shape, shape_names, suite_workload
 
-BASELINES = ("hpa:0.8", "hpa:0.85", "flink")
+BASELINES = ("hpa:0.7", "hpa:0.8", "hpa:0.9", "flink")
 SPARK_BASELINES = ("spark-da", "batch-ratio")  # Spark's own autoscalers read tasks and batches: micro-batch only
 RATIO_GOAL = 1.20  # daedalus executor-hours <= 1.20 x optimum:R on every trace...
 SUITE_RATIO_GOAL = 1.10  # ...and <= 1.10 x over the suite in total
@@ -97,13 +97,15 @@ def generated_shape(name: str) -> WorkloadShape | None:
 
 
 def best_static(workload: np.ndarray, job_model: JobModel, config: Config, seed: int, sized_for: float) -> int:
-    """The fewest static executors that keep up (never behind; a static run has no rescale, so no violation); the
-    maximum where none does."""
+    """The fewest static executors that pass the acceptance rule (a static has no rescale: latency within the
+    objective throughout); the maximum where none does."""
     setup = make_setup(workload, job_model, config, seed, sized_for_per_s=sized_for)
     lo, hi = config.controller.min_scaleout, setup.max_scaleout
-    while lo < hi:  # seconds behind falls as executors are added: bisect
+    ctl = config.controller
+    while lo < hi:  # latency falls as executors are added: bisect
         mid = (lo + hi) // 2
-        if seconds_behind(run_policy(setup, StaticPolicy(mid)), config.controller.target_recovery_s) == 0:
+        run = run_policy(setup, StaticPolicy(mid))
+        if passes(run, target_latency_s=ctl.target_latency_s, target_recovery_s=ctl.target_recovery_s):
             hi = mid
         else:
             lo = mid + 1
@@ -177,6 +179,7 @@ def second_pass(
             static_executors=static_executors,
             oracle_executor_hours=hours("oracle") or 0.0,
             target_recovery_s=config.controller.target_recovery_s,
+            target_latency_s=config.controller.target_latency_s,
             optimum_executor_hours=hours("optimum"),
         )
         for name, run in runs.items()
@@ -196,7 +199,9 @@ COLUMNS = (
     ("per 20min", lambda m, h: f"{per_20min(m['rescales'], h):.2f}"),
     ("down s", lambda m, h: f"{m['downtime_s']}"),
     ("p95 s", lambda m, h: f"{m['latency_p95_s']:.1f}"),
-    ("viol.", lambda m, h: f"{m['recovery_violations']}"),
+    ("rec. viol.", lambda m, h: f"{m['recovery_violations']}"),
+    ("late s", lambda m, h: f"{m['latency_violation_s']}"),
+    ("rule", lambda m, h: "pass" if m["passes"] else "FAIL"),
     ("behind s", lambda m, h: f"{m['behind_s']}"),
 )
 
@@ -222,21 +227,17 @@ def table(run: TraceRun) -> str:
 
 
 def goals(run: TraceRun, config: Config) -> dict[str, tuple[bool, str]]:
-    """Issue 17's goals for daedalus on one trace: name -> (pass, the figure)."""
+    """The planning goals for daedalus on one trace: name -> (pass, the figure)."""
     m = run.evaluation.metrics
     d = m["daedalus"]
-    target_s = config.controller.target_recovery_s
     ratio = _vs_limited(m, config)
     rate = per_20min(d["rescales"], run.hours)
     budget = config.controller.max_rescales_per_hour / 3.0
-    # A rival counts when it meets the bar daedalus is held to: zero violations and p95 latency within the target
-    # (hpa runs hours behind without a single rescale to miss, which zero violations alone would reward).
-    rivals = [
-        p
-        for p in (run.static_name, *run.baselines)
-        if m[p]["recovery_violations"] == 0 and m[p]["latency_p95_s"] <= target_s
-    ]
+    # A rival counts when it passes the rule daedalus is held to; the optimum is a bound on every one that does.
+    rivals = [p for p in (run.static_name, *run.baselines) if m[p]["passes"]]
     beaten = [p for p in rivals if d["executor_hours"] >= m[p]["executor_hours"]]
+    bound = m["optimum"]["executor_hours"] if "optimum" in m else math.nan
+    below = [p for p in (*rivals, "daedalus") if m[p]["passes"] and m[p]["executor_hours"] < bound - 1e-9]
     if run.evaluation.optimum_note:  # a load above what max_scaleout carries: nothing meets the target; max is right
         share = overloaded_share_at_max(run)
         return {
@@ -245,10 +246,10 @@ def goals(run: TraceRun, config: Config) -> dict[str, tuple[bool, str]]:
         }
     return {
         f"wh<={RATIO_GOAL:.2f}xopt:R": (not math.isnan(ratio) and ratio <= RATIO_GOAL, _ratio(ratio)),
-        "0 violations": (d["recovery_violations"] == 0, str(d["recovery_violations"])),
+        "passes rule": (bool(d["passes"]), f"{d['latency_violation_s']}s/{d['recovery_violations']}"),
         "rescales<=budget": (budget <= 0 or rate <= budget + 1e-9, f"{rate:.2f}/20min"),
-        "p95<=target": (d["latency_p95_s"] <= target_s, f"{d['latency_p95_s']:.0f}s"),
-        "beats 0-viol baselines": (not beaten, "ok" if not beaten else "not below " + ",".join(beaten)),
+        "beats passing rivals": (not beaten, "ok" if not beaten else "not below " + ",".join(beaten)),
+        "optimum is a bound": (not below, "ok" if not below else "below it: " + ",".join(below)),
     }
 
 
@@ -283,7 +284,11 @@ def goals_section(runs: list[TraceRun], config: Config) -> str:
         lines.append("  ".join([run.name.ljust(width), *cells, unlimited.rjust(20)]))
     passed = sum(ok for g in per_trace.values() for ok, _ in g.values())
     total = sum(len(g) for g in per_trace.values())
-    lines.append(f"passed {passed}/{total}  (baselines beaten: those with 0 violations and p95 within the target)")
+    ctl = config.controller
+    lines.append(
+        f"passed {passed}/{total}  (rule: latency within {ctl.target_latency_s:g} s outside recoveries, every "
+        f"recovery within {ctl.target_recovery_s:g} s; rivals beaten: those that pass it)"
+    )
     feasible = [r for r in runs if not r.evaluation.optimum_note]
     ours = sum(float(r.evaluation.metrics["daedalus"]["executor_hours"]) for r in feasible)
     ratio = suite_ratio(runs, config)

@@ -155,7 +155,14 @@ def main() -> int:
     plot(args.out, names, plan)
     (args.out / "compare.json").write_text(json.dumps({"live": live_rows, "simulated": sim_rows}, indent=2))
     print(f"written: {args.out / 'compare.json'}, {args.out / 'timeline.png'}")
-    return 0 if all(r["records_exact"] for r in live_rows.values()) else 1
+    failed = [
+        f"{n}: {r['records_in']} appended, {r['records_out']} counted"
+        for n, r in live_rows.items()
+        if not r["records_exact"]
+    ]
+    for line in failed:
+        print(f"live_compare check failed: words counted exactly, {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -258,17 +258,28 @@ def summarize(rows: list[dict[str, float]], args: argparse.Namespace) -> bool:
             f"a year extrapolated from {end['day']:.1f} days: store and log stay at their bounds (pruned and "
             f"rotated); RSS at most {year_mb:.0f} MB (the last half's highest, plus its slope if rising)"
         )
-    goals = {
-        "store flat after the retention window (< 5 % growth)": store_growth < 0.05,
-        "log within its bound": end["log_kb"] <= log_bound_kb,
-        "tick p95 (CPU time) of the last 10 % within 10 % of the first": cpu[3] <= 1.10 * cpu[1],
-        "tick p95 (wall time, as loaded as the machine) of the last 10 % within 10 % of the first": wall[3]
-        <= 1.10 * wall[1],
-        "RSS flat over the last half (spread < 5 % of the mean)": spread < 0.05 * float(total.mean()),
+    goals = {  # goal: (met, its figures)
+        "store flat after the retention window (< 5 % growth)": (store_growth < 0.05, f"{store_growth:+.1%}"),
+        "log within its bound": (end["log_kb"] <= log_bound_kb, f"{end['log_kb']:.0f} kB of {log_bound_kb:.0f} kB"),
+        "tick p95 (CPU time) of the last 10 % within 10 % of the first": (
+            cpu[3] <= 1.10 * cpu[1],
+            f"{cpu[3]:.1f} ms against {cpu[1]:.1f} ms",
+        ),
+        "tick p95 (wall time, as loaded as the machine) of the last 10 % within 10 % of the first": (
+            wall[3] <= 1.10 * wall[1],
+            f"{wall[3]:.1f} ms against {wall[1]:.1f} ms",
+        ),
+        "RSS flat over the last half (spread < 5 % of the mean)": (
+            spread < 0.05 * float(total.mean()),
+            f"spread {spread:.1f} MB, mean {float(total.mean()):.1f} MB",
+        ),
     }
-    for goal, met in goals.items():
-        print(f"  {'met' if met else 'NOT MET'}: {goal}")
-    return all(goals.values())
+    for goal, (met, figures) in goals.items():
+        print(f"  {'met' if met else 'NOT MET'}: {goal}: {figures}")
+    for goal, (met, figures) in goals.items():
+        if not met:
+            print(f"soak check failed: {goal}: {figures}", file=sys.stderr)
+    return all(met for met, _ in goals.values())
 
 
 def main() -> int:

@@ -13,7 +13,8 @@ from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import ConfigError, load_config, render_yaml
 from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.knowledge.state import IncompatibleKnowledge
-from daedalus_spark.monitor.files import UTILIZATION_WINDOW_S, InputFileError
+from daedalus_spark.monitor.files import InputFileError
+from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.report.knowledge_report import register as register_report
 from daedalus_spark.sim.cli import register as register_simulate
@@ -37,6 +38,8 @@ def _validate_config(args: argparse.Namespace) -> int:
 def _capacity(args: argparse.Namespace) -> int:
     from daedalus_spark.report.capacity_report import capacity_from_csv, format_text, to_json
 
+    if args.smooth_throughput is not None and args.utilization_window is not None:
+        raise UsageError("--smooth-throughput and --utilization-window both set the throughput window: give one")
     config = load_config(args.config)
     report = capacity_from_csv(
         args.utilization,
@@ -46,6 +49,8 @@ def _capacity(args: argparse.Namespace) -> int:
         smooth_samples=args.smooth_throughput,
         utilization_window_s=args.utilization_window,
     )
+    if (assumed := report.assumption()) is not None:
+        print(assumed, file=sys.stderr)
     print(strict_json(to_json(report)) if args.json else format_text(report))
     return 0
 
@@ -108,21 +113,34 @@ def _run(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     """What `make demo` runs: the live loop on a local Spark cluster (`--simulated`: the simulator side by side)."""
     if args.simulated:
+        live_only = {
+            "--autoscaler": args.autoscaler,
+            "--duration": args.duration,
+            "--no-prometheus": args.no_prometheus,
+            "--source": args.source,
+        }
+
+        given = [name for name, value in live_only.items() if value not in (None, False)]
+        if given:
+            raise UsageError(
+                f"demo --simulated plays the bundled trace with its own settings: {', '.join(given)} "
+                "applies to the live demo only"
+            )
         from daedalus_spark.sim.cli import demo
 
         return demo(args.out, args.config)
     from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 
     plan = DemoPlan(
-        duration_s=args.duration,
+        duration_s=480.0 if args.duration is None else args.duration,
         use_prometheus=not args.no_prometheus,
-        autoscaler=args.autoscaler,
-        source=args.source,
+        autoscaler=args.autoscaler or "daedalus",
+        source=args.source or "kafka",
     )
     try:
         return run_demo(args.out, plan, config_path=args.config or DEMO_CONFIG)
     except (RuntimeError, TimeoutError) as exc:  # everything it started is already stopped
-        print(f"daedalus-spark demo: failed: {exc}", file=sys.stderr)
+        print(f"daedalus-spark demo: failed: {' '.join(redact(str(exc)).split())}", file=sys.stderr)
         return 1
 
 
@@ -156,11 +174,12 @@ def _register_capacity(sub: Any) -> None:
     p.add_argument(
         "--utilization-window",
         type=number(0, 86_400),
-        default=UTILIZATION_WINDOW_S,
+        default=None,
         metavar="SECONDS",
-        help="throughput is averaged over this trailing window (rows from the time column's step) to cover what a "
-        "utilization exported as a moving average covers, as the live monitor aligns them (default %(default)g: "
-        "a 1-minute CPU rate; 0 = no alignment)",
+        help="the window the utilization is a rate or average over (a 1-minute CPU rate: 60); throughput is averaged "
+        "over the same trailing window (rows from the time column's step), as the live monitor aligns them. Default: "
+        "the utilization file's '# window: 60s' line above its header, else none (rows taken as aligned, and said "
+        "on one line); 0 = no alignment",
     )
     p.add_argument(
         "--smooth-throughput",
@@ -202,20 +221,27 @@ def _register_demo(sub: Any) -> None:
     p = sub.add_parser("demo", help="what `make demo` runs: the live loop on a local Spark cluster")
     p.add_argument("--config", type=Path, default=None, help="controller config (default: deploy/demo.yaml)")
     p.add_argument("--out", type=Path, default=Path("out/demo"))
-    p.add_argument("--duration", type=float, default=480.0, help="wall seconds of the load cycle (default 480)")
+    p.add_argument(
+        "--duration",
+        type=number(10, 86_400),
+        default=None,
+        metavar="SECONDS",
+        help="wall seconds of the load cycle, 10..86400 (default 480)",
+    )
     p.add_argument("--no-prometheus", action="store_true", help="use the embedded scraper even if prometheus exists")
     p.add_argument("--simulated", action="store_true", help="the simulator on the bundled trace instead (~25 s)")
     p.add_argument(
         "--autoscaler",
         choices=("daedalus", "spark-da", "batch-ratio", "static"),
-        default="daedalus",
-        help="ours, or what Spark users run today: dynamic allocation, the DStreams batch-duration rule, static max",
+        default=None,
+        help="ours (the default), or what Spark users run today: dynamic allocation, the DStreams batch-duration "
+        "rule, static max",
     )
     p.add_argument(
         "--source",
         choices=("kafka", "local"),
-        default="kafka",
-        help="what the job reads: a local Kafka broker the demo starts (default), or the local partitioned log",
+        default=None,
+        help="what the job reads: a local Kafka broker the demo starts (default: kafka), or the local partitioned log",
     )
     p.set_defaults(handler=_demo)
 
@@ -234,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _fail(message: str) -> int:
     """Every CLI error: one line on stderr, exit status 2."""
-    print(f"daedalus-spark: error: {' '.join(message.split())}", file=sys.stderr)
+    print(f"daedalus-spark: error: {' '.join(redact(message).split())}", file=sys.stderr)
     return 2
 
 

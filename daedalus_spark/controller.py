@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
-from daedalus_spark.analyze.forecast import RefitScheduler
+import numpy as np
+
+from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
 from daedalus_spark.analyze.losses import LossWatch
 from daedalus_spark.analyze.recovery_measurement import PendingRecovery
 from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
@@ -23,7 +25,7 @@ from daedalus_spark.plan.algorithm import PlanInputs, plan
 from daedalus_spark.plan.batchratio import BatchRatioInputs, plan_batch_ratio
 from daedalus_spark.plan.budget import rescale_tokens
 from daedalus_spark.plan.cost import CostAwareInputs, plan_cost_aware
-from daedalus_spark.plan.horizon import HorizonInputs, plan_horizon
+from daedalus_spark.plan.horizon import HorizonInputs, headroom_per_s, plan_horizon, planning_objective_s
 from daedalus_spark.redact import redact
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ class Controller:
     ) -> None:
         self.config = config
         self.knowledge = knowledge or Knowledge.fresh(config, refits=refits)
+        self._refits = refits  # a forecaster started afresh (learn_past_workload) fits through them too
         self.application = ApplicationWatch(application_id=self.knowledge.application_id)
         self.losses = LossWatch()
 
@@ -87,6 +90,54 @@ class Controller:
             self._start_rescale(decision)
         return decision
 
+    @property
+    def known_until_s(self) -> float | None:
+        """The end of the latest window the knowledge learned from: the last tick that observed (a tick's time is its
+        window's end), or the latest sample the capacity model took; None for a fresh knowledge."""
+        k = self.knowledge
+        ticks = [d.time_s for d in k.decisions if d.evidence.skip is None or not d.evidence.skip.monitor_error]
+        times = ticks + list(k.capacity.last_seen_s.values())
+        return max(times) if times else None
+
+    def learn_past(self, obs: Observation) -> str:
+        """Learn from a window of the job's past (monitor/backfill.py) what a tick learns from it, deciding nothing:
+        the capacity model (regressions, batch line, backlog floor) and the table it remembers. The forecaster and
+        the workload history learn the past's workload in stretches (`learn_past_workload`); the recovery meter
+        measures this controller's own rescales and learns live only. Returns why the window is unusable ('')."""
+        missing = _missing(obs)
+        if missing:
+            return missing
+        k, settings = self.knowledge, self.config.controller
+        warmup_samples = _samples_in_warmup(obs, settings.warmup_s)
+        k.capacity.learn(obs, skip_first=warmup_samples)
+        if warmup_samples < len(obs.workload_per_s):
+            table = k.capacity.table(obs, settings.max_scaleout)
+            if table is not None:
+                k.capacity.remember(table)
+                k.history.latest_table = table
+        return ""
+
+    def learn_past_workload(
+        self,
+        workload_per_s: Sequence[float],
+        *,
+        step_s: float,
+        end_s: float,
+        forecast: Literal["skip", "continue", "afresh"],
+    ) -> None:
+        """A contiguous stretch of the job's past workload (one sample per `step_s`, the last ending at `end_s`):
+        the workload history always; the forecaster with `forecast` "continue" (the stretch follows what it
+        knows) or "afresh" (a gap lies between: it starts again from this stretch, never across the gap), not with
+        "skip" (an older stretch)."""
+        k = self.knowledge
+        if forecast == "afresh":
+            k.forecaster = WorkloadForecaster(self.config.forecast, refits=self._refits)
+        if forecast != "skip":
+            k.forecaster.observe(workload_per_s, step_s=step_s, end_s=end_s)
+        k.history.add_workload_series(
+            workload_per_s, step_s=step_s, end_s=end_s, resolution_s=self.config.forecast.resolution_s
+        )
+
     def _start_rescale(self, decision: Decision) -> None:
         k, now_s = self.knowledge, decision.time_s
         k.last_rescale_s = now_s
@@ -126,7 +177,7 @@ class Controller:
         )
         if lost.hold:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=lost.hold))
-        table = k.capacity.table(obs, settings.max_scaleout)
+        table = k.capacity.table(obs, settings.max_scaleout, target_latency_s=settings.target_latency_s)
         if table is None:
             return self._hold(
                 obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem="no executor capacity known yet")
@@ -253,13 +304,22 @@ class Controller:
 
 def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
     """The load per forecast step the configured planner provisions for: the point forecast (paper, and batch_ratio,
-    which reads no forecast), the interval's upper bound (cost_aware), or the point moved `horizon_upper_weight_ratio`
-    of the way to it (horizon)."""
+    which reads no forecast), the interval's upper bound (cost_aware), or the point plus the headroom a miss would
+    need (horizon)."""
     if settings.planner in ("paper", "batch_ratio"):
         return forecast.values_per_s
     if settings.planner == "cost_aware":
         return forecast.upper_bound().values_per_s
-    return forecast.toward_upper(settings.horizon_upper_weight_ratio).values_per_s
+    point = np.asarray(forecast.values_per_s, dtype=float)
+    upper = np.asarray(forecast.upper_bound().values_per_s, dtype=float)
+    extra = headroom_per_s(
+        point,
+        upper,
+        settings.horizon_upper_weight_ratio,
+        interval_s=settings.loop_interval_s,
+        objective_s=planning_objective_s(settings),
+    )
+    return tuple((point + extra).tolist())
 
 
 # Each planner takes its own inputs (PlanInputs extended with what it alone reads), as Controller._plan builds them.

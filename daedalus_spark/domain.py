@@ -217,6 +217,9 @@ class CapacityTable:
     # With large back-to-back batches while a backlog is worked off (index n-1); empty: the same as sizing.
     catch_up_per_scaleout_per_s: tuple[float, ...] = ()
     notes: tuple[str, ...] = ()  # what the capacity model held back or changed this tick, for people
+    # The current scale-out's steady rate at one batch per trigger, where the batches' line is known: sizing is at
+    # the latency objective, which a job a little behind its trigger keeps (analyze/batches.py); both are reported.
+    current_at_trigger_per_s: float | None = None
 
     def at(self, scaleout: int) -> float:
         """Sizing capacity: what `scaleout` executors sustain at steady state."""

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-# Connections handled at once; more are answered 503 at once, so stalled clients cannot pile up threads.
-MAX_CONNECTIONS = 16
+# Connections handled at once; more are answered 503 at once, so stalled clients cannot pile up threads without
+# bound. Many: a thread costs little while its client is slow (every read and the whole exchange have deadlines),
+# and with few slots a handful of slow clients took every one (16 clients trickling a byte every 9 s made the
+# controller's PUT to the agent get 503 three times in a row).
+MAX_CONNECTIONS = 1024
 
 
 def send_body(handler: BaseHTTPRequestHandler, code: int, body: bytes, content_type: str) -> None:
@@ -33,15 +37,22 @@ def send_json_error(handler: BaseHTTPRequestHandler, code: int, message: str | N
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
-    """A thread per connection, at most `max_connections` at once; the rest get a 503 and are closed."""
+    """A thread per connection, at most `max_connections` at once; the rest get a 503 and are closed. The listen
+    backlog is as deep as the bound (socketserver's 5 reset connections of a burst before they were accepted), and a
+    client that leaves, stalls past a deadline or is dropped leaves no traceback in the log."""
 
     daemon_threads = True
 
     def __init__(
         self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *, max_connections: int = MAX_CONNECTIONS
     ) -> None:
+        self.request_queue_size = max(max_connections, 128)  # read by server_activate's listen()
         super().__init__(address, handler)
         self._slots = threading.BoundedSemaphore(max_connections)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):  # timeouts, resets, a shut-down socket: the client's doing
+            super().handle_error(request, client_address)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):

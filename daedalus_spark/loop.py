@@ -71,6 +71,10 @@ class Loop:
     _pending: PendingTarget | None = None  # the accepted target not yet seen live
     _told_lost: set[str] = field(default_factory=set)  # lost executors already logged
 
+    def continue_from(self, end_s: float) -> None:
+        """The next window begins at `end_s`, where the start-up's backfill stopped reading: nothing learned twice."""
+        self._window_end_s = end_s
+
     def step(self) -> StepResult:
         now_s = self.clock.now()
         timings: dict[str, float] = {}

@@ -6,9 +6,16 @@ import logging
 import re
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]*@")  # scheme://user:password@host
-_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;]+")
+# The scheme as written in headers ("Bearer"): "the bearer token is empty" is prose, not a header.
+_BEARER = re.compile(r"\b(Bearer\s+)[^\s'\",;]+")
+_AUTHORIZATION = re.compile(r"(?i)\b(authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|basic|token|digest)\s+)[^\s'\",;]+")
 _MASK = "***"
-_known: set[str] = set()  # the tokens this process read (agent, Prometheus): masked wherever they turn up
+# A token read (agent, Prometheus) is also masked as a value standing alone (an error quoting b'<token>'), when it is
+# long enough to be told from the rest of the text: masking a short one ("0") by value would garble every line it
+# occurs in; such a token is masked where it is a field (Bearer, Authorization), like any other.
+MIN_VALUE_MASK_CHARS = 8
+_VALUE_CHARS = r"A-Za-z0-9._~+/=-"  # what a token is made of: a masked value is not part of a longer one
+_known: set[str] = set()
 
 
 def bearer_token(raw: str, where: str) -> str:
@@ -18,17 +25,19 @@ def bearer_token(raw: str, where: str) -> str:
     token = raw.strip()
     if any(not ch.isprintable() or ch.isspace() for ch in token):
         raise ValueError(f"{where}: the bearer token holds whitespace or a control character inside (one line only)")
-    if token:
+    if len(token) >= MIN_VALUE_MASK_CHARS:
         _known.add(token)
     return token
 
 
 def redact(text: str) -> str:
-    """`text` with URL user info, `Bearer …` values and every token this process read replaced by ***."""
+    """`text` with URL user info, `Bearer …` and `Authorization: …` values, and every token this process read
+    (standing alone, at least MIN_VALUE_MASK_CHARS long) replaced by ***."""
     text = _USERINFO.sub(rf"\1{_MASK}@", text)
     text = _BEARER.sub(rf"\1{_MASK}", text)
+    text = _AUTHORIZATION.sub(rf"\1{_MASK}", text)
     for secret in _known:
-        text = text.replace(secret, _MASK)
+        text = re.sub(rf"(?<![{_VALUE_CHARS}]){re.escape(secret)}(?![{_VALUE_CHARS}])", _MASK, text)
     return text
 
 

@@ -79,7 +79,13 @@ class AgentHandler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] == "/metrics":
             self._send(200, generate_latest(self.routes.registry), CONTENT_TYPE_LATEST)
         elif self.path == "/executors":
-            self._json(200, self.routes.status()) if self._authorized() else None
+            if self._authorized():
+                try:
+                    status = self.routes.status()
+                except Exception as exc:  # noqa: BLE001 - the driver could not say (busy, stopping): say so, keep serving
+                    self._json(503, {"error": f"executor status unavailable: {type(exc).__name__}: {exc}"[:300]})
+                else:
+                    self._json(200, status)
         elif self.path == "/healthz":
             self._json(200, {"ok": True})
         else:

@@ -8,8 +8,12 @@ seconds per record. That line tells the two capacities of a scale-out apart:
   back, and sizing for batches twice the job's own floor latency keeps half of each batch for records; measured on
   the local cluster: fixed 1.4 s at 2 executors against a 1-s trigger, and the lag stayed bounded up to 159,000
   lines/s where this gives 149,000, benchmarks/results/spark_local.json);
+- at a latency objective T (the user's `target_latency_s`): a job a little behind its trigger takes larger batches
+  and amortizes the fixed cost. Back to back at rate r a batch lasts D = fixed / (1 - r x per_record), and a record
+  waits for the running batch and then its own, so its latency is at most 2 D. The highest rate with 2 D <= T is the
+  steady one with L = T / 2, (1 - 2 fixed / T) / per_record (never below the trigger's): this one sizes;
 - catch-up while a backlog is worked off: batches run back to back and grow to B records, so B / (fixed + B x
-  per_record), which approaches 1 / per_record. Recovery predictions use this one, sizing the steady one.
+  per_record), which approaches 1 / per_record. Recovery predictions use this one.
 """
 
 from __future__ import annotations
@@ -43,6 +47,14 @@ class BatchFit:
         if trigger_s <= 0:
             return None
         return (1.0 - self.fixed_s / self.batch_bound_s(trigger_s)) / self.per_record_s
+
+    def at_latency_per_s(self, trigger_s: float, target_latency_s: float) -> float | None:
+        """Records/s whose back-to-back batches keep every record's latency (at most two batches) within
+        `target_latency_s`, never below the trigger's steady rate; None without a trigger."""
+        if trigger_s <= 0:
+            return None
+        bound = max(self.batch_bound_s(trigger_s), 0.5 * target_latency_s)
+        return (1.0 - self.fixed_s / bound) / self.per_record_s
 
     def catch_up_per_s(self) -> float:
         """Records/s with back-to-back batches of the largest size seen at this scale-out."""

@@ -4,7 +4,7 @@ guarded against what a live Spark job feeds them: joining executors, stalls, unt
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from daedalus_spark.analyze.batches import BatchEconomics
@@ -237,8 +237,11 @@ class CapacityModel:
             and reg.correlation >= self.config.min_correlation_ratio
         )
 
-    def table(self, observation: Observation, max_scaleout: int) -> CapacityTable | None:
-        """Capacity of the current executors and of every scale-out 1..max; None when nothing is known yet.
+    def table(
+        self, observation: Observation, max_scaleout: int, *, target_latency_s: float | None = None
+    ) -> CapacityTable | None:
+        """Capacity of the current executors and of every scale-out 1..max, at the latency objective where the
+        batches' line is known (else at the trigger); None when nothing is known yet.
 
         Call once per tick, after `learn`: a change beyond the bound counts the ticks it has held.
         """
@@ -254,17 +257,24 @@ class CapacityModel:
         measured = saturation * self._scale_factor(len(settled), n) if len(settled) != n else saturation
         rows = executor_rows(samples, owns, shares, saturation, measured, self.regressions)
         notes: list[str] = []
-        sizing, catch_up = self._job_evidence(n, measured)
+        sizing, catch_up = self._job_evidence(n, measured, target_latency_s)
         sizing = self._bounded(n, sizing, notes)
         self._trusted_now = not notes and len(settled) == n and all(m in FITTED_METHODS for _, m in owns.values())
-        return self._table(n, sizing, max(catch_up, sizing), rows, max_scaleout, tuple(notes))
-
-    def _job_evidence(self, n: int, measured: float) -> tuple[float, float]:
-        """(sizing, catch-up) at the current scale-out: the batches' steady-state rate sizes where it is known, else
-        the regression floored by the backlog; catch-up is the best of the batches' back-to-back rate, the backlog
-        floor and sizing."""
+        table = self._table(n, sizing, max(catch_up, sizing), rows, max_scaleout, tuple(notes))
         fit = self.batches.fit(n)
-        steady = fit.steady_per_s(self.config.trigger_interval_s) if fit is not None else None
+        at_trigger = fit.steady_per_s(self.config.trigger_interval_s) if fit is not None else None
+        return replace(table, current_at_trigger_per_s=at_trigger)
+
+    def _job_evidence(self, n: int, measured: float, target_latency_s: float | None) -> tuple[float, float]:
+        """(sizing, catch-up) at the current scale-out: the batches' rate at the latency objective (at the trigger
+        without one) sizes where it is known, else the regression floored by the backlog; catch-up is the best of
+        the batches' back-to-back rate, the backlog floor and sizing."""
+        fit = self.batches.fit(n)
+        trigger = self.config.trigger_interval_s
+        steady = None
+        if fit is not None:
+            objective = target_latency_s if target_latency_s is not None else 0.0
+            steady = fit.at_latency_per_s(trigger, objective)
         floor = self.backlog_floor_per_scaleout.get(n, 0.0)
         kept_up = self.kept_up_per_scaleout.get(n, 0.0)
         # Without the batches' line, what the job did while a backlog waited is the best floor there is: the

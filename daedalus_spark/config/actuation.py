@@ -16,6 +16,7 @@ from daedalus_spark.config.fields import (
     _nonblank,
     _openable_path,
     _Section,
+    check_regular_file,
 )
 
 
@@ -154,4 +155,11 @@ class KubernetesConfig(_Section):
     _namespace = field_validator("namespace")(_dns(_DNS_LABEL, "namespace"))
     _name = field_validator("name")(_dns(_DNS_SUBDOMAIN, "object name"))
     _selector = field_validator("executor_selector")(_label_selector)
-    _kubeconfig = field_validator("kubeconfig")(_openable_path)
+
+    @field_validator("kubeconfig")
+    @classmethod
+    def _kubeconfig(cls, value: str) -> str:
+        """Checked as the client reads it: a file (a named pipe would hold the start), when one is named."""
+        if _openable_path(value):
+            check_regular_file(value, f"kubernetes.kubeconfig ({value})")
+        return value

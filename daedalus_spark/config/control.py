@@ -18,6 +18,16 @@ class ControllerConfig(_Section):
     target_recovery_s: float = _field(
         600, "s", "Longest acceptable time from a rescale's stop until the backlog is worked off.", gt=0, le=86400
     )
+    target_latency_s: float = _field(
+        30,
+        "s",
+        "End-to-end latency the job may have outside a recovery: the consumer lag in seconds of input. A micro-batch "
+        "job behind its trigger takes larger batches and keeps up at a latency of a few seconds, so the controller "
+        "sizes each scale-out for the rate it carries within this latency (analyze/batches.py), and a run passes when "
+        "every second outside a recovery has latency within it and every rescale recovers within target_recovery_s.",
+        gt=0,
+        le=86400,
+    )
     checkpoint_interval_s: float = _field(
         10,
         "s",
@@ -55,15 +65,17 @@ class ControllerConfig(_Section):
     horizon_upper_weight_ratio: float = _field(
         0.5,
         "ratio",
-        "horizon: the load the plan provisions for, between the forecast's point (0) and its interval's upper bound "
-        "(1).",
+        "horizon: the most headroom the plan provisions above the forecast's point, as a share of the way to its "
+        "interval's upper bound (0: the point, 1: the upper bound). Within it, headroom is bought only where a load "
+        "at the upper bound, seen at the next tick, would break the latency objective (docs/planning.md).",
         ge=0,
         le=1,
     )
     horizon_target_share_ratio: float = _field(
         0.5,
         "ratio",
-        "horizon: the plan keeps latency and every recovery within this share of target_recovery_s; the rest is "
+        "horizon: the plan keeps latency within this share of target_latency_s and every recovery within this share "
+        "of target_recovery_s; the rest is "
         "left for what the forecast and the learned capacities and downtimes get wrong.",
         gt=0,
         le=1,
@@ -95,6 +107,16 @@ class ControllerConfig(_Section):
     )
     knowledge_path: str = _field(
         "daedalus-knowledge.sqlite", "path", "SQLite file holding everything learned; survives restarts."
+    )
+    backfill_s: float = _field(
+        86400,
+        "s",
+        "At start, read this much of the job's recent past from Prometheus (the monitor's queries at its step) and "
+        "learn capacity, the batch line and the forecast from it before the first tick; after a restart, only what "
+        "came after the stored knowledge. Gaps are reported and never crossed; Prometheus's retention bounds it. "
+        "Without monitor.prometheus_url nothing is read. 0 = off (a cold start).",
+        ge=0,
+        le=30 * 86400,
     )
 
     _path = field_validator("knowledge_path")(_nonblank)

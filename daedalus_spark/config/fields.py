@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,6 +52,56 @@ def _openable_path(value: str) -> str:
     if any(ord(ch) < 32 for ch in value):
         raise ValueError("a path must not hold a NUL byte or another control character")
     return value
+
+
+MAX_SMALL_FILE_BYTES = 64 * 1024  # a token file; a CA bundle is only checked, never read here
+
+
+def check_regular_file(path: str, where: str) -> None:
+    """`path` can be opened for reading and is a regular file. Opened without blocking: a named pipe would hold
+    the start until someone writes to it, a device is not a file to read a setting from."""
+    os.close(_open_regular(path, where))
+
+
+def read_small_file(path: str, where: str) -> str:
+    """A regular file's UTF-8 text (at most MAX_SMALL_FILE_BYTES), read without blocking; ValueError naming `where`."""
+    fd = _open_regular(path, where)
+    try:
+        chunks, size = [], 0
+        while chunk := os.read(fd, MAX_SMALL_FILE_BYTES + 1 - size):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_SMALL_FILE_BYTES:
+                raise ValueError(f"{where}: larger than {MAX_SMALL_FILE_BYTES // 1024} KiB")
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{where}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _open_regular(path: str, where: str) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot read: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = (
+            "a named pipe"
+            if stat.S_ISFIFO(mode)
+            else "a directory"
+            if stat.S_ISDIR(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "not a regular file"
+        )
+        raise ValueError(f"{where}: {kind}, not a file")
+    return fd
 
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace (RFC 1123 label)

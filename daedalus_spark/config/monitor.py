@@ -8,7 +8,17 @@ from typing import Literal
 from pydantic import field_validator, model_validator
 
 from daedalus_spark import metricnames as names
-from daedalus_spark.config.fields import _LABEL_NAME, _field, _http_url, _nonblank, _openable_path, _Section
+from daedalus_spark.config.fields import (
+    _LABEL_NAME,
+    _field,
+    _http_url,
+    _nonblank,
+    _openable_path,
+    _Section,
+    check_regular_file,
+    read_small_file,
+)
+from daedalus_spark.redact import bearer_token
 
 
 class MonitorConfig(_Section):
@@ -186,7 +196,18 @@ class MonitorConfig(_Section):
             )
         if both := sorted(set(self.job_labels) & set(self.job_labels_env)):
             raise ValueError(f"monitor.job_labels and monitor.job_labels_env both set {', '.join(both)}")
+        if self.prometheus_url:
+            self._files_run_reads()
         return self
+
+    def _files_run_reads(self) -> None:
+        """The CA bundle and the token file, checked as `run` reads them at start, so the two agree."""
+        if self.tls_verify and self.ca_file:
+            check_regular_file(self.ca_file, f"monitor.ca_file ({self.ca_file})")
+        if self.bearer_token_file:
+            where = f"monitor.bearer_token_file ({self.bearer_token_file})"
+            if not bearer_token(read_small_file(self.bearer_token_file, where), where):
+                raise ValueError(f"{where}: the bearer token is empty")
 
     _names = field_validator(
         "executor_label",

@@ -9,6 +9,7 @@ failure. `out/demo/` receives the decision log, the knowledge store, its report,
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import shutil
@@ -22,14 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daedalus_spark.config import Config, load_config, render_yaml
+from daedalus_spark.config import Config, ConfigError, load_config, render_yaml
 from daedalus_spark.demo.counts import WordCounts, kafka_word_counts, word_counts
 from daedalus_spark.demo.processes import Processes
-from daedalus_spark.demo.summary import LiveRun, format_summary, summarize
+from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, summarize
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.kafkacluster.broker import LocalKafka
 from daedalus_spark.monitor.files import BUNDLED_TRACES
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
+from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
 from daedalus_spark.waiting import wait_until
 
@@ -148,11 +150,12 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
         raise ValueError(f"autoscaler {plan.autoscaler!r}: expected one of {', '.join(AUTOSCALERS)}")
     if plan.source not in SOURCES:
         raise ValueError(f"source {plan.source!r}: expected one of {', '.join(SOURCES)}")
+    base = load_config(config_path)  # everything checked before anything in `out` is touched
+    stale = _earlier_demo_outputs(out)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("knowledge.sqlite", "decisions.jsonl", "wordcount.log", "generator.log", "controller.log"):
-        (out / stale).unlink(missing_ok=True)
+    for path in stale:
+        path.unlink(missing_ok=True)
     work = Path(tempfile.mkdtemp(prefix="daedalus-demo-"))
-    base = load_config(config_path)
     running = _Running(
         Processes(out),
         LocalCluster(workers=plan.max_scaleout, cpus_per_executor=plan.cpus_per_executor, memory_per_worker="768m"),
@@ -175,7 +178,29 @@ def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CO
     samples = running.sampler.samples if running.sampler else []
     lag_check = running.lag_check.summary() if running.lag_check is not None else None
     run = LiveRun(samples, load_ended_s, drained, running.agent_answer, counts, lag_check)
-    return _finish(out, plan, run, time.monotonic() - started, log)
+    return _finish(out, plan, run, time.monotonic() - started, log, target_recovery_s=base.controller.target_recovery_s)
+
+
+def _earlier_demo_outputs(out: Path) -> list[Path]:
+    """The files of an earlier demo in `out` to start afresh. The knowledge store and decision log only when that
+    demo's config names them (the demo wrote them); any other such file is refused, never deleted."""
+    logs = [out / name for name in ("wordcount.log", "generator.log", "controller.log")]
+    kept = [out / "knowledge.sqlite", out / "decisions.jsonl"]
+    if not any(p.exists() or p.is_symlink() for p in kept):
+        return logs
+    try:
+        earlier = load_config(out / "demo-config.yaml")
+        ours = {Path(p).resolve() for p in (earlier.controller.knowledge_path, earlier.runtime.decision_log)}
+    except (ConfigError, OSError):
+        ours = set()
+    for path in kept:
+        if (path.exists() or path.is_symlink()) and (path.is_symlink() or path.resolve() not in ours):
+            raise FileExistsError(
+                errno.EEXIST,
+                "not written by an earlier demo in this directory: move it away or pass another --out",
+                str(path),
+            )
+    return logs + kept
 
 
 @dataclass
@@ -268,7 +293,7 @@ def _start_everything(
         config = config.model_copy(
             update={"controller": config.controller.model_copy(update={"planner": "batch_ratio"})}
         )
-    (out / "demo-config.yaml").write_text(render_yaml(config))
+    replace_file(out / "demo-config.yaml", render_yaml(config).encode())
     processes.python(
         "generator", "daedalus_spark.workloads.generator", "wordcount", *_generator_args(plan, work, running.kafka)
     )
@@ -283,7 +308,7 @@ def _start_everything(
 
         offsets = BrokerOffsets(running.kafka.bootstrap)
         running.lag_check = LagCheck(running.prometheus.url, offsets, TOPIC, GROUP).start()
-    running.agent_answer = _agent_status(agent)
+    running.agent_answer = _agent_status(agent, processes)
     log(
         f"demo: load cycle of {plan.duration_s:.0f} s running; autoscaler {plan.autoscaler}"
         + (
@@ -358,18 +383,26 @@ def _mode(answer: dict[str, Any]) -> str:
     return str(answer["refusing"] or "takes targets")
 
 
-def _agent_status(agent_url: str, attempts: int = 3) -> dict[str, Any]:
-    """The agent's answer on /executors; asked again (up to `attempts` times) while the driver is too busy starting
-    the query to answer within 30 s."""
-    for _ in range(attempts):
+def _agent_status(agent_url: str, processes: Processes) -> dict[str, Any]:
+    """The agent's answer on /executors (its mode), waited for: a driver on a busy machine may take a while to give
+    it; {} when it never does (the summary then shows no mode)."""
+    answer: dict[str, Any] = {}
+
+    def answered() -> bool:
+        nonlocal answer
         try:
             with urllib.request.urlopen(f"{agent_url}/executors", timeout=30) as r:  # noqa: S310 - loopback
-                answer = json.load(r)
+                got = json.load(r)
         except (OSError, ValueError):
-            continue
-        if isinstance(answer, dict):
-            return answer
-    return {}
+            return False
+        answer = got if isinstance(got, dict) else {}
+        return "refusing" in answer
+
+    try:
+        wait_for_processes(answered, "the agent's mode on /executors", 180, processes)
+    except TimeoutError:
+        return {}
+    return answer
 
 
 def _drain(sampler: Sampler, drain_s: float, processes: Processes, log: Any) -> bool:
@@ -401,7 +434,7 @@ def _wait_out(duration_s: float, processes: Processes, log: Any) -> None:
         time.sleep(1)
 
 
-def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any) -> int:
+def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any, *, target_recovery_s: float) -> int:
     decisions = (
         [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines() if line.strip()]
         if (out / "decisions.jsonl").exists()
@@ -415,12 +448,13 @@ def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any) ->
             f"daedalus-spark demo: WordCount, {plan.max_scaleout} executors max, autoscaler {plan.autoscaler}",
         )
     summary = summarize(plan, run, decisions, wall_s)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+    replace_file(out / "summary.json", json.dumps(summary, indent=2, allow_nan=False).encode())
     report = _report(out) if plan.autoscaler in ("daedalus", "batch-ratio") else ""
     log(format_summary(summary) + (f"\nreport: {report}" if report else ""))
-    if not summary["records_exact"]:
-        return 1
-    return 0 if plan.autoscaler != "daedalus" or (summary["scale_outs"] and summary["scale_ins"]) else 1
+    failed = failed_checks(summary, target_recovery_s=target_recovery_s)
+    for line in failed:
+        print(line, file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _report(out: Path) -> str:

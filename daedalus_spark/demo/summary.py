@@ -136,6 +136,29 @@ def format_summary(s: dict[str, Any]) -> str:
     )
 
 
+def failed_checks(s: dict[str, Any], *, target_recovery_s: float) -> list[str]:
+    """The checks a run failed, one line each naming the check and its figures. A run passes when it counted every
+    word exactly and, with our controller, kept the lag p95 within the recovery target; how many rescales that took
+    is the controller's business (a job that never needed one is not failed for making none), but it must have
+    ticked. The autoscalers it is compared with are judged on counting only: their lag is reported, not demanded."""
+    failed = []
+    if not s["drained"]:
+        failed.append(
+            f"lag worked off after the load cycle: not within the drain time (lag max {s['lag_max_records']})"
+        )
+    elif not s["records_exact"]:
+        failed.append(f"words counted exactly: {s['records_in']} appended, {s['records_out']} counted")
+    lag = s["lag_p95_s"]
+    if s["autoscaler"] == "daedalus" and (lag is None or lag > target_recovery_s):
+        failed.append(
+            f"lag p95 within the recovery target: {lag} s of input against controller.target_recovery_s "
+            f"{target_recovery_s:g} s"
+        )
+    if s["autoscaler"] in ("daedalus", "batch-ratio") and s["ticks"] == 0:
+        failed.append("the controller decided: 0 ticks in the decision log")
+    return [f"demo check failed: {line}" for line in failed]
+
+
 def _lag_check_line(check: dict[str, Any] | None) -> list[str]:
     if not check:
         return []

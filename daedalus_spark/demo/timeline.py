@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 import threading
 import time
@@ -14,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from daedalus_spark import metricnames as names
 from daedalus_spark.domain import SPARK_DRIVER_ID
+from daedalus_spark.report.outfile import replace_file
 
 OFFSETS, RECORDS = names.SOURCE_LATEST_OFFSET, names.total(names.EXECUTOR_RECORDS)
 QUERY_RECORDS = names.total(names.QUERY_INPUT_RECORDS)
@@ -95,10 +97,11 @@ class Sampler:
 
 
 def write_csv(samples: list[Sample], path: Path) -> None:
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(Sample.__dataclass_fields__))
-        writer.writeheader()
-        writer.writerows(asdict(s) for s in samples)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(Sample.__dataclass_fields__))
+    writer.writeheader()
+    writer.writerows(asdict(s) for s in samples)
+    replace_file(path, text.getvalue().encode())
 
 
 def plot(samples: list[Sample], path: Path, title: str) -> None:
@@ -128,5 +131,7 @@ def plot(samples: list[Sample], path: Path, title: str) -> None:
     lag.set_xlabel("seconds since start")
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
+    replace_file(path, png.getvalue())

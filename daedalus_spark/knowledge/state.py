@@ -187,7 +187,7 @@ def _history(raw: str | None, damage: list[str]) -> History:
     if raw is None:
         return History()
     try:
-        return History.from_state(json.loads(raw))
+        return History.from_state(json.loads(raw), damage=damage)
     except (KeyError, TypeError, ValueError, RecursionError) as exc:
         damage.append(f"stored report history not used, it starts afresh: {exc}")
         return History()

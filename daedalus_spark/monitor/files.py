@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,10 +90,34 @@ def read_trace(path: str | Path) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MetricTable:
-    """A wide metrics CSV: a time column and one column per series (e.g. per executor)."""
+    """A wide metrics CSV: a time column and one column per series (e.g. per executor); `window_s`: the window its
+    values are rates or averages over, when a `# window: 60s` line above the header says so."""
 
     times: tuple[str, ...]
     columns: dict[str, np.ndarray]
+    window_s: float | None = None
+
+
+_WINDOW_LINE = re.compile(r"#\s*window(?:_s)?\s*[:=]\s*(.+?)\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?")
+_DURATION_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _comment_window(path: str | Path, rows: list[tuple[int, list[str]]]) -> tuple[float | None, int]:
+    """The window a `# window: 60s` (or `# window_s: 60`) line above the header gives, and how many comment rows
+    lead the file (other `#` lines are notes, skipped)."""
+    window_s, skipped = None, 0
+    for number, row in rows:
+        line = ",".join(row).strip()
+        if not line.startswith("#"):
+            break
+        skipped += 1
+        if m := _WINDOW_LINE.fullmatch(line):
+            d = _DURATION.fullmatch(m.group(1).lower())
+            if d is None or not 0 <= float(d.group(1)) * _DURATION_S[d.group(2)] <= 86_400:
+                raise InputFileError(path, number, f"window {m.group(1)[:20]!r}: expected a duration like 60s or 1m")
+            window_s = float(d.group(1)) * _DURATION_S[d.group(2)]
+    return window_s, skipped
 
 
 def read_metric_csv(path: str | Path) -> MetricTable:
@@ -102,6 +127,8 @@ def read_metric_csv(path: str | Path) -> MetricTable:
     naming the line, because the analysis reads the rows as a time series.
     """
     rows = _csv_rows(path)
+    window_s, comments = _comment_window(path, rows)
+    rows = rows[comments:]
     if not rows or len(rows[0][1]) < 2:
         raise InputFileError(path, 1, "expected a header with a time column and at least one series column")
     header = [h.strip() for h in rows[0][1]]
@@ -130,7 +157,9 @@ def read_metric_csv(path: str | Path) -> MetricTable:
         raise InputFileError(path, None, "no data rows")
     _check_time_order(path, times, lines)
     matrix = np.asarray(values, dtype=float)
-    return MetricTable(times=tuple(times), columns={name: matrix[:, i] for i, name in enumerate(names)})
+    return MetricTable(
+        times=tuple(times), columns={name: matrix[:, i] for i, name in enumerate(names)}, window_s=window_s
+    )
 
 
 def _csv_rows(path: str | Path) -> list[tuple[int, list[str]]]:
@@ -159,10 +188,6 @@ def _cell(path: str | Path, line: int, column: str, cell: str) -> float:
     return value
 
 
-# A utilization exported from CPU seconds is usually a 1-minute rate (the paper's CPU signal is a 1-minute average).
-UTILIZATION_WINDOW_S = 60.0
-
-
 def time_step_s(times: tuple[str, ...] | list[str]) -> float | None:
     """The median step of a time column in seconds; None when its times are neither numbers nor ISO timestamps."""
     keys = _time_keys(list(times))
@@ -178,9 +203,12 @@ def _time_keys(times: list[str]) -> list[float] | None:
     except ValueError:
         pass
     try:
-        from datetime import datetime
+        from datetime import UTC, datetime
 
-        return [datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() for t in times]
+        # A timestamp without a zone is UTC, whatever this machine's zone (a local zone's DST change would repeat an
+        # hour, or skip one, in the steps).
+        stamps = [datetime.fromisoformat(t.replace("Z", "+00:00")) for t in times]
+        return [(d if d.tzinfo else d.replace(tzinfo=UTC)).timestamp() for d in stamps]
     except (ValueError, TypeError, OverflowError):
         return None
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Collection, Mapping
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import requests
@@ -18,6 +18,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
 from daedalus_spark.config import MonitorConfig
+from daedalus_spark.config.fields import check_regular_file, read_small_file
 from daedalus_spark.domain import Observation
 from daedalus_spark.monitor.assemble import (
     BATCH_QUERIES,
@@ -35,6 +36,7 @@ from daedalus_spark.redact import bearer_token
 
 log = logging.getLogger(__name__)
 
+_CLOSE_POLL_S = 0.1  # how often a wait for an answer looks whether close() was called
 _GRACE_S = 0.5  # beyond monitor.timeout_s, for the client's own timeout to fire first with its clearer message
 # One job's range queries over a few loop intervals answer in kilobytes to a few MiB (tune's 7-day history too). A
 # larger answer is a selector matching far more than one job, or a hostile server: read whole, a 200 MB answer took
@@ -108,10 +110,7 @@ def auth_headers(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str,
     """The Authorization header from `bearer_token_file` or `bearer_token_env` (the token is never logged)."""
     if config.bearer_token_file:
         source = f"monitor.bearer_token_file ({config.bearer_token_file})"
-        try:
-            token = bearer_token(Path(config.bearer_token_file).read_text(encoding="utf-8"), source)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{source}: cannot read the bearer token: {type(exc).__name__}") from None
+        token = bearer_token(read_small_file(config.bearer_token_file, source), source)
     elif config.bearer_token_env:
         source = f"monitor.bearer_token_env ({config.bearer_token_env})"
         token = bearer_token(environ.get(config.bearer_token_env, ""), source)
@@ -124,8 +123,8 @@ def auth_headers(config: MonitorConfig, environ: Mapping[str, str]) -> dict[str,
 
 def session(config: MonitorConfig) -> requests.Session:
     """An HTTP session that checks certificates unless `tls_verify` is off, against `ca_file` when set."""
-    if config.tls_verify and config.ca_file and not Path(config.ca_file).is_file():
-        raise ValueError(f"monitor.ca_file ({config.ca_file}): no such file")  # else every query fails alike
+    if config.tls_verify and config.ca_file:  # else every query fails alike
+        check_regular_file(config.ca_file, f"monitor.ca_file ({config.ca_file})")
     http = requests.Session()
     http.verify = (config.ca_file or True) if config.tls_verify else False
     http.hooks["response"].append(read_capped)
@@ -172,44 +171,74 @@ class PrometheusMonitor:
             session=session(config),
             retry=Retry(total=0, read=False),
         )
-        self._pool = ThreadPoolExecutor(max_workers=len(self.queries), thread_name_prefix="promql")
+        self._closing = threading.Event()  # set by close(): a tick waiting on an answer gives up at once
 
     def observe(self, *, start_s: float, end_s: float) -> Observation:
         window = Window(start_s, end_s, self.config.step_s)
         if window.last_index < window.first_index:
             raise MonitorError("empty", f"window ({start_s}, {end_s}] holds no {self.config.step_s}-s step")
-        deadline = time.monotonic() + self.config.timeout_s
+        return build_observation(self.answers(window), window, executor_label=self.config.executor_label)
+
+    def answers(
+        self, window: Window, *, names: Collection[str] | None = None, timeout_s: float | None = None
+    ) -> dict[str, Matrix]:
+        """The answers of the queries `names` (all by default) over the window's grid within one budget of
+        `timeout_s` (monitor.timeout_s by default); an optional query that fails is an empty answer."""
+        budget_s = self.config.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + budget_s
         # Concurrent: Prometheus evaluates them in parallel while this process decodes the answers.
         futures = {
-            name: self._pool.submit(self._query, name, promql, window, deadline)
+            name: self._submit(name, promql, window, deadline, budget_s)
             for name, promql in self.queries.items()
+            if names is None or name in names
         }
-        results = {name: self._answer(name, future, deadline) for name, future in futures.items()}
-        return build_observation(results, window, executor_label=self.config.executor_label)
+        return {name: self._answer(name, future, deadline, budget_s) for name, future in futures.items()}
 
-    def _answer(self, name: str, future: Future[Matrix], deadline: float) -> Matrix:
+    def _answer(self, name: str, future: Future[Matrix], deadline: float, budget_s: float) -> Matrix:
         """The query's answer by the window's deadline: a server that trickles its answer (each read within the
         client's timeout) fails the window like a silent one instead of holding the tick."""
-        try:
-            future.result(timeout=max(0.0, deadline - time.monotonic()) + _GRACE_S)
-        except FutureTimeout:
-            future.cancel()
-            raise MonitorError(
-                "timeout", f"query {name!r} took longer than {self.config.timeout_s} s ({self.config.prometheus_url})"
-            ) from None
-        except MonitorError:
-            pass  # _optional decides whether the window can do without it
+        end = deadline + _GRACE_S
+        while not future.done():
+            left = end - time.monotonic()
+            if self._closing.is_set():
+                raise MonitorError("timeout", f"query {name!r} abandoned: the monitor is closing")
+            if left <= 0:
+                raise MonitorError(
+                    "timeout",
+                    f"query {name!r} took longer than {budget_s:g} s ({self.config.prometheus_url})",
+                )
+            wait_futures([future], timeout=min(left, _CLOSE_POLL_S))
         return _optional(name, future)
 
+    def _submit(self, name: str, promql: str, window: Window, deadline: float, budget_s: float) -> Future[Matrix]:
+        """The query on a daemon thread of its own: one stuck on a trickling answer is abandoned by `_answer` and
+        never holds the process at exit (a thread pool's workers are joined at exit)."""
+        future: Future[Matrix] = Future()
+        future.set_running_or_notify_cancel()
+
+        def query() -> None:
+            try:
+                future.set_result(self._query(name, promql, window, deadline, budget_s))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting tick, as a pool would
+                future.set_exception(exc)
+
+        if self._closing.is_set():
+            future.set_exception(MonitorError("timeout", f"query {name!r} not sent: the monitor is closed"))
+        else:
+            threading.Thread(target=query, name=f"promql-{name}", daemon=True).start()
+        return future
+
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        """Stop at once: a query still waiting for its answer is abandoned (its thread ends with the answer or the
+        client's timeout, never holding the caller); idempotent."""
+        self._closing.set()
         close = getattr(self._client, "close", None)  # missing before prometheus-api-client 0.6
         close() if close is not None else self._client._session.close()
 
-    def _query(self, name: str, promql: str, window: Window, deadline: float) -> Matrix:
+    def _query(self, name: str, promql: str, window: Window, deadline: float, budget_s: float) -> Matrix:
         remaining_s = deadline - time.monotonic()
         if remaining_s <= 0:
-            raise MonitorError("timeout", f"no time left for query {name!r} within {self.config.timeout_s} s")
+            raise MonitorError("timeout", f"no time left for query {name!r} within {budget_s:g} s")
         first_s, last_s = window.first_index * window.step_s, window.last_index * window.step_s
         # The client rounds start and end to whole seconds; the params override them for sub-second steps.
         params = {"start": f"{first_s:.3f}", "end": f"{last_s:.3f}", "timeout": render_duration(remaining_s)}
@@ -224,7 +253,7 @@ class PrometheusMonitor:
             )
         except (requests.Timeout, urllib3.exceptions.TimeoutError):
             raise MonitorError(
-                "timeout", f"query {name!r} took longer than {self.config.timeout_s} s ({self.config.prometheus_url})"
+                "timeout", f"query {name!r} took longer than {budget_s:g} s ({self.config.prometheus_url})"
             ) from None
         except (requests.ConnectionError, urllib3.exceptions.HTTPError) as exc:
             raise MonitorError(

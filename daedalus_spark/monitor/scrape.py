@@ -132,7 +132,9 @@ class ScrapeMonitor:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=self.config.timeout_s * len(self.config.scrape_urls) + self.config.step_s)
+            # A scrape under way ends by its own deadline; the daemon thread is not waited for beyond a moment, so a
+            # stop is prompt even when a target trickles its answer.
+            self._thread.join(timeout=min(1.0, self.config.timeout_s))
             self._thread = None
 
     def _run(self) -> None:

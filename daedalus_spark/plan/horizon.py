@@ -28,12 +28,29 @@ MAX_LOAD_SHARE = 0.95
 MAX_SCALEOUTS = 24
 
 
-def planned_load_per_s(forecast: Forecast, upper_weight_ratio: float) -> np.ndarray:
-    """One value a second over the horizon: the point forecast, moved `upper_weight_ratio` of the way to the
-    interval's upper bound."""
-    moved = forecast.toward_upper(upper_weight_ratio)
+def planned_load_per_s(
+    forecast: Forecast, upper_weight_ratio: float, *, interval_s: float, objective_s: float
+) -> np.ndarray:
+    """One value a second over the horizon: the point forecast plus the headroom a miss would need, at most
+    `upper_weight_ratio` of the way to the interval's upper bound (headroom_per_s)."""
+    point = np.asarray(forecast.values_per_s, dtype=float)
+    upper = np.asarray(forecast.upper_bound().values_per_s, dtype=float)
+    planned = point + headroom_per_s(point, upper, upper_weight_ratio, interval_s=interval_s, objective_s=objective_s)
     # Forecast.per_second as an array, expanded in numpy: through a tuple of 900 values it cost 60 us a tick, not 2
-    return np.repeat(np.asarray(moved.values_per_s, dtype=float), moved.seconds_per_step)
+    return np.repeat(planned, forecast.seconds_per_step)
+
+
+def headroom_per_s(
+    point: np.ndarray, upper: np.ndarray, upper_weight_ratio: float, *, interval_s: float, objective_s: float
+) -> np.ndarray:
+    """Headroom above the point forecast only where a miss would break the latency objective. A load at the upper
+    bound u above a plan that carries p + h is seen at the next tick, at the latest one loop interval I later; by
+    then (u - p - h) I records wait, which capacity p + h works off within the objective O when (u - p - h) I <=
+    O (p + h), so h = ((u - p) I - O p) / (I + O), at least 0 and at most `upper_weight_ratio` (u - p). The
+    scale-out that follows recovers within its own target (the planner's schedules and Algorithm 1 see to it)."""
+    gap = np.maximum(upper - point, 0.0)
+    needed = (gap * interval_s - objective_s * point) / (interval_s + objective_s)
+    return np.asarray(np.clip(needed, 0.0, upper_weight_ratio * gap), dtype=float)
 
 
 def schedule_scaleouts(
@@ -59,6 +76,12 @@ def planning_target_s(inputs: PlanInputs, settings: ControllerConfig) -> float:
     full = settings.target_recovery_s
     downtime = max(inputs.downtime_scale_out_s, inputs.downtime_scale_in_s) + settings.loop_interval_s
     return min(full, max(full * settings.horizon_target_share_ratio, downtime))
+
+
+def planning_objective_s(settings: ControllerConfig) -> float:
+    """The latency the plan keeps to: a share of the objective (the fluid backlog leaves out the batches in flight,
+    and the forecast and the learned capacities may be wrong)."""
+    return settings.target_latency_s * settings.horizon_target_share_ratio
 
 
 def rescale_allowance(tokens: float, per_hour: float, horizon_s: float) -> int | None:
@@ -89,17 +112,52 @@ class HorizonInputs(PlanInputs):
 def plan_horizon(inputs: HorizonInputs, settings: ControllerConfig) -> Decision:
     """Solve the offline optimum's problem over the forecast from the job as it is now (scale-out, consumer lag,
     learned capacities and downtimes, the rescale budget left) and apply its first interval. Where no schedule
-    keeps the target (a load above what max_scaleout carries, a lag the job cannot work off in time), Algorithm 1 on
-    the forecast's upper bound decides, and the decision says so."""
+    keeps the target within the budget, a scale-out beyond it (scale-outs never wait for a token) is planned the
+    same way; where none keeps it at all (a load above what max_scaleout carries, a lag the job cannot work off in
+    time), Algorithm 1 on the forecast's upper bound decides, and the decision says so."""
     current = inputs.current_scaleout
     evidence = Evidence(tick=tick_evidence(inputs), planner="horizon")
     if seconds_since_rescale(inputs) < settings.cooldown_s:
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
 
-    interval = max(1, round(settings.loop_interval_s))
     lo, hi = settings.min_scaleout, settings.max_scaleout
     problem = f"the current scale-out {current} is outside {lo}..{hi}"
-    load = planned_load_per_s(inputs.forecast, settings.horizon_upper_weight_ratio)
+    horizon_s = len(inputs.forecast.values_per_s) * inputs.forecast.seconds_per_step
+    allowance = rescale_allowance(inputs.rescale_tokens, settings.max_rescales_per_hour, horizon_s)
+    horizon = HorizonEvidence(
+        plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance
+    )
+    if lo <= current <= hi:
+        found = _plan_within(inputs, settings, replace(evidence, horizon=horizon), allowance)
+        if isinstance(found, Decision):
+            return found
+        problem = found
+        if allowance == 0:  # nothing within the budget: a scale-out in debt, never a scale-in
+            debt = _plan_within(inputs, settings, replace(evidence, horizon=horizon), 1)
+            if isinstance(debt, Decision) and debt.target_scaleout > current:
+                note = "no schedule within the rescale budget keeps the target: a scale-out beyond it"
+                return replace(debt, notes=(*debt.notes, note))
+    assert evidence.horizon is None
+    safe = plan(replace(inputs, forecast=inputs.forecast.upper_bound()), settings)
+    notes = (f"{problem}; Algorithm 1 on the forecast's upper bound decides", *safe.notes)
+    # Algorithm 1's numbers, with this tick's (the point forecast's peak) and the horizon's attempt
+    merged = replace(safe.evidence, tick=evidence.tick, planner="horizon", horizon=horizon)
+    return replace(safe, evidence=merged, notes=notes)
+
+
+def _plan_within(
+    inputs: HorizonInputs, settings: ControllerConfig, evidence: Evidence, allowance: int | None
+) -> Decision | str:
+    """The first step of the cheapest schedule that makes at most `allowance` rescales over the planned load (capped
+    at what the largest scale-out carries where it exceeds that), or why there is none."""
+    interval = max(1, round(settings.loop_interval_s))
+    hi = settings.max_scaleout
+    load = planned_load_per_s(
+        inputs.forecast,
+        settings.horizon_upper_weight_ratio,
+        interval_s=settings.loop_interval_s,
+        objective_s=planning_objective_s(settings),
+    )
     if len(load) == 0:
         load = np.full(interval, inputs.workload_avg_per_s)
     load[:interval] = np.maximum(load[:interval], inputs.workload_avg_per_s)  # the first interval is now
@@ -110,12 +168,10 @@ def plan_horizon(inputs: HorizonInputs, settings: ControllerConfig) -> Decision:
     peak = float(load.max())
     # above what the largest carries, the uncapped plan cannot keep up: straight to the capped one
     attempts = (load,) if peak <= ceiling else (load, capped) if peak <= inputs.capacities.at(hi) else (capped,)
-    allowance = rescale_allowance(inputs.rescale_tokens, settings.max_rescales_per_hour, len(load))
-    horizon = HorizonEvidence(
-        plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance
-    )
-    for load in attempts if lo <= current <= hi else ():
-        horizon = replace(horizon, plan_load_max_per_s=round(float(load.max()), 3))
+    problem = ""
+    for load in attempts:
+        assert evidence.horizon is not None
+        horizon = replace(evidence.horizon, plan_load_max_per_s=round(float(load.max()), 3))
         try:
             schedule = _solve(inputs, settings, load, interval, allowance)
         except ScheduleInfeasible as exc:
@@ -127,11 +183,7 @@ def plan_horizon(inputs: HorizonInputs, settings: ControllerConfig) -> Decision:
                 reason = Reason.NO_VALID_SCALEOUT_USE_MAX if decision.target_scaleout == hi else decision.reason
                 decision = replace(decision, reason=reason, notes=(*decision.notes, note))
             return decision
-    safe = plan(replace(inputs, forecast=inputs.forecast.upper_bound()), settings)
-    notes = (f"{problem}; Algorithm 1 on the forecast's upper bound decides", *safe.notes)
-    # Algorithm 1's numbers, with this tick's (the point forecast's peak) and the horizon's attempt
-    merged = replace(safe.evidence, tick=evidence.tick, planner="horizon", horizon=horizon)
-    return replace(safe, evidence=merged, notes=notes)
+    return problem
 
 
 def _solve(
@@ -151,6 +203,7 @@ def _solve(
     sizes = schedule_scaleouts(capacity_at, lo, current, load, need)
     unit = math.gcd(interval, max(1, round(inputs.forecast.step_s)))
     per_unit = load[: len(load) // unit * unit].reshape(-1, unit).mean(axis=1) if len(load) >= unit else load[:1]
+    objective_s = planning_objective_s(settings)
     queue = QueueModel(
         scaleouts=sizes,
         capacity_per_s=tuple(capacity_at[n - lo] * unit for n in sizes),  # records per unit
@@ -158,13 +211,15 @@ def _solve(
         scale_out_stop=Stop(0, math.ceil(inputs.downtime_scale_out_s / unit)),
         scale_in_stop=Stop(0, math.ceil(inputs.downtime_scale_in_s / unit)),
         replay_s=math.ceil(settings.checkpoint_interval_s / unit),
+        target_latency_s=objective_s / unit,
     )
-    behind = inputs.consumer_lag_records > load[0]  # more than a second of input waits: work it off in time
+    # more lag than the objective allows at the current scale-out: work it off in time
+    behind = inputs.consumer_lag_records > objective_s * inputs.capacities.at(current)
     schedule = cheapest_schedule(
         per_unit * unit,
         queue,
         interval_s=max(1, interval // unit),
-        caught_up_records=np.maximum(per_unit, 1.0),  # a second of input, as everywhere
+        caught_up_records=np.zeros(len(per_unit)),  # caught up: latency within the objective
         start=Start(current, inputs.consumer_lag_records, math.ceil(target / unit) if behind else 0),
         max_rescales=allowance,
     )

@@ -13,10 +13,17 @@ The job, as the schedule sees it (a fluid queue):
   that bound) within the target, and the next rescale waits for it; optionally at most `max_rescales` rescales;
 - objective: executor-seconds.
 
+Under the user's latency objective (`QueueModel.target_latency_s`, the acceptance rule of sim/metrics.py) a second is
+caught up when its latency (base + backlog / capacity) is within the objective, that is required outside a recovery,
+and a recovery may take any latency until it ends (within the recovery target).
+
 Approximation: the state is (decision index, scale-out[, rescales so far]). The backlog, the records to replay and
 the times of the last recovery are carried from the cheapest path into each state (ties: the smaller backlog), not
 enumerated; a dearer path that arrives with less backlog is dropped, so the result is an upper bound on the true
-optimum of this model.
+optimum of this model. With `QueueModel.relaxed` every state carries instead the most lenient of what any path
+brings (the least backlog and replay, the latest end of a recovery, the earliest gate and restart) beside the
+cheapest cost: every path's cost and constraints are then at least as tight as the state's, so the result is a lower
+bound on the model's true optimum (the offline optimum's yardstick; its schedule need not be feasible).
 """
 
 from __future__ import annotations
@@ -65,6 +72,10 @@ class QueueModel:
     scale_in_stop: Stop
     replay_s: int = 0  # seconds of processed records a rescale replays
     base_latency_s: float = 0.0
+    # The user's latency objective: caught up = latency within it; none: the backlog within `caught_up_records` and
+    # every second's latency within the recovery target.
+    target_latency_s: float | None = None
+    relaxed: bool = False  # a lower bound instead of an upper one (see the module's docstring)
 
 
 @dataclass(frozen=True)
@@ -151,7 +162,10 @@ class _Problem:
     in_to: int
     ckpt: int
     horizon: int  # seconds a rescale's recovery is followed
-    floor: np.ndarray  # caught up: the backlog within this, per second
+    floor: np.ndarray  # caught up: the backlog within this, per second...
+    floor_by_size: np.ndarray  # ...or within this at each scale-out (the latency objective's backlog; 0: none)
+    lat_cap: float  # every second's latency within this (infinite under the latency objective: it binds elsewhere)
+    relaxed: bool
     # Column b of every state array: paths that have rescaled b times (one column when rescales are not limited).
     levels: int
     spent: int  # columns a rescale moves to the right
@@ -176,8 +190,10 @@ class _Problem:
         floor = np.asarray(caught_up_records, dtype=float)
         backlog0 = 0.0 if start is None else float(start.backlog_records)
         values = np.concatenate([w, caps, floor, [backlog0, model.base_latency_s]])
+        objective = model.target_latency_s
         small = (
-            len(caps) * horizon <= _SMALL_CELLS
+            not model.relaxed
+            and len(caps) * horizon <= _SMALL_CELLS
             and bool(np.all(np.abs(values) <= _SMALL_MAGNITUDE))  # False for NaN too
             and bool(np.all(caps > 0))
         )
@@ -196,6 +212,9 @@ class _Problem:
             ckpt=model.replay_s,
             horizon=horizon,
             floor=floor,
+            floor_by_size=np.zeros(len(caps)) if objective is None else (objective - model.base_latency_s) * caps,
+            lat_cap=target if objective is None else math.inf,
+            relaxed=model.relaxed,
             levels=1 if max_rescales is None else max(0, max_rescales) + 1,
             spent=0 if max_rescales is None else 1,
             small=(w.tolist(), caps.tolist(), floor.tolist(), [int(n) for n in model.scaleouts]) if small else None,
@@ -256,7 +275,9 @@ def _first_states(p: _Problem, start: Start | None) -> tuple[_States, int]:
         arr0 = p.w[:end0]
         rows0 = lindley(0.0, arr0, np.repeat(p.caps[:, None], end0, axis=1))
         lat0 = p.base + rows0 / p.caps[:, None]
-        ok = (lat0.max(axis=1, initial=0.0) <= p.target) & (rows0 <= p.floor[:end0]).all(axis=1)
+        ok = (lat0.max(axis=1, initial=0.0) <= p.lat_cap) & (
+            rows0 <= _floors(p, 0, end0, p.floor_by_size[:, None])
+        ).all(axis=1)
         s.cost[ok, 0], s.backlog[ok, 0] = p.sizes[ok].astype(float) * end0, rows0[ok, -1]
         s.tail[ok, 0] = _tails(0.0, arr0, rows0[ok], p.caps[ok], np.zeros(int(ok.sum())), p.ckpt)
     else:
@@ -290,11 +311,16 @@ def _hold(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarra
     seconds = np.arange(g.t0, g.t1)
     lag = lindley(b_prev, g.arr, np.where(seconds < restart, 0.0, p.caps[i]))
     wait = np.maximum(restart - seconds, 0.0)
-    behind = (lag > p.floor[g.t0 : g.t1]) & (seconds >= s.recovered[i, b])
+    behind = (lag > _floors(p, g.t0, g.t1, p.floor_by_size[i])) & (seconds >= s.recovered[i, b])
     down_left = int(max(0.0, restart - g.t0))
-    if not (float((p.base + wait + lag / p.caps[i]).max()) <= p.target and not behind.any()):
+    if not (float((p.base + wait + lag / p.caps[i]).max()) <= p.lat_cap and not behind.any()):
         return
     c = s.cost[i, b] + float(p.sizes[i]) * g.seg
+    if p.relaxed:
+        tail = _tails(b_prev, g.arr, lag[None, :], p.caps[i : i + 1], np.array([down_left]), p.ckpt)
+        _merge(new, np.array([i]), b, np.array([c]), lag[-1:], tail, s.recovered[i, b], s.gate[i, b], restart)
+        parents[i, b] = i if c <= new.cost[i, b] else parents[i, b]
+        return
     if c < new.cost[i, b] or (c == new.cost[i, b] and lag[-1] < new.backlog[i, b]):
         new.cost[i, b] = c
         new.backlog[i, b] = lag[-1]
@@ -319,13 +345,13 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     lags = lindley(backlog, g.arr_h, cap_m)
     waits = np.where(offset >= stop_from, np.maximum(downs[:, None] - offset, 0), 0)
     lat = p.base + waits + lags / p.caps[others][:, None]
-    caught = (lags <= p.floor[g.t0 : g.h1][None, :]) & (offset >= downs[:, None])
+    caught = (lags <= _floors(p, g.t0, g.h1, p.floor_by_size[others][:, None])) & (offset >= downs[:, None])
     any_hit = caught.any(axis=1)
     hit = np.argmax(caught, axis=1)
     rec_at = np.where(any_hit, g.t0 + hit + 1, p.total + 1)
     # once recovered, the lag must stay caught up for the rest of the interval
     behind = ~caught[:, : g.seg] & (g.secs[None, : g.seg] >= rec_at[:, None])
-    ok_lat = (lat[:, : g.seg].max(axis=1) <= p.target) & ~behind.any(axis=1)
+    ok_lat = (lat[:, : g.seg].max(axis=1) <= p.lat_cap) & ~behind.any(axis=1)
     # A recovery still under way where the load ends is refused, else a schedule would drop executors in the last
     # `target` seconds for free.
     ok_rec = any_hit & (hit + 1 <= p.target)
@@ -336,6 +362,12 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     js = others[rows]
     c = s.cost[i, b] + p.sizes[js].astype(float) * g.seg
     end = lags[rows, g.seg - 1]
+    if p.relaxed:
+        tails = _tails(backlog, g.arr, lags[rows, : g.seg], p.caps[js], downs[rows], p.ckpt)
+        cheaper = c < new.cost[js, nb]
+        _merge(new, js, nb, c, end, tails, rec_at[rows], rec_at[rows], g.t0 + downs[rows])
+        parents[js[cheaper], nb] = i
+        return
     better = (c < new.cost[js, nb]) | ((c == new.cost[js, nb]) & (end < new.backlog[js, nb]))
     rows, js, c, end = rows[better], js[better], c[better], end[better]
     if len(rows) == 0:
@@ -347,6 +379,34 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     new.gate[js, nb] = rec_at[rows]
     new.restart[js, nb] = g.t0 + downs[rows]
     parents[js, nb] = i
+
+
+def _floors(p: _Problem, t0: int, t1: int, by_size: np.ndarray | float) -> np.ndarray:
+    """The caught-up bound of seconds [t0, t1): the per-second floor or the latency objective's, whichever is larger
+    (`by_size` broadcasts against the seconds: a scalar, or a column of scale-outs)."""
+    return np.asarray(np.maximum(p.floor[t0:t1], by_size), dtype=float)
+
+
+def _merge(
+    new: _States,
+    js: np.ndarray,
+    b: int,
+    cost: np.ndarray,
+    backlog: np.ndarray,
+    tail: np.ndarray,
+    recovered: np.ndarray | float,
+    gate: np.ndarray | float,
+    restart: np.ndarray | float,
+) -> None:
+    """The relaxed DP's update of states `js` in column `b`: the cheapest cost, and the most lenient of everything
+    else any path brings (a state reached for the first time takes the path's own)."""
+    fresh = ~np.isfinite(new.cost[js, b])
+    new.cost[js, b] = np.minimum(new.cost[js, b], cost)
+    new.backlog[js, b] = np.where(fresh, backlog, np.minimum(new.backlog[js, b], backlog))
+    new.tail[js, b] = np.where(fresh, tail, np.minimum(new.tail[js, b], tail))
+    new.recovered[js, b] = np.where(fresh, recovered, np.maximum(new.recovered[js, b], recovered))
+    new.gate[js, b] = np.where(fresh, gate, np.minimum(new.gate[js, b], gate))
+    new.restart[js, b] = np.where(fresh, restart, np.minimum(new.restart[js, b], restart))
 
 
 # The small problems' path (see _SMALL_CELLS): the same states and the same floating-point operations in the same
@@ -364,7 +424,8 @@ def _hold_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.
         return  # a cheaper path holds the state already, whatever this one would find
     w, caps, floor, _ = p.small
     b_prev, restart, recovered = float(s.backlog[i, b]), float(s.restart[i, b]), float(s.recovered[i, b])
-    cap, base, target, floor0 = caps[i], p.base, p.target, -b_prev
+    cap, base, target, floor0 = caps[i], p.base, p.lat_cap, -b_prev
+    floor_i = float(p.floor_by_size[i])
     lags: list[float] = []
     total, low = 0.0, math.inf
     for t in range(g.t0, g.t1):
@@ -377,7 +438,7 @@ def _hold_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.
         lags.append(lag)
         wait = restart - t
         wait = wait if wait > 0.0 else 0.0
-        if not base + wait + lag / cap <= target or (lag > floor[t] and t >= recovered):
+        if not base + wait + lag / cap <= target or (lag > floor[t] and lag > floor_i and t >= recovered):
             return
     if c < new.cost[i, b] or (c == new.cost[i, b] and lags[-1] < new.backlog[i, b]):
         down_left = int(max(0.0, restart - g.t0))
@@ -402,7 +463,7 @@ def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: 
         if j == i or c > new.cost[j, nb]:
             continue  # a cheaper path reaches the target already, whatever this rescale would find
         stop_from, down = (p.out_from, p.out_to) if sizes[j] > sizes[i] else (p.in_from, p.in_to)
-        followed = _follow_rescale(p, g, backlog, caps[i], caps[j], stop_from, down)
+        followed = _follow_rescale(p, g, backlog, (caps[i], caps[j]), float(p.floor_by_size[j]), stop_from, down)
         if followed is None or not g.t0 + followed[0] + 1 <= deadline:
             continue
         rec_at, lags = g.t0 + followed[0] + 1, followed[1]
@@ -417,13 +478,20 @@ def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: 
 
 
 def _follow_rescale(
-    p: _Problem, g: _Segment, backlog0: float, cap_from: float, cap_to: float, stop_from: int, down: int
+    p: _Problem,
+    g: _Segment,
+    backlog0: float,
+    caps: tuple[float, float],
+    floor_to: float,
+    stop_from: int,
+    down: int,
 ) -> tuple[int, list[float]] | None:
     """A rescale at the interval's start, second by second until its outcome is known: the offset of its first caught
     up second and the backlog after each second of the interval, or None when it breaks the target (latency, behind
     again after recovering, no recovery within the target)."""
     assert p.small is not None
     w, _, floor, _ = p.small
+    cap_from, cap_to = caps
     t0, seg, base, target, floor0 = g.t0, g.t1 - g.t0, p.base, p.target, -backlog0
     lags: list[float] = []
     total, low = 0.0, math.inf
@@ -435,11 +503,11 @@ def _follow_rescale(
         low = low if low < total else total
         lag = total - (low if low < floor0 else floor0)
         lag = lag if lag > 0.0 else 0.0
-        caught = lag <= floor[t0 + k] and k >= down
+        caught = (lag <= floor[t0 + k] or lag <= floor_to) and k >= down
         if k < seg:
             lags.append(lag)
             wait = (down - k if down - k > 0 else 0) if k >= stop_from else 0
-            if not base + wait + lag / cap_to <= target or (hit >= 0 and not caught):
+            if not base + wait + lag / cap_to <= p.lat_cap or (hit >= 0 and not caught):
                 return None
         if hit < 0 and caught:
             hit = k

@@ -13,13 +13,27 @@ import pandas as pd
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import CapacityTable, ExecutorSeries, Observation
-from daedalus_spark.monitor.files import UTILIZATION_WINDOW_S, InputFileError, read_metric_csv, time_step_s
+from daedalus_spark.monitor.files import InputFileError, read_metric_csv, time_step_s
 
 
 @dataclass(frozen=True)
 class CapacityReport:
     table: CapacityTable
     samples: int
+    # The throughput window used (s; 0 = none) and where it came from: "option", "file" (the utilization file's
+    # `# window:` line) or "assumed" (neither said: the columns are taken as aligned, row for row).
+    window_s: float = 0.0
+    window_from: str = "assumed"
+
+    def assumption(self) -> str | None:
+        """One line saying what was assumed, when the input did not say it."""
+        if self.window_from != "assumed":
+            return None
+        return (
+            "capacity: assumed the utilization and throughput rows are aligned (each row's own second, no averaging): "
+            "neither --utilization-window nor a '# window: 60s' line above the utilization header says over which "
+            "window the utilization was measured"
+        )
 
 
 def capacity_from_csv(
@@ -29,23 +43,33 @@ def capacity_from_csv(
     *,
     max_scaleout: int | None = None,
     smooth_samples: int | None = None,
-    utilization_window_s: float = UTILIZATION_WINDOW_S,
+    utilization_window_s: float | None = None,
 ) -> CapacityReport:
     """Learn every executor's regression from the whole files; load shares come from the last 4 samples.
 
-    Throughput is averaged over the trailing `utilization_window_s` (in rows, from the time column's step), so that
-    it covers the window a utilization exported as a moving average covers, as the live monitor's shared rate
-    window does (unaligned windows bias the slope). `smooth_samples` gives the rows directly; 1 = no alignment.
+    Throughput is averaged over the trailing window the utilization was measured over (in rows, from the time
+    column's step), so that both cover the same time, as the live monitor's shared rate window does (unaligned
+    windows bias the slope). The window is `utilization_window_s`, else the utilization file's `# window:` line,
+    else none (rows taken as aligned; `CapacityReport.assumption()` says so). `smooth_samples` gives the rows
+    directly; 1 = no alignment.
     """
     util = read_metric_csv(utilization_path)
     thr = read_metric_csv(throughput_path)
+    if utilization_window_s is not None:
+        window_s, window_from = utilization_window_s, "option"
+    elif util.window_s is not None:
+        window_s, window_from = util.window_s, "file"
+    else:
+        window_s, window_from = 0.0, "assumed"
+    if smooth_samples is not None:
+        window_from = "option"
     if util.times != thr.times:
         raise InputFileError(throughput_path, None, _time_mismatch(util.times, thr.times, utilization_path))
     missing = sorted(set(util.columns) ^ set(thr.columns))
     if missing:
         raise InputFileError(throughput_path, 1, f"executor columns not in both files: {', '.join(missing)}")
     if smooth_samples is None:  # a derived window never exceeds the file (a short export is averaged whole)
-        smooth_samples = min(_rows_in(utilization_window_s, time_step_s(util.times)), len(util.times))
+        smooth_samples = min(_rows_in(window_s, time_step_s(util.times)), len(util.times))
     if smooth_samples > len(util.times):
         raise InputFileError(
             throughput_path,
@@ -53,6 +77,8 @@ def capacity_from_csv(
             f"--smooth-throughput {smooth_samples} is more than its {len(util.times)} rows (it would average them all)",
         )
     _check_usable(utilization_path, util.columns, throughput_path, thr.columns)
+    _check_not_counters(utilization_path, util.columns, "utilization")
+    _check_not_counters(throughput_path, thr.columns, "throughput")
     executors = tuple(
         ExecutorSeries(w, _trailing_mean(thr.columns[w], smooth_samples), tuple(util.columns[w].tolist()))
         for w in sorted(util.columns)
@@ -63,7 +89,7 @@ def capacity_from_csv(
     table = model.table(_observation(recent, 4), max_scaleout or len(executors))
     if table is None:
         raise InputFileError(utilization_path, None, "no usable (finite, non-negative) samples")
-    return CapacityReport(table=table, samples=learned)
+    return CapacityReport(table=table, samples=learned, window_s=window_s, window_from=window_from)
 
 
 def _time_mismatch(util: tuple[str, ...], thr: tuple[str, ...], utilization_path: str | Path) -> str:
@@ -104,6 +130,23 @@ def _check_usable(
         )
 
 
+def _check_not_counters(path: str | Path, columns: dict[str, np.ndarray], what: str) -> None:
+    """A column that rises at (nearly) every row, in every column, is a counter (records or CPU seconds so far),
+    not a rate: refused, naming the file, rather than read as a throughput or utilization."""
+    rising = []
+    for values in columns.values():
+        finite = values[np.isfinite(values)]
+        steps = np.diff(finite)
+        rising.append(len(steps) >= 10 and float(np.mean(steps > 0)) >= 0.95)
+    if all(rising):
+        raise InputFileError(
+            path,
+            None,
+            f"every {what} column rises at nearly every row, like a counter (a total so far): export its "
+            "rate per second, e.g. rate(...[1m]) in Prometheus",
+        )
+
+
 def _rows_in(window_s: float, step_s: float | None) -> int:
     """Rows of a table with this time step that cover `window_s` (1 when either is unknown or zero)."""
     if step_s is None or step_s <= 0 or window_s <= 0:
@@ -130,6 +173,8 @@ def _observation(executors: tuple[ExecutorSeries, ...], n: int) -> Observation:
 def to_json(report: CapacityReport) -> dict[str, Any]:
     t = report.table
     return {
+        "utilization_window_s": report.window_s,
+        "utilization_window_from": report.window_from,
         "total_capacity": t.current_per_s,
         "current_scaleout": t.current_scaleout,
         "per_scaleout": {str(n): c for n, c in enumerate(t.per_scaleout_per_s, start=1)},

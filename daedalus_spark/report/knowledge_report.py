@@ -31,7 +31,9 @@ def load_knowledge(path: str | Path, config: Config | None = None) -> Knowledge:
     snapshot = SqliteKnowledgeStore(path).load()  # loading opens the file read-only
     if snapshot is None:
         raise IncompatibleKnowledge(f"{path}: an empty knowledge file (no controller has saved to it yet)")
-    return restore(snapshot, config or Config(), now_s=time.time())
+    knowledge = restore(snapshot, config or Config(), now_s=time.time())
+    knowledge.damage[:] = [f"{line} (in {path})" for line in knowledge.damage]  # which file, for each record
+    return knowledge
 
 
 def iso(time_s: float) -> str:
@@ -129,6 +131,7 @@ def build(k: Knowledge) -> dict[str, Any]:
             "last_rescale_s": k.last_rescale_s,
             "last_rescale": None if k.last_rescale_s is None else iso(k.last_rescale_s),
             "damage": list(k.damage),
+            "backfill": list(k.history.backfill),
         }
     )
     return report
@@ -141,6 +144,7 @@ def _capacity_json(k: Knowledge) -> dict[str, Any] | None:
     return {
         "current_scaleout": table.current_scaleout,
         "current_per_s": table.current_per_s,
+        "current_at_trigger_per_s": table.current_at_trigger_per_s,
         "per_scaleout": [
             {
                 "scaleout": n,
@@ -214,6 +218,7 @@ def _model_key(f: ForecastRecord) -> tuple[Any, ...]:
 
 def format_text(r: dict[str, Any]) -> str:
     lines = [f"knowledge store: {line}" for line in r.get("damage", [])]
+    lines += list(r.get("backfill", []))
     lines += _capacity_lines(r["capacity"])
     lines += _forecast_lines(r["forecast"])
     d = r["decisions"]
@@ -235,8 +240,12 @@ def format_text(r: dict[str, Any]) -> str:
 def _capacity_lines(cap: dict[str, Any] | None) -> list[str]:
     if cap is None:
         return ["capacity: nothing learned yet"]
+    at_trigger = cap.get("current_at_trigger_per_s")
+    trigger_note = (
+        f" at the latency objective; {at_trigger:,.0f} at one batch per trigger" if at_trigger is not None else ""
+    )
     lines = [
-        f"capacity at scale-out {cap['current_scaleout']}: {cap['current_per_s']:,.0f} records/s",
+        f"capacity at scale-out {cap['current_scaleout']}: {cap['current_per_s']:,.0f} records/s{trigger_note}",
         "  per scale-out: "
         + ", ".join(
             f"{p['scaleout']}{'' if p['observed'] else '*'}: {p['capacity_per_s']:,.0f}" for p in cap["per_scaleout"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -85,8 +84,6 @@ class HealthServer(BoundedHTTPServer, WSGIServer):
     """The WSGI app on a thread per connection (at most MAX_CONNECTIONS); `shutdown()` then `server_close()`, which
     also drops the clients still connected."""
 
-    request_queue_size = MAX_CONNECTIONS  # the listen backlog (socketserver's 5 made a burst of clients wait seconds)
-
     def __init__(self, registry: CollectorRegistry, health: Health, host: str, port: int) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._open: set[socket.socket] = set()
@@ -111,11 +108,6 @@ class HealthServer(BoundedHTTPServer, WSGIServer):
         for request in still:  # a blocked read returns at once; its handler ends and closes the socket
             with contextlib.suppress(OSError):  # already gone
                 request.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that left, stalled past the deadline or was dropped at shutdown: nothing to report.
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)
 
 
 def serve_health(registry: CollectorRegistry, health: Health, host: str, port: int) -> HealthServer:

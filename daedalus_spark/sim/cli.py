@@ -35,7 +35,9 @@ TABLE_COLUMNS = (
     ("latency_p50_s", "p50 s", "{:.1f}"),
     ("latency_p95_s", "p95 s", "{:.1f}"),
     ("latency_max_s", "max s", "{:.1f}"),
-    ("recovery_violations", "viol.", "{}"),
+    ("recovery_violations", "rec. viol.", "{}"),
+    ("latency_violation_s", "late s", "{}"),
+    ("passes", "rule", "{}"),
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from daedalus_spark.analyze.forecast import FitCache, InlineRefits, ModelMemo, run_fit
@@ -70,6 +71,8 @@ class DaedalusPolicy:
     fits: FitCache | None = field(default=None, repr=False)
     models: ModelMemo | None = field(default=None, repr=False)
     sync_interval_s: int | None = None
+    # Called on the fresh controller before its first step (a warm start: benchmarks/backfill_warm_start.py).
+    warm: Callable[[Controller], None] | None = field(default=None, repr=False)
     decisions: list[Decision] = field(default_factory=list, repr=False)
     _loop: Loop | None = field(default=None, repr=False)
     _monitor: SimulatedJobMonitor = field(default_factory=SimulatedJobMonitor, repr=False)
@@ -87,13 +90,12 @@ class DaedalusPolicy:
     def decide(self, job: SimulatedJob) -> int | None:
         if self._loop is None:  # the first step comes one interval in, so its window starts at the job's start
             fit = run_fit if self.fits is None else self.fits.fit
-            self._loop = Loop(
-                Controller(self.config, refits=InlineRefits(fit if self.models is None else self.models.fitting(fit))),
-                self._monitor,
-                self._actuator,
-                store=None,
-                clock=self._clock,
+            controller = Controller(
+                self.config, refits=InlineRefits(fit if self.models is None else self.models.fitting(fit))
             )
+            if self.warm is not None:
+                self.warm(controller)
+            self._loop = Loop(controller, self._monitor, self._actuator, store=None, clock=self._clock)
         self._monitor.job = self._actuator.job = job
         self._clock.set(float(job.now_s))
         self._actuator.requested = None

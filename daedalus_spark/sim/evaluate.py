@@ -116,6 +116,7 @@ def evaluate(
             static_executors=config.controller.max_scaleout,
             oracle_executor_hours=oracle_wh,
             target_recovery_s=config.controller.target_recovery_s,
+            target_latency_s=config.controller.target_latency_s,
             optimum_executor_hours=optimum_wh,
         )
         for name, run in runs.items()

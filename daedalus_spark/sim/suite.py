@@ -147,6 +147,55 @@ def taylor_demand(rng: np.random.Generator, n: int) -> np.ndarray:
     return widened * (1.0 + rng.normal(0.0, 0.01, size=n))
 
 
+def _stretched(y: np.ndarray, seconds_per_sample: float) -> np.ndarray:
+    """A series with one value per sample, each stretched to `seconds_per_sample` s, linearly interpolated to 1 s."""
+    n = round(len(y) * seconds_per_sample)
+    x = np.arange(n, dtype=float) / seconds_per_sample
+    return np.asarray(np.interp(x, np.arange(len(y), dtype=float), y), dtype=float)
+
+
+def _widened(name: str, y: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
+    """A real series' first `n` seconds, its range mapped onto 25-100 % so that it needs a range of scale-outs, with
+    1 % noise from the seed (the series' own noise is the point)."""
+    y = y[:n]
+    if len(y) < n or not np.all(np.isfinite(y)) or float(y.max()) <= float(y.min()):
+        raise SuiteError(f"{name}: the dataset gives {len(y)} usable s, shape needs {n}")
+    low, high = float(y.min()), float(y.max())
+    return (0.25 + 0.75 * (y - low) / (high - low)) * (1.0 + rng.normal(0.0, 0.01, size=n))
+
+
+def wine_sales(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Real, seasonal and noisy: pmdarima's `wineind` (monthly Australian wine sales, 1980-1994), a month per 60 s."""
+    from pmdarima.datasets import load_wineind
+
+    return _widened("wine_sales", _stretched(np.asarray(load_wineind(as_series=False), dtype=float), 60.0), rng, n)
+
+
+def heart_rate(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Real and noisy: pmdarima's `heartrate` (a subject's heart rate at half-second intervals), a sample per 60 s."""
+    from pmdarima.datasets import load_heartrate
+
+    return _widened("heart_rate", _stretched(np.asarray(load_heartrate(as_series=False), dtype=float), 60.0), rng, n)
+
+
+def sunspot_cycles(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Real, bursty: the last 360 months of pmdarima's `sunspots` (monthly counts), a month per 40 s."""
+    from pmdarima.datasets import load_sunspots
+
+    y = np.asarray(load_sunspots(as_series=False), dtype=float)[-360:]
+    return _widened("sunspot_cycles", _stretched(y, 40.0), rng, n)
+
+
+def co2_weekly(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Real, trend and season: the last 520 weeks of statsmodels' `co2` (Mauna Loa, weekly; missing weeks
+    interpolated), a week per 30 s."""
+    import statsmodels.api as sm
+
+    weekly = sm.datasets.co2.load_pandas().data["co2"].interpolate(limit_direction="both")
+    y = np.asarray(weekly.to_numpy(dtype=float)[-520:], dtype=float)
+    return _widened("co2_weekly", _stretched(y, 30.0), rng, n)
+
+
 def weekly_compressed(rng: np.random.Generator, n: int) -> np.ndarray:
     """A week compressed so that one day lasts 30 minutes: five weekdays of the two-peak curve, then a weekend at
     60 % with a single late peak; 2 % AR(1) noise."""
@@ -173,6 +222,10 @@ SHAPES: tuple[WorkloadShape, ...] = (
     WorkloadShape("slow_growth", "YSB-like rise from 25 % to 100 % over 6 h, ripples", 6 * 3600, slow_growth),
     WorkloadShape("noisy_plateau", "70 % plateau, 8 % slow wander + 5 % white noise", 3 * 3600, noisy_plateau),
     WorkloadShape("taylor_demand", "pmdarima load_taylor, 2 weeks, 1 day = 24 min", 672 * 30, taylor_demand),
+    WorkloadShape("wine_sales", "pmdarima wineind, 176 months, 1 month = 1 min", 176 * 60, wine_sales),
+    WorkloadShape("heart_rate", "pmdarima heartrate, 150 samples, 1 sample = 1 min", 150 * 60, heart_rate),
+    WorkloadShape("sunspot_cycles", "pmdarima sunspots, last 360 months, 1 month = 40 s", 360 * 40, sunspot_cycles),
+    WorkloadShape("co2_weekly", "statsmodels co2, last 520 weeks, 1 week = 30 s", 520 * 30, co2_weekly),
     WorkloadShape("weekly_compressed", "5 weekdays + weekend at 60 %, 1 day = 30 min", 7 * 1800, weekly_compressed),
     WorkloadShape(
         "gaps_in_data",

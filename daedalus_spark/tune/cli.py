@@ -17,6 +17,7 @@ from daedalus_spark.config import Config, ConfigError, load_config
 from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.knowledge.state import IncompatibleKnowledge
 from daedalus_spark.monitor.files import InputFileError
+from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.tune.grid import Candidate, TuneGrid, candidates, load_grid
@@ -26,6 +27,8 @@ from daedalus_spark.tune.task import Setting, WindowTask, window_seed
 
 DEFAULT_GRID = Path("deploy/tune.yaml")
 MAX_CONFIG_TEXT = 1024 * 1024
+_RATE_WINDOW_RULE = "must be at least 4 × monitor.scrape_interval_s"  # config/monitor.py's refusal
+MAX_SINCE_S = 366 * 86400  # beyond a year is no one's Prometheus retention: refused, not queried
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -41,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     source = p.add_mutually_exclusive_group()
     source.add_argument("--trace", type=Path, help="the history as a 'second|count' trace instead of Prometheus")
     source.add_argument("--prometheus-url", help="Prometheus to read the history from (default: the config's)")
-    p.add_argument("--since", default="7d", help="how much history to read from Prometheus (default %(default)s)")
+    p.add_argument("--since", default=None, help="how much history to read from Prometheus (default 7d)")
     p.add_argument("--knowledge", type=Path, help="the controller's knowledge store: the job's learned profile")
     p.add_argument("--job-model", metavar="YAML|PROFILE", help="the simulated job instead (sim/jobmodel.py)")
     p.add_argument("--master", default="local[*]", help="Spark master (default %(default)s)")
@@ -55,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _fail(message: str) -> int:
-    print(f"daedalus-spark tune: error: {' '.join(message.split())}", file=sys.stderr)
+    print(f"daedalus-spark tune: error: {' '.join(redact(message).split())}", file=sys.stderr)
     return 2
 
 
@@ -75,8 +78,57 @@ def _config_text(path: Path | None) -> str:
         return f.read(MAX_CONFIG_TEXT).decode("utf-8")
 
 
+def _config_for_history(args: argparse.Namespace) -> Config:
+    """The config, checked as if it held --prometheus-url (which stands for monitor.prometheus_url). A config
+    written without a Prometheus URL may set its rate window for the embedded scraper (a scrape every
+    monitor.step_s); read from a Prometheus scraping every monitor.scrape_interval_s, rate() needs 4 of those: that
+    window is used for the history, and said on one line. A config written for Prometheus is used as written."""
+    if not args.prometheus_url or args.trace is not None:
+        return load_config(args.config)
+    try:
+        for_prometheus = bool(load_config(args.config).monitor.prometheus_url)
+    except ConfigError as exc:  # e.g. token settings that only a Prometheus URL makes valid
+        if _RATE_WINDOW_RULE in exc.one_line():
+            raise
+        for_prometheus = False
+    overlay: dict[str, Any] = {"prometheus_url": args.prometheus_url}
+    try:
+        return load_config(args.config, {"monitor": overlay})
+    except ConfigError as exc:
+        if for_prometheus or _RATE_WINDOW_RULE not in exc.one_line():
+            raise
+    scrape_s = load_config(args.config, {"monitor": {**overlay, "rate_window_s": 3600.0}}).monitor.scrape_interval_s
+    overlay["rate_window_s"] = 4 * scrape_s
+    print(
+        f"tune: monitor.rate_window_s is set for the embedded scraper (the config has no prometheus_url); the "
+        f"history's rate() uses {4 * scrape_s:g} s, 4 x monitor.scrape_interval_s ({scrape_s:g} s) of your Prometheus",
+        file=sys.stderr,
+    )
+    return load_config(args.config, {"monitor": overlay})
+
+
+def _since_s(text: str, step_s: float, now_s: float) -> float:
+    """--since in seconds: at least two steps, at most MAX_SINCE_S, and not before 1970 (an injected --now)."""
+    try:
+        since_s = parse_duration(text)
+    except ValueError as exc:
+        raise HistoryError(f"--since: {exc}") from None
+    if since_s < 2 * step_s:
+        raise HistoryError(f"--since {text}: shorter than two steps of history.step_s ({step_s:g} s)")
+    if since_s > MAX_SINCE_S:
+        raise HistoryError(
+            f"--since {text}: more than {MAX_SINCE_S // 86400:g} days ({since_s / 86400:g} d); Prometheus keeps 15 d "
+            "by default (its --storage.tsdb.retention.time)"
+        )
+    if since_s > now_s:
+        raise HistoryError(f"--since {text} reaches before 1970 (the history ends at {now_s:g} s)")
+    return since_s
+
+
 def _history(args: argparse.Namespace, config: Config, grid: TuneGrid) -> History:
     if args.trace is not None:
+        if args.since is not None:
+            raise HistoryError("--since applies to a history read from Prometheus; a --trace is read whole")
         return from_trace(args.trace)
     url = args.prometheus_url or config.monitor.prometheus_url
     if not url:
@@ -87,11 +139,8 @@ def _history(args: argparse.Namespace, config: Config, grid: TuneGrid) -> Histor
         _http_url(url)
     except ValueError as exc:
         raise HistoryError(f"Prometheus URL {url[:80]!r}: {exc}") from None
-    try:
-        since_s = parse_duration(args.since)
-    except ValueError as exc:
-        raise HistoryError(f"--since: {exc}") from None
     now = time.time() if args.now is None else args.now
+    since_s = _since_s(args.since or "7d", grid.history.step_s, now)
     return from_prometheus(config, url=url, since_s=since_s, step_s=grid.history.step_s, now_s=now, environ=os.environ)
 
 
@@ -104,8 +153,10 @@ def tasks_for(cands: list[Candidate], plan: Plan, seed: int) -> list[WindowTask]
 
 
 def setting_for(job_model: JobModel, peak_per_s: float, config: Config) -> Setting:
-    """The job sized for the whole history's peak (not each window's), judged against your recovery target."""
-    return Setting(job_model.model_dump(mode="python"), peak_per_s, config.controller.target_recovery_s)
+    """The job sized for the whole history's peak (not each window's), judged against your recovery and latency
+    targets."""
+    ctl = config.controller
+    return Setting(job_model.model_dump(mode="python"), peak_per_s, ctl.target_recovery_s, ctl.target_latency_s)
 
 
 def _progress(done: int, total: int) -> None:
@@ -149,10 +200,7 @@ def tune(args: argparse.Namespace) -> int:
     from daedalus_spark.tune.result import decide, to_json
     from daedalus_spark.tune.spark import run_tasks
 
-    # --prometheus-url stands for monitor.prometheus_url: the config is checked as if it held it
-    config = load_config(
-        args.config, {"monitor": {"prometheus_url": args.prometheus_url}} if args.prometheus_url else None
-    )
+    config = _config_for_history(args)
     user_text = _config_text(args.config)
     grid = load_grid(str(args.grid))
     cands = candidates(grid, config, str(args.grid))
@@ -160,6 +208,8 @@ def tune(args: argparse.Namespace) -> int:
     history = _history(args, config, grid)
     check_gaps(history, grid.history.max_gap_ratio)
     plan = plan_windows(history.stretches(), grid.split)
+    for note in history.notes:
+        print(f"tune: {note}", file=sys.stderr)
     for a, b in history.gaps():
         print(f"tune: no samples for {b - a} s from {_when(history, a)}: windows end before it", file=sys.stderr)
     setting = setting_for(job_model, history.peak_per_s, config)
@@ -173,7 +223,7 @@ def tune(args: argparse.Namespace) -> int:
         if type(exc).__module__.partition(".")[0] not in ("pyspark", "py4j"):
             raise
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        print(f"daedalus-spark tune: Spark on {args.master} failed: {first.strip()[:300]}", file=sys.stderr)
+        print(f"daedalus-spark tune: Spark on {args.master} failed: {redact(first.strip())[:300]}", file=sys.stderr)
         return 1
     answer = decide(rows, cands, grid, config)
     recommended = recommended_yaml(user_text, answer.changes)

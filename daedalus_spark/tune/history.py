@@ -130,6 +130,11 @@ def from_prometheus(
     except ValueError as exc:
         raise HistoryError(str(exc)) from None
     end = math.floor(now_s / step_s) * step_s
+    kept_s = _retention_s(http, url, headers, monitor.timeout_s)
+    early: list[str] = []
+    if kept_s is not None and since_s > kept_s:
+        early = [f"Prometheus keeps {kept_s / 86400:g} d: the history starts there, not {since_s / 86400:g} d ago"]
+        since_s = kept_s
     start = end - math.floor(since_s / step_s) * step_s
     client = PrometheusConnect(
         url=url.rstrip("/"),
@@ -156,12 +161,23 @@ def from_prometheus(
         raise HistoryError(f"Prometheus at {url}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
     series = per_second(np.concatenate(times), np.concatenate(values), start_s=start, end_s=end, step_s=step_s)
     kept, leading, trailing = trim(series)
-    notes = [f"no samples in the first {leading} s of --since"] if leading else []
+    notes = early + ([f"no samples in the first {leading} s of --since"] if leading else [])
     notes += [f"no samples in the last {trailing} s"] if trailing else []
     source = f"{url} ({promql})"
     if len(kept) == 0:
         raise HistoryError(f"history from {source}: no samples over the last {since_s:g} s")
     return History(source, start + leading, kept, tuple(notes))
+
+
+def _retention_s(http: Any, url: str, headers: Mapping[str, str], timeout_s: float) -> float | None:
+    """How far back Prometheus keeps samples (its runtime info's storageRetention, e.g. `15d` or `15d or 10GiB`);
+    None when it does not say (an older server, a proxy): then --since alone bounds the history."""
+    try:
+        answer = http.get(f"{url.rstrip('/')}/api/v1/status/runtimeinfo", headers=dict(headers), timeout=timeout_s)
+        text = str(answer.json()["data"]["storageRetention"]).split(" or ")[0].strip()
+        return parse_duration(text)
+    except Exception:  # noqa: BLE001 - whatever the reason, the retention is just not known
+        return None
 
 
 def _dt(t_s: float) -> Any:

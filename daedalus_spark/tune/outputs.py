@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from daedalus_spark.report.jsonout import strict_json
+from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.tune.task import ROW_FIELDS
 
 TABLE: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
@@ -66,10 +68,11 @@ def _budget(per_hour: float, risk: dict[str, Any]) -> str:
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(ROW_FIELDS))
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(ROW_FIELDS))
+    writer.writeheader()
+    writer.writerows(rows)
+    replace_file(path, text.getvalue().encode())
 
 
 def plot_front(result: dict[str, Any], path: Path) -> None:
@@ -108,8 +111,10 @@ def plot_front(result: dict[str, Any], path: Path) -> None:
     )
     ax.legend(loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=90)
     plt.close(fig)
+    replace_file(path, png.getvalue())
 
 
 def candidates_table(result: dict[str, Any]) -> str:
@@ -137,15 +142,16 @@ def write_html(result: dict[str, Any], path: Path) -> None:
         "<p><a href='tune.json'>tune.json</a> · <a href='rows.csv'>rows.csv</a> (every candidate x window) · "
         "<a href='recommended.yaml'>recommended.yaml</a></p>"
     )
-    path.write_text(page, encoding="utf-8")
+    replace_file(path, page.encode())
 
 
 def write_all(out: Path, result: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-    """tune.json, rows.csv, recommended.yaml and .diff, pareto.png, index.html under `out`."""
+    """tune.json, rows.csv, recommended.yaml and .diff, pareto.png, index.html under `out`, each written whole and
+    renamed into place (a symlink named like one is replaced, never written through)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "tune.json").write_text(strict_json(result) + "\n", encoding="utf-8")
+    replace_file(out / "tune.json", (strict_json(result) + "\n").encode())
     write_rows(out / "rows.csv", rows)
-    (out / "recommended.yaml").write_text(result["recommendation"]["yaml"], encoding="utf-8")
-    (out / "recommended.diff").write_text(result["recommendation"]["diff"], encoding="utf-8")
+    replace_file(out / "recommended.yaml", result["recommendation"]["yaml"].encode())
+    replace_file(out / "recommended.diff", result["recommendation"]["diff"].encode())
     plot_front(result, out / "pareto.png")
     write_html(result, out / "index.html")

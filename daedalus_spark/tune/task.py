@@ -12,7 +12,7 @@ from daedalus_spark.config import parse_config
 from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.evaluate import controller_config
 from daedalus_spark.sim.jobmodel import parse_job_model
-from daedalus_spark.sim.metrics import behind_mask, scored_part, summarize
+from daedalus_spark.sim.metrics import behind_mask, latency_violation_mask, scored_part, summarize
 from daedalus_spark.sim.runner import RunResult, make_setup, run_policy
 from daedalus_spark.tune.history import runs
 from daedalus_spark.tune.split import Window
@@ -47,14 +47,15 @@ class WindowTask:
 
 @dataclass(frozen=True)
 class Setting:
-    """Shared by every task: the simulated job (plain data), the load it is sized for, the user's recovery target
-    (every candidate is judged against it, whatever target it plans with), how many fitted models the process keeps
-    for the next candidates (0: every candidate fits its own), and how many ARIMA updates and forecasts (0: every
-    candidate's models compute their own)."""
+    """Shared by every task: the simulated job (plain data), the load it is sized for, the user's recovery and latency
+    targets (every candidate is judged against them, whatever targets it plans with), how many fitted models the
+    process keeps for the next candidates (0: every candidate fits its own), and how many ARIMA updates and
+    forecasts (0: every candidate's models compute their own)."""
 
     job_model: dict[str, Any]
     sized_for_per_s: float
     target_recovery_s: float
+    target_latency_s: float
     fit_cache_entries: int = fitcache.DEFAULT_MAX_ENTRIES
     model_memo_entries: int = modelmemo.DEFAULT_MAX_ENTRIES
 
@@ -111,14 +112,22 @@ def episodes(mask: np.ndarray, *, longer_than_s: float = 0) -> int:
     return sum(1 for a, b in runs(mask) if b - a > longer_than_s)
 
 
-def judge(run: RunResult, *, start: int, candidate: int, window: Window, target_recovery_s: float) -> dict[str, Any]:
-    """One row: the figures of the run from second `start` on. A violation is a recovery longer than the target, or
-    a stretch behind outside recoveries longer than the target (a job that never rescales can still fall behind as
-    long as a missed recovery); a recovery from a rescale in the lead-in excuses its seconds as it would have."""
+def judge(
+    run: RunResult, *, start: int, candidate: int, window: Window, target_recovery_s: float, target_latency_s: float
+) -> dict[str, Any]:
+    """One row: the figures of the run from second `start` on, by the acceptance rule. A violation is a recovery
+    longer than the target, or a stretch of latency above the objective outside recoveries; a recovery from a
+    rescale in the lead-in excuses its seconds as it would have. Seconds behind the trigger are a diagnostic."""
     scored = scored_part(run, start)
-    m = summarize(scored, static_executors=1, oracle_executor_hours=0.0, target_recovery_s=target_recovery_s)
+    m = summarize(
+        scored,
+        static_executors=1,
+        oracle_executor_hours=0.0,
+        target_recovery_s=target_recovery_s,
+        target_latency_s=target_latency_s,
+    )
     behind_at = behind_mask(run, target_recovery_s)[start:]
-    too_long = episodes(behind_at, longer_than_s=target_recovery_s)
+    late_at = latency_violation_mask(run, target_latency_s=target_latency_s, target_recovery_s=target_recovery_s)
     return {
         "candidate": candidate,
         "window": window.index,
@@ -132,7 +141,7 @@ def judge(run: RunResult, *, start: int, candidate: int, window: Window, target_
         "recovery_violations": int(m["recovery_violations"]),
         "behind_s": int(behind_at.sum()),
         "behind_episodes": episodes(behind_at),
-        "violations": int(m["recovery_violations"]) + too_long,
+        "violations": int(m["recovery_violations"]) + episodes(late_at[start:]),
         "latency_p95_s": float(m["latency_p95_s"]),
     }
 
@@ -147,4 +156,11 @@ def simulate_window(task: WindowTask, workload_per_s: np.ndarray, setting: Setti
     fits, models = process_fit_cache(setting.fit_cache_entries), process_model_memo(setting.model_memo_entries)
     run = run_policy(setup, DaedalusPolicy(config, fits=fits, models=models))
     start = w.start_s - w.lead_start_s
-    return judge(run, start=start, candidate=task.candidate, window=w, target_recovery_s=setting.target_recovery_s)
+    return judge(
+        run,
+        start=start,
+        candidate=task.candidate,
+        window=w,
+        target_recovery_s=setting.target_recovery_s,
+        target_latency_s=setting.target_latency_s,
+    )

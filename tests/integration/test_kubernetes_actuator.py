@@ -200,17 +200,17 @@ def test_auto_uses_the_kubeconfig_outside_a_pod(tmp_path, api):
             "in-cluster service account",
             id="auto-in-a-pod-without-token",
         ),
-        pytest.param(
-            {"in_cluster": False, "kubeconfig": "/nonexistent/kc"},
-            {},
-            "kubeconfig /nonexistent/kc",
-            id="missing-kubeconfig",
-        ),
     ],
 )
 def test_unloadable_credentials_give_one_clear_error(settings, environ, words):
     with pytest.raises(KubernetesSetupError, match=words):
         load_api_client(KubernetesConfig(**settings), environ)
+
+
+def test_a_missing_kubeconfig_is_refused_with_the_config_naming_it():
+    # refused where validate-config refuses it too, before any client is made
+    with pytest.raises(ValueError, match=r"kubernetes\.kubeconfig \(/nonexistent/kc\): cannot read"):
+        KubernetesConfig(in_cluster=False, kubeconfig="/nonexistent/kc")
 
 
 # ------------------------------------------------------------------ executor pods

@@ -1,4 +1,5 @@
-"""Simulation tests: the offline optimum on hand-checkable traces, its replay, and against every static."""
+"""Simulation tests: the offline optimum on hand-checkable traces, its replay, and as a lower bound on every policy
+that passes the acceptance rule."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from daedalus_spark.config import Config
-from daedalus_spark.sim.evaluate import evaluate
-from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel
-from daedalus_spark.sim.metrics import recovery_violations, seconds_behind
+from daedalus_spark.sim.evaluate import controller_config, evaluate
+from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel, load_job_model
+from daedalus_spark.sim.metrics import passes
 from daedalus_spark.sim.optimum import OptimumInfeasible, ReplayPolicy, run_optimum, solve_optimum
-from daedalus_spark.sim.policies import StaticPolicy
-from daedalus_spark.sim.runner import SimSetup, make_setup, run_oracle, run_policy
+from daedalus_spark.sim.policies import StaticPolicy, make_policy
+from daedalus_spark.sim.runner import RunResult, SimSetup, make_setup, run_oracle, run_policy
 
 TARGET_S = 600.0
 
@@ -68,8 +69,7 @@ def test_optimum_schedule(workload: np.ndarray, scaleouts: set[int], rescales: i
     assert schedule.rescales == rescales
     run = run_optimum(setup, schedule)
     assert len(run.rescales) == rescales
-    assert recovery_violations(run, TARGET_S) == 0
-    assert seconds_behind(run, TARGET_S) == 0
+    assert float(run.scaleout.sum()) == pytest.approx(schedule.executor_seconds)
 
 
 def test_step_up_rescales_no_later_than_the_step() -> None:
@@ -97,25 +97,24 @@ def test_infeasible_optimum_is_a_note_not_a_crash_in_evaluate() -> None:
     assert np.isnan(ev.metrics["static:4"]["vs_optimum"])
 
 
-def _kept_up_statics(setup: SimSetup) -> dict[int, float]:
-    """Executor-seconds of every static that keeps up (a static has no rescale, so no violation)."""
+def _passing_statics(setup: SimSetup) -> dict[int, float]:
+    """Executor-seconds of every static that passes the acceptance rule (a static has no rescale to recover from)."""
+    ctl = setup.config.controller
     out = {}
     for n in range(1, setup.max_scaleout + 1):
         run = run_policy(setup, StaticPolicy(n))
-        if seconds_behind(run, TARGET_S) == 0:
+        if passes(run, target_latency_s=ctl.target_latency_s, target_recovery_s=ctl.target_recovery_s):
             out[n] = float(run.scaleout.sum())
     return out
 
 
-def test_optimum_no_dearer_than_any_static_that_keeps_up() -> None:
+def test_optimum_no_dearer_than_any_static_that_passes() -> None:
     t = np.arange(3 * 3600, dtype=float)
     setup = _setup(220.0 + 150.0 * np.sin(2 * np.pi * t / 3600.0))
     run = run_optimum(setup)
-    statics = _kept_up_statics(setup)
+    statics = _passing_statics(setup)
     assert statics  # 4 executors carry the peak of 370
     assert float(run.scaleout.sum()) <= min(statics.values())
-    assert recovery_violations(run, TARGET_S) == 0
-    assert seconds_behind(run, TARGET_S) == 0
 
 
 def test_replay_policy_follows_the_schedule() -> None:
@@ -125,30 +124,60 @@ def test_replay_policy_follows_the_schedule() -> None:
     assert [(r.time_s, r.to_scaleout) for r in run.rescales] == [(60, 2), (180, 4)]
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _rivals(setup: SimSetup) -> list[RunResult]:
+    """Every policy the optimum bounds: the baselines, every static and the oracle's schedule replayed at the
+    decision points with rescale costs."""
+    config = setup.config
+    runs = [run_policy(setup, make_policy(name, config)) for name in ("hpa:0.7", "hpa:0.8", "hpa:0.9", "flink")]
+    runs += [run_policy(setup, StaticPolicy(n)) for n in range(1, setup.max_scaleout + 1)]
+    oracle = tuple(int(n) for n in run_oracle(setup).scaleout[::60])
+    return [*runs, run_policy(setup, ReplayPolicy(oracle, 60, name="oracle-replay"))]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     levels=st.lists(st.floats(min_value=20.0, max_value=380.0), min_size=3, max_size=8),
     minutes=st.integers(min_value=5, max_value=15),
+    noise=st.floats(min_value=0.0, max_value=0.3),
+    seed=st.integers(min_value=0, max_value=2**16),
 )
-def test_optimum_property_no_dearer_than_the_best_kept_up_static(levels: list[float], minutes: int) -> None:
-    workload = np.repeat(np.asarray(levels), minutes * 60)
+def test_no_policy_that_passes_the_rule_costs_less_than_the_optimum(
+    levels: list[float], minutes: int, noise: float, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    base = np.repeat(np.asarray(levels), minutes * 60)
+    workload = np.clip(base * (1.0 + noise * rng.standard_normal(len(base))), 0.0, 380.0)
     setup = _setup(workload)
-    run = run_optimum(setup)
-    assert recovery_violations(run, TARGET_S) == 0
-    assert seconds_behind(run, TARGET_S) == 0
-    assert float(run.scaleout.sum()) <= min(_kept_up_statics(setup).values())
+    bound = solve_optimum(setup).executor_seconds
+    ctl = setup.config.controller
+    for run in _rivals(setup):
+        if passes(run, target_latency_s=ctl.target_latency_s, target_recovery_s=ctl.target_recovery_s):
+            assert float(run.scaleout.sum()) >= bound - 1e-6, run.policy
 
 
-def test_optimum_misses_no_more_recoveries_than_the_oracle_schedule_replayed() -> None:
-    # The oracle's per-second choice, taken at each decision point and replayed with rescale costs: it ignores
-    # downtime and replay, so it may miss recoveries; the optimum must not miss more (it misses none).
-    t = np.arange(2 * 3600, dtype=float)
-    setup = _setup(200.0 + 170.0 * np.sin(2 * np.pi * t / 1800.0))
-    oracle_schedule = tuple(int(n) for n in run_oracle(setup).scaleout[::60])
-    oracle_replay = run_policy(setup, ReplayPolicy(oracle_schedule, 60, name="oracle-replay"))
-    optimum = run_optimum(setup)
-    assert recovery_violations(optimum, TARGET_S) <= recovery_violations(oracle_replay, TARGET_S)
-    assert recovery_violations(optimum, TARGET_S) == 0
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    levels=st.lists(st.floats(min_value=0.1, max_value=0.95), min_size=3, max_size=6),
+    minutes=st.integers(min_value=10, max_value=20),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+def test_on_the_micro_batch_engine_no_policy_that_passes_costs_less(
+    levels: list[float], minutes: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    base = 40000.0 * np.repeat(np.asarray(levels), minutes * 60)
+    workload = np.clip(base * (1.0 + 0.15 * rng.standard_normal(len(base))), 0.0, None)
+    config = Config()
+    setup = make_setup(
+        workload, load_job_model("kubernetes"), controller_config(config, load_job_model("kubernetes")), 1
+    )
+    bound = solve_optimum(setup).executor_seconds
+    ctl = setup.config.controller
+    rivals = [*_rivals(setup), run_policy(setup, make_policy("spark-da", setup.config))]
+    rivals.append(run_policy(setup, make_policy("batch-ratio", setup.config)))
+    for run in rivals:
+        if passes(run, target_latency_s=ctl.target_latency_s, target_recovery_s=ctl.target_recovery_s):
+            assert float(run.scaleout.sum()) >= bound - 1e-6, run.policy
 
 
 # Two bursts that 2 executors cannot carry: following them takes 4 rescales; holding 4 throughout takes none.
@@ -171,8 +200,6 @@ def test_rescale_limited_optimum_keeps_to_its_budget(max_rescales: int | None, e
     assert schedule.rescales == expected
     run = run_optimum(setup, schedule)
     assert len(run.rescales) == expected
-    assert recovery_violations(run, TARGET_S) == 0
-    assert seconds_behind(run, TARGET_S) == 0
     assert schedule.executor_seconds == pytest.approx(sum(n * 60 for n in schedule.scaleouts))
 
 
@@ -181,7 +208,7 @@ def test_rescale_limited_optimum_costs_more_as_the_budget_shrinks() -> None:
     costs = [solve_optimum(setup, max_rescales=b).executor_seconds for b in (4, 3, 2, 1, 0)]
     assert costs == sorted(costs)
     assert costs[0] == pytest.approx(solve_optimum(setup).executor_seconds)
-    assert costs[-1] == pytest.approx(min(_kept_up_statics(setup).values()))  # no rescale: the best static
+    assert costs[-1] == pytest.approx(min(_passing_statics(setup).values()))  # no rescale: the best static
 
 
 def test_evaluate_runs_the_rescale_limited_optimum_beside_the_optimum() -> None:

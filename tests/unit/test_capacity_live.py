@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daedalus_spark.analyze.batches import BatchEconomics
+from daedalus_spark.analyze.batches import BatchEconomics, BatchFit
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.config import CapacityConfig
 from daedalus_spark.domain import BatchWindow, Observation
@@ -170,6 +170,43 @@ def test_batch_economics_size_at_steady_state_and_recover_at_catch_up() -> None:
     assert fit.steady_per_s(0.3) == pytest.approx((1 - 0.2 / 0.4) / 1e-4)
 
 
+# seconds per batch = 0.2 + records x 1e-4
+@pytest.mark.parametrize(
+    ("trigger_s", "objective_s", "expected"),
+    [
+        pytest.param(1.0, 30.0, (1 - 0.2 / 15.0) / 1e-4, id="objective-30s-batches-up-to-15s"),
+        pytest.param(1.0, 1.0, 8000.0, id="objective-below-two-triggers-is-the-trigger-s-rate"),
+        pytest.param(0.3, 0.5, (1 - 0.2 / 0.4) / 1e-4, id="fixed-cost-above-the-trigger-twice-the-fixed-cost"),
+        pytest.param(1.0, 0.0, 8000.0, id="no-objective-is-the-trigger-s-rate"),
+        pytest.param(0.0, 30.0, None, id="no-trigger-unknown"),
+    ],
+)
+def test_capacity_at_a_latency_objective_from_a_known_batch_line(
+    trigger_s: float, objective_s: float, expected: float | None
+) -> None:
+    fit = BatchFit(fixed_s=0.2, per_record_s=1e-4, largest_batch_records=8000.0)
+    rate = fit.at_latency_per_s(trigger_s, objective_s)
+    assert rate == (None if expected is None else pytest.approx(expected))
+    if rate is not None and objective_s >= 2 * fit.batch_bound_s(trigger_s):
+        # back to back at that rate a batch lasts fixed / (1 - rate x per_record): half the objective, so a record
+        # that waits for the running batch and then its own is within it
+        assert 2 * fit.fixed_s / (1 - rate * fit.per_record_s) == pytest.approx(objective_s)
+
+
+def test_sizing_is_at_the_latency_objective_and_the_trigger_s_figure_is_reported_beside_it() -> None:
+    model = settled_model(CapacityConfig(trigger_interval_s=1.0, max_change_ratio=0), {"a": 1000.0})
+    table = None
+    for i, size in enumerate([1000, 2000, 3000, 4000, 6000, 8000]):
+        obs = window(120.0 + 60 * i, {"a": (linear(1000.0), UTIL)}, batches=batches(size))
+        model.learn(obs)
+        table = model.table(obs, 4, target_latency_s=30.0)
+        assert table is not None
+        model.remember(table)
+    assert table is not None
+    assert table.current_per_s == pytest.approx((1 - 0.2 / 15.0) / 1e-4, rel=1e-6)
+    assert table.current_at_trigger_per_s == pytest.approx(8000.0, rel=1e-6)
+
+
 @pytest.mark.parametrize(
     ("window_", "learned"),
     [
@@ -227,13 +264,17 @@ def test_knowledge_round_trip_keeps_the_new_evidence() -> None:
     assert again.batches.fit(1) == model.batches.fit(1)
 
 
-def test_offline_capacity_aligns_throughput_with_the_one_minute_cpu_by_default() -> None:
+def test_offline_capacity_aligns_throughput_with_the_one_minute_cpu_when_told() -> None:
+    """The paper's CPU is a 1-minute average of 15-s rows: --utilization-window 60 averages 4 rows of throughput.
+    Its file does not say so: by default the rows are taken as aligned (and `assumption()` says so)."""
     util, thr = MEASUREMENTS / "assumptions_cpu_1.csv", MEASUREMENTS / "assumptions_throughput_1.csv"
-    default = capacity_from_csv(util, thr, CapacityConfig())
+    minute = capacity_from_csv(util, thr, CapacityConfig(), utilization_window_s=60)
     four_rows = capacity_from_csv(util, thr, CapacityConfig(), smooth_samples=4)  # 15-s rows: one minute
+    default = capacity_from_csv(util, thr, CapacityConfig())
     unaligned = capacity_from_csv(util, thr, CapacityConfig(), utilization_window_s=0)
-    assert default.table.current_per_s == four_rows.table.current_per_s
-    assert default.table.current_per_s != unaligned.table.current_per_s
+    assert minute.table.current_per_s == four_rows.table.current_per_s
+    assert default.table.current_per_s == unaligned.table.current_per_s != minute.table.current_per_s
+    assert default.assumption() is not None and minute.assumption() is None
 
 
 @settings(max_examples=150, deadline=None)

@@ -56,3 +56,53 @@ def test_dynamic_allocation_is_switched_on_in_the_job_with_shuffle_tracking():
     assert confs["spark.dynamicAllocation.enabled"] == "true"
     assert confs["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
     assert (confs["spark.dynamicAllocation.minExecutors"], confs["spark.dynamicAllocation.maxExecutors"]) == ("1", "4")
+
+
+def _summary(**changes):
+    base = {
+        "autoscaler": "daedalus",
+        "ticks": 40,
+        "scale_outs": 0,
+        "scale_ins": 0,
+        "drained": True,
+        "records_exact": True,
+        "records_in": 1000,
+        "records_out": 1000,
+        "lag_p95_s": 12.5,
+        "lag_max_records": 900,
+    }
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, []),  # the job needed no rescale and got none: kept the lag in target, counted exactly
+        ({"scale_outs": 2, "scale_ins": 2}, []),
+        ({"records_out": 999, "records_exact": False}, ["words counted exactly: 1000 appended, 999 counted"]),
+        ({"drained": False, "records_exact": False}, ["lag worked off after the load cycle: not within the drain"]),
+        ({"lag_p95_s": 75.0}, ["lag p95 within the recovery target: 75.0 s of input against controller.target"]),
+        ({"lag_p95_s": None}, ["lag p95 within the recovery target: None s"]),
+        ({"ticks": 0}, ["the controller decided: 0 ticks"]),
+        ({"ticks": 0, "autoscaler": "spark-da"}, []),
+        ({"lag_p95_s": 75.0, "autoscaler": "static"}, []),  # a comparison: its lag is reported, not demanded
+    ],
+    ids=[
+        "held-and-fine",
+        "rescaled-and-fine",
+        "not-exact",
+        "not-drained",
+        "lag-over",
+        "no-lag",
+        "no-ticks",
+        "da",
+        "static-lag",
+    ],
+)
+def test_each_failed_demo_check_is_one_line_with_its_figures(changes, expected) -> None:
+    from daedalus_spark.demo.summary import failed_checks
+
+    lines = failed_checks(_summary(**changes), target_recovery_s=60.0)
+    assert len(lines) == len(expected), lines
+    for line, part in zip(lines, expected, strict=True):
+        assert line.startswith("demo check failed: ") and part in line and "\n" not in line, line

@@ -12,6 +12,7 @@ from daedalus_spark.cli import main
 from daedalus_spark.controller import Controller
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import snapshot
+from daedalus_spark.plan.horizon import headroom_per_s, planning_objective_s
 from daedalus_spark.report.knowledge_report import build, iso, load_knowledge, scored_forecast
 from tests.unit.test_controller import CONFIG
 
@@ -161,10 +162,17 @@ def test_the_stored_bounds_are_what_the_planner_provisions_for(store):
     path, _ = store
     f = load_knowledge(path, CONFIG).history.forecasts[-1]
     assert CONFIG.controller.planner == "horizon" and len(f.upper_per_s) == len(f.values_per_s)
-    w = CONFIG.controller.horizon_upper_weight_ratio
+    ctl = CONFIG.controller
     assert all(u >= p for u, p in zip(f.upper_per_s, f.values_per_s, strict=True))
-    moved = [p + w * (u - p) for p, u in zip(f.values_per_s, f.upper_per_s, strict=True)]
-    assert f.planned_per_s == pytest.approx(moved, abs=2e-3)
+    point, upper = np.array(f.values_per_s), np.array(f.upper_per_s)
+    extra = headroom_per_s(
+        point,
+        upper,
+        ctl.horizon_upper_weight_ratio,
+        interval_s=ctl.loop_interval_s,
+        objective_s=planning_objective_s(ctl),
+    )
+    assert f.planned_per_s == pytest.approx((point + extra).tolist(), abs=2e-3)
 
 
 @pytest.mark.parametrize(
@@ -172,7 +180,8 @@ def test_the_stored_bounds_are_what_the_planner_provisions_for(store):
     [
         pytest.param("paper", [100.0, 200.0], id="paper-point"),
         pytest.param("cost_aware", [150.0, 200.0], id="cost-aware-upper"),  # the upper bound never below the point
-        pytest.param("horizon", [125.0, 200.0], id="horizon-halfway"),
+        # a 50/s miss for a 60-s interval waits 3,000 records: 100 + h works them off within 15 s from h = 20
+        pytest.param("horizon", [120.0, 200.0], id="horizon-what-a-miss-would-need"),
     ],
 )
 def test_provisioned_load_per_planner(planner, expected):

@@ -84,7 +84,9 @@ def test_certificates_are_checked_unless_turned_off(tmp_path, config, verify):
 
 
 def test_a_missing_ca_bundle_stops_the_start():
-    with pytest.raises(ValueError, match=r"monitor.ca_file \(/nonexistent/ca.pem\): no such file"):
+    with pytest.raises(
+        ValueError, match=r"monitor.ca_file \(/nonexistent/ca.pem\): cannot read: No such file or directory"
+    ):
         session(MonitorConfig(ca_file="/nonexistent/ca.pem"))
 
 

@@ -136,18 +136,42 @@ def test_a_rescale_that_cannot_be_recorded_is_not_sent_and_says_so(tmp_path: Pat
     assert car.loop.controller.knowledge.last_rescale_s is None  # no cool-down: nothing happened
 
 
-def test_healthz_fails_while_ticks_keep_failing_and_recovers_after(tmp_path: Path) -> None:
+@pytest.mark.parametrize("break_store", [c[1] for c in MID_RUN], ids=[c[0] for c in MID_RUN])
+def test_healthz_fails_from_the_first_tick_that_cannot_save_and_recovers_after(tmp_path: Path, break_store) -> None:
+    """Knowledge not saved is lost with every tick: /healthz says failing at once (it said ok after 2 such ticks)."""
     car = sidecar(tmp_path)
-    healthy_dir = tmp_path
-    car.store.path = tmp_path / "gone" / "k.sqlite"
+    assert car.health()[0]
+    holder = break_store(tmp_path, car)
+    try:
+        car.clock.advance(5)  # type: ignore[attr-defined]
+        car.step()
+        healthy, details = car.health()
+    finally:
+        if holder is not None:
+            holder.close()
+    assert not healthy and details["status"] == "failing" and details["failing_ticks"] == 1, details
+    assert "knowledge not saved" in details["last_failure"]
+    if (tmp_path / "k.sqlite").is_dir():
+        (tmp_path / "k.sqlite").rmdir()
+    car.store.path = tmp_path / "k.sqlite"
+    car.clock.advance(5)  # type: ignore[attr-defined]
+    car.step()
+    assert car.health()[0] and car.health()[1]["failing_ticks"] == 0
+    car.close()
+
+
+def test_healthz_fails_after_failing_ticks_that_raise_and_recovers_after(tmp_path: Path) -> None:
+    car = sidecar(tmp_path)
+    real_step = car.loop.step
+    car.loop.step = lambda: 1 / 0  # type: ignore[method-assign]
     for i in range(FAILING_TICKS):
         assert car.health()[0], f"unhealthy after {i} failed ticks"
         car.clock.advance(5)  # type: ignore[attr-defined]
         car.step()
     healthy, details = car.health()
     assert not healthy and details["status"] == "failing" and details["failing_ticks"] == FAILING_TICKS
-    assert "gone" in details["last_failure"]
-    car.store.path = healthy_dir / "k.sqlite"
+    assert "ZeroDivisionError" in details["last_failure"]
+    car.loop.step = real_step  # type: ignore[method-assign]
     car.clock.advance(5)  # type: ignore[attr-defined]
     car.step()
     assert car.health() == (True, car.health()[1]) and car.health()[1]["failing_ticks"] == 0

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Reason
-from daedalus_spark.plan.horizon import describe, plan_horizon, rescale_allowance, schedule_scaleouts
+from daedalus_spark.plan.horizon import (
+    describe,
+    headroom_per_s,
+    plan_horizon,
+    rescale_allowance,
+    schedule_scaleouts,
+)
 from daedalus_spark.plan.schedule import (
     QueueModel,
     Schedule,
@@ -22,10 +28,12 @@ from daedalus_spark.plan.schedule import (
 )
 from tests.unit.plan_inputs import plan_inputs as inputs
 
-# 100 records/s per executor, 60-s loop, 600-s target, 10-s checkpoints (replay: 10 s of the recent load), no budget.
+# 100 records/s per executor, 60-s loop, 600-s target, 10-s checkpoints (replay: 10 s of the recent load), no budget;
+# a 1-s latency objective: caught up = the backlog within a second of capacity.
 SETTINGS = ControllerConfig(
     max_scaleout=12,
     target_recovery_s=600,
+    target_latency_s=1,
     checkpoint_interval_s=10,
     loop_interval_s=60,
     cooldown_s=180,
@@ -77,9 +85,10 @@ CASES = [
     # The budget has 0.2 tokens: 0.2 + 3 x 900 / 3600 = 0.95, no rescale over the horizon, so no scale-in.
     pytest.param(inputs(workload=150, tokens=0.2), BUDGET, 4, Reason.PLAN_HOLDS, id="budget-spent-holds"),
     pytest.param(inputs(workload=150, tokens=1.0), BUDGET, 2, Reason.PLAN_SCALES_IN, id="budget-left-scales-in"),
-    # Safety before budget: no rescale allowed, but 450/s does not fit 4; Algorithm 1 on the upper bound decides.
+    # Safety before budget: no rescale allowed, but 450/s does not fit 4; the schedule with one scale-out beyond
+    # the budget decides (a scale-out never waits for a token), not Algorithm 1.
     pytest.param(
-        inputs(workload=450, tokens=0.0), BUDGET, 5, Reason.SCALE_OUT_SMALLEST_VALID, id="budget-spent-still-scales-out"
+        inputs(workload=450, tokens=0.0), BUDGET, 5, Reason.PLAN_SCALES_OUT, id="budget-spent-still-scales-out"
     ),
     # 1,500/s is more than 12 executors carry: no schedule; Algorithm 1 says use the maximum.
     pytest.param(inputs(workload=1500), SETTINGS, 12, Reason.NO_VALID_SCALEOUT_USE_MAX, id="load-above-max-uses-max"),
@@ -298,3 +307,45 @@ def test_a_wide_range_is_sampled_evenly_with_its_ends_and_the_current():
     sizes = schedule_scaleouts(caps, 1, 77, np.asarray([1050.0, 18000.0]), 0.0)
     assert len(sizes) <= 25 and sizes[0] == 10 and sizes[-1] == 181 and 77 in sizes
     assert sizes == tuple(sorted(sizes))
+
+
+# Loop interval 60 s, the plan's latency objective 15 s: a miss of (u - p - h) records/s for 60 s waits (u - p - h)
+# x 60 records, worked off by p + h within 15 s when h >= ((u - p) x 60 - 15 p) / 75.
+@pytest.mark.parametrize(
+    ("point", "upper", "weight", "expected"),
+    [
+        pytest.param(1000.0, 1100.0, 1.0, 0.0, id="a-miss-the-next-tick-absorbs-buys-nothing"),
+        pytest.param(1000.0, 1250.0, 1.0, 0.0, id="a-quarter-above-is-six-s-of-latency-still-nothing"),
+        pytest.param(1000.0, 2000.0, 1.0, 600.0, id="a-miss-that-would-break-the-objective-buys-what-it-needs"),
+        pytest.param(1000.0, 2000.0, 0.5, 500.0, id="never-beyond-the-configured-share-of-the-band"),
+        pytest.param(1000.0, 900.0, 1.0, 0.0, id="an-upper-bound-below-the-point-buys-nothing"),
+        pytest.param(0.0, 500.0, 1.0, 400.0, id="from-an-idle-point-all-but-the-objective-s-share"),
+    ],
+)
+def test_headroom_is_bought_only_where_a_miss_would_break_the_objective(
+    point: float, upper: float, weight: float, expected: float
+) -> None:
+    h = headroom_per_s(np.array([point]), np.array([upper]), weight, interval_s=60.0, objective_s=15.0)
+    assert h[0] == pytest.approx(expected)
+
+
+@given(
+    point=st.floats(min_value=1.0, max_value=1e6),
+    band=st.floats(min_value=0.0, max_value=5.0),
+    interval=st.floats(min_value=5.0, max_value=600.0),
+    objective=st.floats(min_value=0.5, max_value=300.0),
+)
+def test_headroom_is_the_least_that_keeps_a_miss_within_the_objective(
+    point: float, band: float, interval: float, objective: float
+) -> None:
+    upper = point * (1.0 + band)
+    h = float(headroom_per_s(np.array([point]), np.array([upper]), 1.0, interval_s=interval, objective_s=objective)[0])
+    waiting = (upper - point - h) * interval
+    assert waiting <= objective * (point + h) * (1 + 1e-9) + 1e-6  # the miss is worked off within the objective
+    if h > 0:  # and no less would do
+        assert waiting == pytest.approx(objective * (point + h), rel=1e-6)
+
+
+def test_with_the_budget_spent_a_falling_load_holds_a_scale_in_waits_for_a_token() -> None:
+    decision = plan_horizon(inputs(current=6, workload=250, forecast=steps((150, 900)), tokens=0.0), BUDGET)
+    assert (decision.target_scaleout, decision.reason) == (6, Reason.PLAN_HOLDS)

@@ -37,8 +37,15 @@ def _random_problem(seed: int) -> tuple[schedule._Problem, Start | None]:
         scale_in_stop=Stop(stop_in, stop_in + rng.randint(0, 3)),
         replay_s=rng.choice([0, 1, 3, 9, 12]),  # 9 and 12: a tail summed pairwise
         base_latency_s=rng.choice([0.0, 0.5]),
+        target_latency_s=rng.choice([None, None, 1.0, 2.5]),  # the latency objective's caught-up bound
     )
-    floor = np.maximum(np.asarray(arrivals), 1.0) if rng.random() < 0.7 else np.full(total, rng.uniform(0.0, 50.0))
+    floor = (
+        np.zeros(total)
+        if model.target_latency_s and rng.random() < 0.5
+        else np.maximum(np.asarray(arrivals), 1.0)
+        if rng.random() < 0.7
+        else np.full(total, rng.uniform(0.0, 50.0))
+    )
     max_rescales = rng.choice([None, 0, 1, 3])
     start = None
     if rng.random() < 0.7:
@@ -99,6 +106,7 @@ def _model_of(p: schedule._Problem) -> QueueModel:
         scale_in_stop=Stop(p.in_from, p.in_to),
         replay_s=p.ckpt,
         base_latency_s=p.base,
+        target_latency_s=None if math.isfinite(p.lat_cap) else float(p.floor_by_size[0] / p.caps[0] + p.base),
     )
 
 

@@ -119,8 +119,10 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, monkeypatch, capsys
     ("monitor", "expected"),
     [
         pytest.param("{scrape_interval_s: 1}", "Prometheus at {url} unreachable (ConnectionError)", id="unreachable"),
-        pytest.param(
-            "{}", "monitor.rate_window_s (5 s) must be at least 4 × monitor.scrape_interval_s", id="rate-window"
+        pytest.param(  # written for a Prometheus: used as written (one for the embedded scraper is adapted)
+            "{prometheus_url: 'http://127.0.0.1:1'}",
+            "monitor.rate_window_s (5 s) must be at least 4 × monitor.scrape_interval_s",
+            id="rate-window",
         ),
         pytest.param(
             "{scrape_interval_s: 1, job_labels_env: {application_id: DAEDALUS_TUNE_TEST_UNSET}}",

@@ -414,10 +414,10 @@ def test_window_seconds() -> None:
     assert Window(0, SELECT, 0, 100, 250).seconds == 150
 
 
-def test_a_recovery_from_the_lead_in_excuses_the_seconds_behind_it_leaves_in_the_scored_part() -> None:
-    """A rescale at second 8 of the lead-in (target 5 s): behind at 8..12; scored from 10: 10..12 excused; behind
-    again at 15..16 outside any recovery (2 s: an episode, no violation) and at 20..25 (6 s, longer than the target:
-    a violation)."""
+def test_a_recovery_from_the_lead_in_excuses_its_seconds_and_every_late_stretch_outside_one_is_a_violation() -> None:
+    """A rescale at second 8 of the lead-in (recovery target 5 s): latency above the 10-s objective at 8..12; scored
+    from 10: 10..12 excused; late again at 15..16 and at 20..25, outside any recovery: two violations by the
+    acceptance rule, however short (seconds behind the trigger are counted beside them, as a diagnostic)."""
     from daedalus_spark.tune.task import judge
 
     n = 30
@@ -430,10 +430,11 @@ def test_a_recovery_from_the_lead_in_excuses_the_seconds_behind_it_leaves_in_the
         processing=np.ones(n, bool),
         processed_per_s=np.full(n, 100.0),
         lag_records=lag,
-        latency_s=np.zeros(n),
+        latency_s=np.where(lag > 0, 60.0, 1.0),
         capacity_per_s=np.full(n, 200.0),
         rescales=(Rescale(8, 3, 2, 1, 0.0),),
     )
-    row = judge(run, start=10, candidate=1, window=Window(0, SELECT, 0, 10, 30), target_recovery_s=5)
-    assert (row["behind_s"], row["behind_episodes"], row["violations"], row["rescales"]) == (8, 2, 1, 0)
+    window = Window(0, SELECT, 0, 10, 30)
+    row = judge(run, start=10, candidate=1, window=window, target_recovery_s=5, target_latency_s=10)
+    assert (row["behind_s"], row["behind_episodes"], row["violations"], row["rescales"]) == (8, 2, 2, 0)
     assert row["hours"] == pytest.approx(20 / 3600) and row["executor_hours"] == pytest.approx(40 / 3600)
