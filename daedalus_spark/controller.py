@@ -8,8 +8,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-import numpy as np
-
 from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
 from daedalus_spark.analyze.losses import LossWatch
 from daedalus_spark.analyze.recovery_measurement import PendingRecovery
@@ -25,7 +23,7 @@ from daedalus_spark.plan.algorithm import PlanInputs, plan
 from daedalus_spark.plan.batchratio import BatchRatioInputs, plan_batch_ratio
 from daedalus_spark.plan.budget import rescale_tokens
 from daedalus_spark.plan.cost import CostAwareInputs, plan_cost_aware
-from daedalus_spark.plan.horizon import HorizonInputs, headroom_per_s, plan_horizon, planning_objective_s
+from daedalus_spark.plan.horizon import HorizonInputs, plan_horizon, planned_per_step, planning_objective_s
 from daedalus_spark.redact import redact
 
 log = logging.getLogger(__name__)
@@ -310,16 +308,13 @@ def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[f
         return forecast.values_per_s
     if settings.planner == "cost_aware":
         return forecast.upper_bound().values_per_s
-    point = np.asarray(forecast.values_per_s, dtype=float)
-    upper = np.asarray(forecast.upper_bound().values_per_s, dtype=float)
-    extra = headroom_per_s(
-        point,
-        upper,
+    planned = planned_per_step(
+        forecast,
         settings.horizon_upper_weight_ratio,
         interval_s=settings.loop_interval_s,
         objective_s=planning_objective_s(settings),
     )
-    return tuple((point + extra).tolist())
+    return tuple(planned.tolist())
 
 
 # Each planner takes its own inputs (PlanInputs extended with what it alone reads), as Controller._plan builds them.
