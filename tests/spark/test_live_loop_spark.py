@@ -72,6 +72,9 @@ def live_config(root: Path, agent_url: str, exporter_url: str) -> Config:
             loop_interval_s=5,
             max_scaleout=2,
             target_recovery_s=40,
+            # compressed like the loop: under the 30-s default one executor carries the step's high load at a
+            # latency of seconds (larger batches), and the test is about a scale-out and a scale-in happening
+            target_latency_s=2,
             checkpoint_interval_s=1,
             recent_rescale_window_s=20,
             scale_in_lookback_s=20,  # compressed like the other windows (the default 600 s outlasts the whole test)
