@@ -254,20 +254,27 @@ def actuations(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def executor_pid(app_id: str, executor_id: str) -> int:
-    """The pid of the executor JVM of `app_id` with `executor_id` (its command line in /proc)."""
+    """The pid of the executor JVM of `app_id` with `executor_id`, found by its command line in /proc. A JVM that is
+    starting a program (Hadoop runs `chmod` on every file it writes) has a forked child with the same command line
+    for a moment: the JVM is the match whose parent is not a match."""
+    matches: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             args = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
         words = [a.decode(errors="replace") for a in args]
         if "org.apache.spark.executor.CoarseGrainedExecutorBackend" not in words:
             continue
         if _arg(words, "--app-id") == app_id and _arg(words, "--executor-id") == executor_id:
-            return int(entry.name)
-    raise LookupError(f"no executor {executor_id} of {app_id} running")
+            matches[int(entry.name)] = parent
+    jvms = [pid for pid, parent in matches.items() if parent not in matches]
+    if len(jvms) != 1:
+        raise LookupError(f"{len(jvms)} executor JVMs {executor_id} of {app_id} running, expected one")
+    return jvms[0]
 
 
 def _arg(words: list[str], name: str) -> str | None:
@@ -293,7 +300,7 @@ def test_executor_killed_is_replaced_and_not_learned(job: Job) -> None:
         ticks_before = len(c.decisions())
         victim = max(executor_ids(agent_url), key=int)
         os.kill(executor_pid(job.driver.app_id, victim), signal.SIGKILL)
-        wait_until(lambda: victim not in executor_ids(agent_url), f"executor {victim} gone from the agent", 60)
+        wait_until(lambda: victim not in executor_ids(agent_url), f"executor {victim} gone from the agent", 120)
         replaced = lambda: live(agent_url) == 2 and len(set(executor_ids(agent_url)) - {victim}) == 2  # noqa: E731
         wait_until(replaced, "a replacement executor", 180)
         replaced_by = sorted(executor_ids(agent_url))
