@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 from collections.abc import Callable
@@ -302,14 +303,23 @@ def test_round_trip_drops_a_pending_refit_and_resubmits_it() -> None:
 STORED_V2 = Path(__file__).parents[1] / "data" / "forecaster_v2.json"
 
 
-def test_a_store_written_before_the_package_split_reads_back_to_the_same_bytes() -> None:
+def test_a_store_written_before_the_package_split_reads_back_to_the_same_state() -> None:
     """tests/data/forecaster_v2.json was written by the single-module forecaster (seasonality on, an ARIMA fitted, a
-    partial bucket open): the package reads it and writes exactly those bytes again."""
+    partial bucket open), with the bounds' offsets in records/s: the package reads it and writes it back the same,
+    but for the offsets, now in error sizes, which give the margins the stored ones gave."""
     config = CONFIG.model_copy(update={"seasonality": True})
-    stored = STORED_V2.read_bytes()
-    restored = WorkloadForecaster.from_bytes(stored, config)
+    stored = json.loads(STORED_V2.read_bytes())
+    restored = WorkloadForecaster.from_bytes(STORED_V2.read_bytes(), config)
     assert restored.arima_order is not None and restored.history_steps == 30
-    assert restored.to_bytes() == stored
+    written = json.loads(restored.to_bytes())
+    for name in ("linear_errors", "arima_errors"):
+        in_records = np.asarray(stored[name].pop("offsets"))
+        in_sizes = np.asarray(written[name].pop("offset_scales"))
+        errors = np.asarray([[np.nan if v is None else v for v in row] for row in stored[name]["errors"]], dtype=float)
+        matured = np.isfinite(errors).any(axis=0)
+        sizes = np.nanmean(np.abs(errors[:, matured]), axis=0)
+        np.testing.assert_allclose(in_sizes[matured] * sizes, in_records[matured], rtol=1e-12)
+    assert written == stored
     assert restored.predict(905).start_s == 900  # the open bucket is the first one forecast
 
 

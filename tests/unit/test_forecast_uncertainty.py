@@ -138,7 +138,7 @@ def test_arima_upper_bound_is_the_statsmodels_one_sided_quantile(level: float) -
 
 def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors_plus_the_tracked_offset() -> None:
     """Oracle: the margin at each step is numpy's quantile of (actual - forecast) over the matured forecasts, plus
-    that step's tracked offset."""
+    that step's tracked offset times their mean absolute value."""
     errors = HorizonErrors("t", horizon_steps=3, level=0.8)
     rng = np.random.default_rng(0)
     actual = 100 + rng.normal(0, 10, 40)
@@ -151,9 +151,9 @@ def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors_plus_the_t
     errors.observe(30, actual[30:33])
     offsets = errors.offsets.copy()
     assert np.any(offsets != 0)  # the bounds given so far moved them
+    matured = [[actual[s + k] - f[k] for s, f in made if s + k <= 32] for k in range(3)]
     expected = [
-        max(0.0, float(np.quantile([actual[s + k] - f[k] for s, f in made if s + k <= 32], 0.8)) + offsets[k])
-        for k in range(3)
+        max(0.0, float(np.quantile(e, 0.8)) + offsets[k] * float(np.mean(np.abs(e)))) for k, e in enumerate(matured)
     ]
     margin = errors.margin(3)
     assert margin is not None
@@ -161,15 +161,16 @@ def test_horizon_error_margin_is_the_numpy_quantile_of_matured_errors_plus_the_t
 
 
 @pytest.mark.parametrize(
-    ("actual", "offset_after"),
+    ("actual", "offset_after", "margin_after"),
     [
-        # five errors of 1 before: mean absolute error (1 x 5 + 50) / 6; a miss moves it up by 2 x that x 0.9
-        pytest.param(50.0, 2.0 * 55 / 6 * 0.9, id="a-miss-widens-by-gain-x-error-x-0.9"),
-        # ... or (1 x 5 + 1) / 6 = 1; a cover moves it down by 2 x 1 x 0.1
-        pytest.param(1.0, -2.0 * 1.0 * 0.1, id="a-cover-narrows-by-gain-x-error-x-0.1"),
+        # a miss moves it up by gain 2 x 0.9, in error sizes: the six errors (five of 1, one of 50) have a 0.9
+        # quantile of 25.5 and a mean size of 55 / 6
+        pytest.param(50.0, 2.0 * 0.9, 25.5 + 1.8 * 55 / 6, id="a-miss-widens-by-gain-x-0.9-error-sizes"),
+        # ... a cover down by 2 x 0.1: six errors of 1, quantile 1 and size 1
+        pytest.param(1.0, -2.0 * 0.1, 1.0 - 0.2, id="a-cover-narrows-by-gain-x-0.1-error-sizes"),
     ],
 )
-def test_each_matured_bound_moves_its_steps_offset(actual: float, offset_after: float) -> None:
+def test_each_matured_bound_moves_its_steps_offset(actual: float, offset_after: float, margin_after: float) -> None:
     errors = HorizonErrors("t", horizon_steps=1, level=0.9)
     for start in range(5):  # five errors of 1: margin 1 from then on
         errors.remember(start, np.array([0.0]))
@@ -178,6 +179,21 @@ def test_each_matured_bound_moves_its_steps_offset(actual: float, offset_after: 
     errors.remember(5, np.array([0.0]))  # its bound: 0 + margin 1
     errors.observe(5, np.array([actual]))
     np.testing.assert_allclose(errors.offsets, [offset_after])
+    np.testing.assert_allclose(errors.margin(1), [margin_after])
+
+
+def test_the_offset_shrinks_with_the_errors_once_a_burst_has_left_the_window() -> None:
+    """Errors of 1, a burst of ten errors of 1,000 that the bounds miss, then errors of 1 again: once the burst has
+    left the 30 errors kept, the margin is back to the size of the errors, not the burst's (an offset in records/s
+    that the burst raised stayed up for hours on the suite's flash crowds)."""
+    errors = HorizonErrors("t", horizon_steps=1, level=0.9)
+    sizes = [1.0] * 10 + [1000.0] * 10 + [1.0] * 60
+    for start, size in enumerate(sizes):
+        errors.remember(start, np.array([0.0]))
+        errors.observe(start, np.array([size]))
+    assert errors.offsets[0] > 0  # the misses still count
+    margin = errors.margin(1)
+    assert margin is not None and margin[0] < 10.0
 
 
 @pytest.mark.parametrize("growth", [pytest.param(2.0, id="spread-triples"), pytest.param(0.0, id="steady")])
@@ -354,23 +370,24 @@ def test_arima_upper_bound_is_its_own_recent_errors_once_they_have_matured() -> 
     # remember() clears the row the new forecast takes before the margin is read
     errors[(forecaster._learned.arima_errors.next_row - 1) % errors.shape[0], :] = np.nan
     quantiles = np.nanquantile(errors[:, : int(steps[-1]) + 1], CONFIG.interval_level, axis=0)
-    expected = np.maximum(quantiles[steps] + offsets[steps], 0)
+    sizes = np.nanmean(np.abs(errors[:, : int(steps[-1]) + 1]), axis=0)
+    expected = np.maximum(quantiles[steps] + offsets[steps] * sizes[steps], 0)
     np.testing.assert_allclose(np.subtract(forecast.upper_per_s, forecast.values_per_s), expected, rtol=1e-9)
 
 
 @pytest.mark.parametrize(
     ("offsets", "message"),
     [
-        pytest.param([1.0], "offsets: expected", id="another-horizon"),
-        pytest.param("x", "offsets: expected a list", id="not-a-list"),
-        pytest.param(None, "offsets: expected a list", id="null"),
+        pytest.param([1.0], "offset_scales: expected", id="another-horizon"),
+        pytest.param("x", "offset_scales: expected a list", id="not-a-list"),
+        pytest.param(None, "offset_scales: expected a list", id="null"),
     ],
 )
 def test_damaged_tracked_offsets_are_refused(offsets: object, message: str) -> None:
     forecaster = WorkloadForecaster(CONFIG)
     _feed(forecaster, _sine(240, 30, noise=5))
     state = json.loads(forecaster.to_bytes())
-    state["arima_errors"]["offsets"] = offsets
+    state["arima_errors"]["offset_scales"] = offsets
     with pytest.raises(ValueError, match=message):
         WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)
 
@@ -379,8 +396,24 @@ def test_a_store_from_before_the_tracking_restores_with_no_offsets() -> None:
     forecaster = WorkloadForecaster(CONFIG)
     _feed(forecaster, _sine(600, 30, noise=5))
     state = json.loads(forecaster.to_bytes())
-    del state["arima_errors"]["offsets"]
+    del state["arima_errors"]["offset_scales"]
     state["arima_errors"]["open"] = [row[:3] for row in state["arima_errors"]["open"]]
     restored = WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)
     np.testing.assert_array_equal(restored._learned.arima_errors.offsets, 0.0)
     assert all(issued is None for *_, issued in restored._learned.arima_errors.open)
+
+
+def test_a_store_with_offsets_in_records_restores_them_in_error_sizes() -> None:
+    """Offsets stored in records/s (before they counted in error sizes) are divided by each step's mean error size:
+    the margins the restored forecaster gives are those it gave."""
+    forecaster = WorkloadForecaster(CONFIG)
+    _feed(forecaster, _sine(1800, 300, noise=30, seed=5))
+    learned = forecaster._learned.arima_errors
+    n = learned.horizon_steps - 1  # the steps a forecast of the horizon has matured errors at
+    margin = learned.margin(n)
+    assert margin is not None and np.any(learned.offsets != 0)
+    state = json.loads(forecaster.to_bytes())
+    sizes = np.append(np.nanmean(np.abs(learned.errors[:, :n]), axis=0), 0.0)  # 0 at the step never matured
+    state["arima_errors"]["offsets"] = list(np.asarray(state["arima_errors"].pop("offset_scales")) * sizes)
+    restored = WorkloadForecaster.from_bytes(json.dumps(state).encode(), CONFIG)._learned.arima_errors
+    np.testing.assert_allclose(restored.margin(n), margin, rtol=1e-9)

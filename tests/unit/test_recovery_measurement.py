@@ -57,11 +57,25 @@ def test_downtime_estimate_moves_towards_what_the_recovery_implies():
     monitor = RecoveryMeter(config)
     for i in range(200):
         monitor.feed(i, 1000.0, 1000.0 + (i % 3 - 1) * 5)
-    # Predicted 60 s with 30 s of downtime; the stream took 100 s: 40 s more, so the downtime was ~70 s.
+    # Predicted 60 s with 30 s of downtime; the stream took 100 s, 5/3 of that: at the capacity and load believed,
+    # a recovery grows with the downtime, so the downtime was 50 s.
     monitor.start(pending(200, predicted=60, downtime=30))
-    recovery_after(monitor, 200, lambda i: 0.0 if i < 260 else (1500.0 if i < 300 else 1000.0))
-    assert monitor.downtime_scale_out_s == pytest.approx(30 + 0.5 * (70 - 30))
+    result = recovery_after(monitor, 200, lambda i: 0.0 if i < 260 else (1500.0 if i < 300 else 1000.0))
+    assert result is not None and result.recovery_s == 100
+    assert monitor.downtime_scale_out_s == pytest.approx(30 + 0.5 * (50 - 30))
     assert monitor.downtime_scale_in_s == config.initial_downtime_scale_in_s
+
+
+def test_a_recovery_far_longer_than_predicted_scales_the_downtime_not_adds_to_it():
+    """A scale-in onto a nearly saturated scale-out settles slowly: 2,024 s against 631 s predicted with a downtime
+    of 7.5 s. Adding the difference made it a 1,400-s downtime (no scale-in was feasible after it); in proportion,
+    24 s."""
+    monitor = RecoveryMeter(RecoveryConfig(initial_downtime_scale_in_s=7.5, downtime_learning_ratio=1.0))
+    steady(monitor, 100)
+    monitor.start(pending(100, predicted=631, downtime=7.5, direction="in"))
+    result = recovery_after(monitor, 100, lambda i: 900.0 if i < 2124 else 1000.0, until_s=2400)
+    assert result is not None and result.recovery_s == 2024
+    assert monitor.downtime_scale_in_s == pytest.approx(7.5 * 2024 / 631)
 
 
 def test_scale_in_corrects_only_the_scale_in_downtime():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -45,21 +44,10 @@ def column_quantiles(values: np.ndarray, q: float) -> np.ndarray:
 
 def _column_nanmeans(values: np.ndarray) -> np.ndarray:
     """`np.nanmean(values, axis=0)` (the same reductions on the same arrays, to the last bit) without its checks and
-    wrappers: it runs once per open forecast a tick, on a handful of columns."""
+    wrappers. It writes 0 into `values` where they are NaN."""
     missing = np.isnan(values)
     values[missing] = 0.0
     return np.add.reduce(values, axis=0) / np.add.reduce(~missing, axis=0, dtype=np.intp)  # type: ignore[no-any-return]
-
-
-def _one_batch(reached: list[tuple[int, slice, np.ndarray, np.ndarray | None]]) -> bool:
-    """Whether the forecasts' offsets can move in one batch, to the same bits as one forecast after another: their
-    steps are disjoint (no forecast's column means read another's errors of this call), and no batch of several holds
-    a single step (numpy sums one column pairwise, several column by column)."""
-    spans = sorted((steps.start, steps.stop) for _, steps, _, _ in reached)
-    if any(stop > next_start for (_, stop), (next_start, _) in pairwise(spans)):
-        return False
-    tracked = [steps for _, steps, _, issued in reached if issued is not None]
-    return len(tracked) <= 1 or all(steps.stop - steps.start >= 2 for steps in tracked)
 
 
 class HorizonErrors:
@@ -67,7 +55,8 @@ class HorizonErrors:
     nan until that bucket is observed. A quantile per column plus an offset per column widens the point forecast
     into an upper bound. The offset tracks the misses of the bounds given (quantile tracking): a quantile of the
     last 30 errors trails errors that change faster, and the offset makes up for it, so that the share of actuals
-    above the bound approaches 1 - `level` (docs/forecast.md)."""
+    above the bound approaches 1 - `level` (docs/forecast.md). It counts in the step's mean absolute error over
+    those 30, so it shrinks with them once a burst of large errors has left the window."""
 
     def __init__(self, name: str, horizon_steps: int, level: float) -> None:
         self.name = name
@@ -107,31 +96,23 @@ class HorizonErrors:
                 steps = slice(lo - start, hi - start)
                 reached.append((row, steps, actual[lo - first : hi - first] - values[steps], issued))
         self.open = [r for r in self.open if first + len(actual) < r[1] + len(r[2])]
-        if _one_batch(reached):
-            for row, steps, errors, _ in reached:
-                self.errors[row, steps] = errors
-            tracked = [(steps, errors, issued[steps]) for _, steps, errors, issued in reached if issued is not None]
-            if tracked:
-                columns = np.concatenate([np.arange(steps.start, steps.stop) for steps, _, _ in tracked])
-                self._track(
-                    columns, np.concatenate([e for _, e, _ in tracked]), np.concatenate([i for *_, i in tracked])
-                )
-            return
-        for row, steps, errors, issued in reached:  # each forecast's offsets from the errors recorded up to it
+        for row, steps, errors, _ in reached:
             self.errors[row, steps] = errors
-            if issued is not None:
-                self._track(steps, errors, issued[steps])
-
-    def _track(self, columns: slice | np.ndarray, errors: np.ndarray, issued: np.ndarray) -> None:
-        """Move the offsets at `columns` by whether the bounds issued there held against these errors."""
-        missed = (errors > issued).astype(float)
-        # C order, as a slice's copy is: numpy sums a column-major copy (what fancy indexing may give) pairwise
-        scale = _column_nanmeans(np.abs(self.errors[:, columns], order="C"))  # finite: their new errors are in
-        self.offsets[columns] += _TRACKING_GAIN * scale * (missed - (1.0 - self.level))
+        tracked = [
+            (steps, errors > issued[steps], 1 + (self.next_row - 1 - row) % _ERROR_ROWS)
+            for row, steps, errors, issued in reached
+            if issued is not None
+        ]
+        if tracked:  # oldest forecast first, a step may be moved by several
+            columns = np.concatenate([np.arange(steps.start, steps.stop) for steps, _, _ in tracked])
+            missed = np.concatenate([m for _, m, _ in tracked]).astype(float)
+            delay = np.concatenate([np.full(len(m), d, dtype=float) for _, m, d in tracked])
+            np.add.at(self.offsets, columns, _TRACKING_GAIN / delay * (missed - (1.0 - self.level)))
 
     def margin(self, n_steps: int) -> np.ndarray | None:
-        """The `level` quantile of the errors plus the tracked offset at each of `n_steps` steps (never below 0);
-        None until every step has `_MIN_ERRORS` matured errors (no margin rather than an invented one)."""
+        """The `level` quantile of the errors plus the tracked offset times their mean size, at each of `n_steps`
+        steps (never below 0); None until every step has `_MIN_ERRORS` matured errors (no margin rather than an
+        invented one)."""
         if n_steps not in self._margins:
             self._margins[n_steps] = self._margin(n_steps)
         margin = self._margins[n_steps]
@@ -144,7 +125,9 @@ class HorizonErrors:
         if int(np.min(np.sum(np.isfinite(self.errors), axis=0)[steps])) < _MIN_ERRORS:
             return None
         # Only the columns asked for: each has matured errors, so no all-nan slice (and no warning) is possible.
-        margin = column_quantiles(self.errors[:, : int(steps[-1]) + 1], self.level)[steps] + self.offsets[steps]
+        recent = self.errors[:, : int(steps[-1]) + 1]
+        scale = _column_nanmeans(np.abs(recent, order="C"))
+        margin = column_quantiles(recent, self.level)[steps] + self.offsets[steps] * scale[steps]
         return np.maximum(margin, 0.0) if np.all(np.isfinite(margin)) else None
 
     def to_json(self) -> dict[str, Any]:
@@ -155,7 +138,7 @@ class HorizonErrors:
                 for row, start, values, issued in self.open
             ],
             "next_row": self.next_row,
-            "offsets": [float(v) for v in self.offsets],
+            "offset_scales": [float(v) for v in self.offsets],
         }
 
     def restore_json(self, raw: Any) -> None:
@@ -187,11 +170,16 @@ class HorizonErrors:
                 issued = np.asarray(margin, dtype=float)
             restored.append((row, start, np.asarray(values, dtype=float), issued))
         offsets = np.zeros(self.horizon_steps)  # none stored before the bounds were tracked
-        if "offsets" in raw:
-            stored = numbers(raw["offsets"], f"{where}.offsets", max_len=self.horizon_steps, lo=-big, hi=big)
-            if len(stored) != self.horizon_steps:
-                raise Damaged(f"{where}.offsets: expected {self.horizon_steps} offsets (another horizon_s?)")
-            offsets = np.asarray(stored, dtype=float)
+        for key in ("offset_scales", "offsets"):  # offsets: in records/s, stored before they were in error sizes
+            if key in raw:
+                stored = numbers(raw[key], f"{where}.{key}", max_len=self.horizon_steps, lo=-big, hi=big)
+                if len(stored) != self.horizon_steps:
+                    raise Damaged(f"{where}.{key}: expected {self.horizon_steps} offsets (another horizon_s?)")
+                offsets = np.asarray(stored, dtype=float)
+                if key == "offsets":
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        offsets = np.nan_to_num(offsets / _column_nanmeans(np.abs(errors)), posinf=0.0, neginf=0.0)
+                break
         self.errors, self.open, self.offsets = errors, restored, offsets
         self._margins.clear()
         self.next_row = integer(field(raw, "next_row", where), f"{where}.next_row", lo=0, hi=_ERROR_ROWS - 1)
