@@ -32,8 +32,12 @@ appender.out.layout.pattern=[%d] %p %m (%c)%n
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (as `kafka-storage random-uuid`)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (as `kafka-storage random-uuid`), and
+    like Kafka's own never starting with '-': the storage tool would take `-t -x...` for an option (1 in 64)."""
+    while True:
+        made = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not made.startswith("-"):
+            return made
 
 
 @dataclass(frozen=True)
