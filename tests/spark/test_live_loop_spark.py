@@ -382,8 +382,8 @@ def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sig
         ticks = len(decisions(decision_log))
         wait_until(lambda: len(decisions(decision_log)) > ticks, "the tick after the scale-out", 120, step_s=0.1)
         copy = tmp_path / "before-kill.sqlite"
-        with sqlite3.connect(store_path) as source, sqlite3.connect(copy) as target:
-            source.backup(target)  # the knowledge as the running runtime had saved it
+        with sqlite3.connect(store_path) as saved, sqlite3.connect(copy) as target:
+            saved.backup(target)  # the knowledge as the running runtime had saved it
         runtime.stop(signal.SIGKILL)
         killed_at = len(decisions(decision_log))
         before, after = SqliteKnowledgeStore(copy).load(), SqliteKnowledgeStore(store_path).load()
