@@ -140,13 +140,23 @@ class Runtime:
 
     def stop(self, sig: int = signal.SIGTERM) -> int | None:
         if self.process is None or self.process.poll() is not None:
+            self._end_group()
             return None if self.process is None else self.process.returncode
         self.process.send_signal(sig)
         try:
-            return self.process.wait(timeout=60)
+            code = self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            return self.process.wait(timeout=10)
+            code = self.process.wait(timeout=10)
+        self._end_group()
+        return code
+
+    def _end_group(self) -> None:
+        """What the runtime started in its session (its spawned refit process and multiprocessing's resource
+        tracker) ends with it: a SIGKILLed runtime cannot stop them, and they would outlive the test."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def decisions(path: Path) -> list[dict[str, object]]:
