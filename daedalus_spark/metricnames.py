@@ -20,6 +20,7 @@ SOURCE_LATEST_OFFSET = PREFIX + "source_latest_offset"
 SOURCE_COMMITTED_OFFSET = PREFIX + "source_committed_offset"
 SOURCE_LAG_RECORDS = PREFIX + "source_lag_records"
 LAG_RECORDS = PREFIX + "lag_records"
+SOURCE_OFFSETS_FAILURES = PREFIX + "source_offsets_failures"  # counter: failed reads of a topic's live end offsets
 EXECUTORS = PREFIX + "executors"  # live executors, the driver excluded: the scale-out
 EXECUTORS_TARGET = PREFIX + "executors_target"
 UPTIME_SECONDS = PREFIX + "uptime_seconds"

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from daedalus_spark.agent.collector import AgentCollector, DriverView
 from daedalus_spark.agent.driverui import DriverUiReader, live_executors
-from daedalus_spark.agent.queries import LatestOffsets, ProgressTracker
+from daedalus_spark.agent.queries import BoundedOffsets, LatestOffsets, ProgressTracker
 from daedalus_spark.agent.scaler import ExecutorScaler
 from daedalus_spark.agent.server import Routes, serve
 from daedalus_spark.agent.targets import TargetRefused
@@ -149,7 +149,8 @@ def unservable_mode(master: str, dynamic_allocation: str) -> str:
 def start_agent(
     spark: SparkSession, config: AgentConfig | None = None, *, latest_offsets: Mapping[str, LatestOffsets] | None = None
 ) -> Agent:
-    """Start the agent in this driver; `latest_offsets` maps a topic to a live reader of its end offsets."""
+    """Start the agent in this driver; `latest_offsets` maps a topic to a live reader of its end offsets (each read
+    bounded in time, so /metrics answers while a broker does not: BoundedOffsets)."""
     config = config or AgentConfig()
     sc = spark.sparkContext
     if not sc.uiWebUrl:
@@ -161,7 +162,10 @@ def start_agent(
     collector = AgentCollector(
         app_id=sc.applicationId,
         started_at=sc.startTime / 1000.0,
-        latest=dict(latest_offsets or {}),
+        latest={
+            topic: read if isinstance(read, BoundedOffsets) else BoundedOffsets(read, f"end offsets of topic {topic!r}")
+            for topic, read in (latest_offsets or {}).items()
+        },
         target=lambda: scaler.target,
     )
     registry = CollectorRegistry()

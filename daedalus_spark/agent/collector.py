@@ -12,7 +12,7 @@ from prometheus_client.registry import Collector
 
 from daedalus_spark import metricnames as names
 from daedalus_spark.agent.driverui import ExecutorInfo, live_executors
-from daedalus_spark.agent.queries import LatestOffsets, QueryStats, offsets_by_partition
+from daedalus_spark.agent.queries import BoundedOffsets, LatestOffsets, QueryStats, offsets_by_partition
 
 P = names.PREFIX  # the agent-only metrics (queries, poll errors) are named here
 
@@ -117,6 +117,14 @@ class AgentCollector(Collector):
             "Offsets behind latest over all partitions (consumer lag)",
             labels=["application_id", "query"],
         )
+        failures = CounterMetricFamily(
+            names.SOURCE_OFFSETS_FAILURES,
+            "Reads of a topic's live end offsets that failed (its lag series are then left out)",
+            labels=["application_id", "topic"],
+        )
+        for topic, reader in sorted(self.latest.items()):
+            if isinstance(reader, BoundedOffsets):
+                failures.add_metric([self.app_id, topic], float(reader.failures))
         for q in view.queries:
             offsets = offsets_by_partition(q, self.latest)
             for (topic, partition), (end, done) in sorted(offsets.items()):
@@ -124,8 +132,9 @@ class AgentCollector(Collector):
                 per.add_metric(key, float(end - done))
                 latest.add_metric(key, float(end))
                 committed.add_metric(key, float(done))
-            total.add_metric([self.app_id, q.name], float(sum(e - d for e, d in offsets.values())))
-        yield from (per, latest, committed, total)
+            if len(offsets) == len(q.committed):  # a partition left out: the query's lag is unknown, not smaller
+                total.add_metric([self.app_id, q.name], float(sum(e - d for e, d in offsets.values())))
+        yield from (per, latest, committed, total, failures)
 
     def _app_metrics(self, view: DriverView) -> Iterator[Metric]:
         labels = ["application_id"]

@@ -204,12 +204,14 @@ def commit_offsets(
     query_name: str | None = None,
     committer: Committer | None = None,
     commit_source: SourceFilter = is_kafka_source,
+    client_config: Mapping[str, Any] | None = None,
 ) -> OffsetCommits:
-    """Commit every Kafka source's batch end offsets for `group_id` after each batch of this session's queries."""
+    """Commit every Kafka source's batch end offsets for `group_id` after each batch of this session's queries
+    (`client_config`: kafka-python connection settings, e.g. `KafkaSecurity.kafka_python()`)."""
     if committer is None:
         if not group_id or not bootstrap_servers:
             raise ValueError("commit_offsets needs group_id and bootstrap_servers (or a committer)")
-        committer = KafkaCommitter(group_id, bootstrap_servers)
+        committer = KafkaCommitter(group_id, bootstrap_servers, config=dict(client_config or {}))
     listener = OffsetCommitListener(committer, commit_source, query_name)
     spark.streams.addListener(listener)
     return OffsetCommits(spark, listener, committer)

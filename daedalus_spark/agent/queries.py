@@ -3,14 +3,66 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 LatestOffsets = Callable[[], Mapping[int, int]]
+_log = logging.getLogger(__name__)
+
+
+class OffsetsUnavailable(RuntimeError):
+    """A live reader could not give the end offsets now (broker down, topic gone, a read still under way)."""
+
+
+@dataclass(eq=False)
+class BoundedOffsets:
+    """A live end-offsets reader that holds its caller (a /metrics scrape) at most `wait_s`: each read runs on a
+    daemon thread; one that takes longer is left to finish while the caller gets OffsetsUnavailable, and the next
+    call waits on that same read (reads never pile up) unless it has finished, then a fresh one starts. A result
+    nobody was waiting for when it came is never handed out: it may be old."""
+
+    read: LatestOffsets
+    what: str = "end offsets"
+    wait_s: float = 1.5
+    failures: int = 0
+    last_error: str = ""
+    _pending: Future[Mapping[int, int]] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _run(self, future: Future[Mapping[int, int]]) -> None:
+        try:
+            future.set_result(self.read())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            future.set_exception(exc)
+
+    def __call__(self) -> Mapping[int, int]:
+        with self._lock:
+            if self._pending is None or self._pending.done():
+                self._pending = Future()
+                threading.Thread(
+                    target=self._run, args=(self._pending,), name="daedalus-live-offsets", daemon=True
+                ).start()
+            pending = self._pending
+        try:
+            return pending.result(timeout=self.wait_s)
+        except FutureTimeout:
+            self._failed(f"{self.what} not read within {self.wait_s:g} s")
+        except Exception as exc:  # noqa: BLE001 - any reader's failure: the lag is unknown, said why
+            self._failed(f"{self.what} unreadable: {type(exc).__name__}: {exc}")
+
+    def _failed(self, message: str) -> NoReturn:
+        with self._lock:
+            self.failures += 1
+            self.last_error = message
+        _log.warning("%s; the lag of its partitions is not exported until it is read again", message)
+        raise OffsetsUnavailable(message)
 
 
 @dataclass(frozen=True)
@@ -53,15 +105,24 @@ def offsets_by_partition(
     """(latest, committed) per partition; live latest offsets where a reader is registered for the topic.
 
     Lag is latest minus committed. Without a live reader the latest offset is the one the source reported when
-    the last batch was planned (Kafka's `latestOffset` in the progress), so lag is as old as that batch.
+    the last batch was planned (Kafka's `latestOffset` in the progress), so lag is as old as that batch. A live
+    reader that fails leaves its topic's partitions out (their lag is unknown, never the batch's or 0).
     """
     out: dict[tuple[str, str], tuple[int, int]] = {}
-    live: dict[str, Mapping[int, int]] = {}
+    live: dict[str, Mapping[int, int] | None] = {}
     for (topic, partition), committed in stats.committed.items():
         if topic in latest:
             if topic not in live:
-                live[topic] = latest[topic]()
-            end = live[topic].get(int(partition), committed)
+                try:
+                    live[topic] = latest[topic]()
+                except Exception as exc:  # noqa: BLE001 - a reader without BoundedOffsets: the same, said here
+                    if not isinstance(exc, OffsetsUnavailable):
+                        _log.warning("end offsets of %r unreadable: %s: %s", topic, type(exc).__name__, exc)
+                    live[topic] = None
+            ends = live[topic]
+            if ends is None:
+                continue
+            end = ends.get(int(partition), committed)
         else:
             end = stats.reported_latest.get((topic, partition), committed)
         out[(topic, partition)] = (max(end, committed), committed)

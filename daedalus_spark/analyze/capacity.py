@@ -192,12 +192,15 @@ class CapacityModel:
         self.backlog_floor_per_scaleout[obs.scaleout] = throughput if old is None else old + a * (throughput - old)
 
     def _learn_partition_shares(self, observation: Observation) -> None:
-        """Move the shares toward this window's; a window without a usable total leaves them as they are."""
+        """Move the shares toward this window's; a window without a usable total leaves them as they are. A window
+        with a new partition of a known topic (its partition count raised) replaces them: the busiest executor's
+        share of every scale-out follows the new count at once, not ten ticks later. (A new topic fades in.)"""
         rates = {(p.topic, p.partition): p.records_per_s for p in observation.partitions}
         total = sum(rates.values())
         if not rates or not math.isfinite(total) or total <= 0:
             return
-        if not self.partition_shares:
+        topics = {topic for topic, _ in self.partition_shares}
+        if not self.partition_shares or any(k not in self.partition_shares and k[0] in topics for k in rates):
             self.partition_shares = {key: rate / total for key, rate in rates.items()}
             return
         a = PARTITION_SHARE_LEARNING_RATIO

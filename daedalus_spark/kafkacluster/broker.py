@@ -32,31 +32,95 @@ appender.out.layout.pattern=[%d] %p %m (%c)%n
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (as `kafka-storage random-uuid`)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (as `kafka-storage random-uuid`), and
+    like Kafka's own never starting with '-': the storage tool would take `-t -x...` for an option (1 in 64)."""
+    while True:
+        made = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not made.startswith("-"):
+            return made
+
+
+@dataclass(frozen=True)
+class BrokerTls:
+    """A broker's TLS identity: its PKCS#12 keystore and password, and the PEM certificate clients trust."""
+
+    keystore: Path
+    password: str
+    ca_file: Path
+
+
+def throwaway_tls(folder: Path, host: str = "127.0.0.1", *, days: int = 2) -> BrokerTls:
+    """A self-signed certificate for `host` (and localhost), made with the JDK's keytool in `folder`: for tests."""
+    keytool = shutil.which("keytool") or str(Path(java()).with_name("keytool"))
+    if not Path(keytool).exists():
+        raise RuntimeError(f"keytool not found beside {java()} nor on PATH: install a JDK (openjdk-17-jdk-headless)")
+    folder.mkdir(parents=True, exist_ok=True)
+    keystore, ca_file, password = folder / "broker.p12", folder / "ca.pem", uuid.uuid4().hex
+    keystore.unlink(missing_ok=True)  # a fresh identity each time
+    common = ["-alias", "broker", "-keystore", str(keystore), "-storetype", "PKCS12", "-storepass", password]
+    for args in (
+        [
+            "-genkeypair",
+            "-keyalg",
+            "RSA",
+            "-keysize",
+            "2048",
+            "-validity",
+            str(days),
+            "-dname",
+            f"CN={host}",
+            "-ext",
+            f"SAN=ip:{host},dns:localhost",
+            "-keypass",
+            password,
+        ],
+        ["-exportcert", "-rfc", "-file", str(ca_file)],
+    ):
+        done = subprocess.run(  # noqa: S603 - our own arguments, no shell
+            [keytool, *args, *common], capture_output=True, text=True, timeout=120, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"keytool {args[0]} failed ({done.returncode}): {done.stderr or done.stdout}")
+    return BrokerTls(keystore, password, ca_file)
 
 
 @dataclass
 class LocalKafka:
     """`with LocalKafka() as kafka: kafka.create_topic("orders", 8); ... kafka.bootstrap`.
 
-    `listener_settings` adds or overrides server properties (e.g. a TLS listener); `client_config` is what a
-    client needs to reach the PLAINTEXT or that listener (kafka-python settings), used by the admin calls here."""
+    `tls` adds an SSL listener (`ssl_bootstrap`), and with `sasl_users` a SASL_SSL one too (`sasl_bootstrap`,
+    mechanism PLAIN): what a user's secured Kafka asks of its clients. The admin calls here use the PLAINTEXT
+    listener. `server_settings` adds or overrides server properties."""
 
     heap: str = "320m"
     host: str = "127.0.0.1"
     start_timeout_s: float = 120.0
     kafka_version: str = KAFKA_VERSION
     server_settings: Mapping[str, str] = field(default_factory=dict)
-    client_config: Mapping[str, Any] = field(default_factory=dict)
+    tls: BrokerTls | None = None
+    sasl_users: Mapping[str, str] = field(default_factory=dict)  # user -> password, for the SASL_SSL listener
     port: int = 0
     controller_port: int = 0
+    ssl_port: int = 0
+    sasl_port: int = 0
     _dir: Path | None = None
     _process: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        if self.tls is None:
+            raise RuntimeError("LocalKafka has no SSL listener: start it with tls=throwaway_tls(...)")
+        return f"{self.host}:{self.ssl_port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        if self.tls is None or not self.sasl_users:
+            raise RuntimeError("LocalKafka has no SASL_SSL listener: start it with tls=... and sasl_users=...")
+        return f"{self.host}:{self.sasl_port}"
 
     @property
     def log_path(self) -> Path:
@@ -67,17 +131,47 @@ class LocalKafka:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    def _listeners(self) -> dict[str, int]:
+        """Client listeners by name (= their security protocol) and port."""
+        out = {"PLAINTEXT": self.port}
+        if self.tls is not None:
+            out["SSL"] = self.ssl_port
+            if self.sasl_users:
+                out["SASL_SSL"] = self.sasl_port
+        return out
+
+    def _security_settings(self) -> dict[str, str]:
+        if self.tls is None:
+            return {}
+        settings = {
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(self.tls.keystore),
+            "ssl.keystore.password": self.tls.password,
+            "ssl.key.password": self.tls.password,
+        }
+        if self.sasl_users:
+            users = " ".join(f'user_{user}="{password}"' for user, password in self.sasl_users.items())
+            settings["sasl.enabled.mechanisms"] = "PLAIN"
+            settings["listener.name.sasl_ssl.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            )
+        return settings
+
     def _properties(self) -> str:
         assert self._dir is not None
+        listeners = self._listeners()
+        advertised = ",".join(f"{name}://{self.host}:{port}" for name, port in listeners.items())
         settings = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "listeners": f"{advertised},CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": advertised,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(
+                [*(f"{name}:{name}" for name in listeners), "CONTROLLER:PLAINTEXT"]
+            ),
             "log.dirs": str(self._dir / "data"),
             "num.partitions": "1",
             "offsets.topic.replication.factor": "1",
@@ -87,6 +181,7 @@ class LocalKafka:
             "share.coordinator.state.topic.replication.factor": "1",
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
+            **self._security_settings(),
             **self.server_settings,
         }
         return "".join(f"{key}={value}\n" for key, value in settings.items())
@@ -120,6 +215,9 @@ class LocalKafka:
         broker_classpath(self.kafka_version)
         self._dir = Path(tempfile.mkdtemp(prefix="daedalus-kafka-"))
         self.port, self.controller_port = self.port or free_port(), self.controller_port or free_port()
+        if self.tls is not None:
+            self.ssl_port = self.ssl_port or free_port()
+            self.sasl_port = (self.sasl_port or free_port()) if self.sasl_users else 0
         atexit.register(self.stop)
         try:
             (self._dir / "server.properties").write_text(self._properties())
@@ -134,7 +232,8 @@ class LocalKafka:
                 log=self.log_path,
             )
             if formatting.wait(timeout=self.start_timeout_s) != 0:
-                raise RuntimeError(f"formatting Kafka's storage failed: see {self.log_path}")
+                tail = self.log_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"formatting Kafka's storage failed; {self.log_path} ends:\n{tail}")
             self._launch()
         except BaseException:
             self.stop()
@@ -162,8 +261,9 @@ class LocalKafka:
         """A kafka-python admin client on this broker (the caller closes it)."""
         from kafka.admin import KafkaAdminClient
 
-        settings = {"request_timeout_ms": 10_000, **self.client_config}
-        return KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="daedalus-local-kafka", **settings)
+        return KafkaAdminClient(
+            bootstrap_servers=self.bootstrap, client_id="daedalus-local-kafka", request_timeout_ms=10_000
+        )
 
     def answers(self) -> bool:
         """The broker answers, and its group coordinator too (offset commits and group offsets work)."""

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from daedalus_spark.kafkacluster import security
 from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 
 _log = logging.getLogger(__name__)
@@ -93,9 +94,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--group", action="append", required=True, help="consumer group (repeatable)")
     p.add_argument("--port", type=int, default=9308, help="kafka-exporter's port")
     p.add_argument("--host", default="127.0.0.1")
+    security.add_arguments(p)
     args = p.parse_args(argv)
+    try:
+        settings = security.from_arguments(args)
+    except security.KafkaSecurityError as exc:
+        p.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    serve(args.bootstrap_servers, args.topic, args.group, args.port, host=args.host)
+    serve(
+        args.bootstrap_servers, args.topic, args.group, args.port, host=args.host, client_config=settings.kafka_python()
+    )
     threading.Event().wait()  # until killed
     return 0
 

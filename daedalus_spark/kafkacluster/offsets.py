@@ -34,7 +34,9 @@ class BrokerOffsets:
         if self._admin is None:
             from kafka.admin import KafkaAdminClient
 
-            settings = {"request_timeout_ms": self.timeout_ms, **self.client_config}
+            # a broker that is down fails a connect within the timeout too (kafka-python's bootstrap waits 30 s)
+            settings = {"request_timeout_ms": self.timeout_ms, "bootstrap_timeout_ms": self.timeout_ms}
+            settings |= self.client_config
             self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="daedalus-offsets", **settings)
         return self._admin
 

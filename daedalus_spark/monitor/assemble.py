@@ -101,6 +101,13 @@ def build_observation(results: Mapping[str, Matrix], window: Window, *, executor
     executors = _aligned_executors(throughput, utilization)
     executors = _live(executors, scaleout)
     grid = _common_grid(scalars["workload"], executors, window)
+    if max(scalars["lag"]) < grid[-1]:  # the lag series ended: the lag now is unknown, its last value no stand-in
+        raise MonitorError(
+            "empty",
+            f"consumer lag has no sample at {grid[-1] * window.step_s:.0f} (its last at "
+            f"{max(scalars['lag']) * window.step_s:.0f}): the source's offsets are unreadable (broker down, topic "
+            "gone, offsets not committed)",
+        )
     return Observation(
         time_s=grid[-1] * window.step_s,
         step_s=window.step_s,

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from daedalus_spark.kafkacluster import security
 from daedalus_spark.monitor.files import BUNDLED_TRACES, read_trace
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
@@ -227,11 +228,17 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--metrics-port", type=int, default=0, help="serve Prometheus metrics here (0 = off)")
     p.add_argument("--metrics-host", default="127.0.0.1")
+    security.add_arguments(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        settings = security.from_arguments(args)
+    except security.KafkaSecurityError as exc:
+        p.error(str(exc))
     topic = args.topic or args.pipeline
     trace = slice_trace(read_trace(args.trace or BUNDLED_TRACES[args.pipeline]), args.start_s, args.duration_s)
     if args.sink == "local":
@@ -239,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.create_topic(topic, args.partitions)
         sink: RecordSink = LocalLogSink(log, topic, args.partitions)
     else:
-        sink = KafkaSink(args.bootstrap_servers, topic, args.partitions)
+        sink = KafkaSink(args.bootstrap_servers, topic, args.partitions, config=settings.librdkafka())
     weights = [float(w) for w in args.partition_weights.split(",")] if args.partition_weights else []
     gen = Generator(
         PaceKeeper(Pacer(trace, args.compression, args.scale)), sink, MAKERS[args.pipeline], topic, weights=weights

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from daedalus_spark.kafkacluster import security
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.source import KAFKA_PACKAGE, read_values, write_stream
 
@@ -52,8 +53,10 @@ def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="Kafka client setting for Spark's source and sink, without the kafka. prefix (e.g. security.protocol=SSL)",
+        help="more Kafka (Java) client settings for Spark's source and sink, without the kafka. prefix "
+        "(e.g. ssl.keystore.location=...); they override the --kafka-* security options for Spark",
     )
+    security.add_arguments(p)
     p.add_argument("--topic", default=pipeline.name)
     p.add_argument("--sink", choices=("console", "memory", "noop", "files", "kafka"), default="console")
     p.add_argument("--sink-path", default="", help="directory of the files sink (Parquet per micro-batch)")
@@ -105,9 +108,9 @@ def kafka_jars_conf(conf: Sequence[str]) -> list[str]:
         return []
 
 
-def kafka_options(settings: Sequence[str]) -> dict[str, str]:
-    """`--kafka-option KEY=VALUE` as Spark's `kafka.KEY` options."""
-    options = {}
+def kafka_options(settings: Sequence[str], secured: security.KafkaSecurity | None = None) -> dict[str, str]:
+    """The security settings and then `--kafka-option KEY=VALUE` as Spark's `kafka.KEY` options."""
+    options = secured.spark_options() if secured is not None else {}
     for setting in settings:
         key, eq, value = setting.partition("=")
         if not eq or not key.strip():
@@ -134,7 +137,9 @@ def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSessi
     return spark
 
 
-def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> StreamingQuery:
+def start(
+    spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace, secured: security.KafkaSecurity | None = None
+) -> StreamingQuery:
     if args.source == "local":
         LocalLog(args.log_dir).create_topic(args.topic, args.partitions)
     values = read_values(
@@ -144,7 +149,7 @@ def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> 
         path=args.log_dir,
         bootstrap=args.bootstrap_servers,
         max_per_trigger=args.max_per_trigger,
-        options=kafka_options(args.kafka_option),
+        options=kafka_options(args.kafka_option, secured),
     )
     result = pipeline.build(spark, values)
     writer = write_stream(
@@ -157,7 +162,7 @@ def start(spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace) -> 
         bootstrap=args.bootstrap_servers,
         topic=args.sink_topic,
         path=args.sink_path,
-        options=kafka_options(args.kafka_option),
+        options=kafka_options(args.kafka_option, secured),
     )
     return writer.start()
 
@@ -168,7 +173,8 @@ def main(pipeline: Pipeline, argv: Sequence[str] | None = None) -> int:
 
     try:
         config = agent_config(args, os.environ) if args.agent_port or args.config else None
-    except ConfigError as exc:
+        secured = security.from_arguments(args)
+    except (ConfigError, security.KafkaSecurityError) as exc:
         raise SystemExit(f"{pipeline.name}: {exc}") from None
     kafka = args.source == "kafka" or args.sink == "kafka"
     spark = session(pipeline.name, args.master, [*args.conf, *(kafka_jars_conf(args.conf) if kafka else [])])
@@ -177,9 +183,13 @@ def main(pipeline: Pipeline, argv: Sequence[str] | None = None) -> int:
         from daedalus_spark.agent.offset_commit import commit_offsets
         from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 
-        broker = BrokerOffsets(args.bootstrap_servers)
+        broker = BrokerOffsets(args.bootstrap_servers, secured.kafka_python())
         commits = commit_offsets(
-            spark, args.group or f"daedalus-{pipeline.name}", args.bootstrap_servers, query_name=pipeline.name
+            spark,
+            args.group or f"daedalus-{pipeline.name}",
+            args.bootstrap_servers,
+            query_name=pipeline.name,
+            client_config=secured.kafka_python(),
         )
     if config is not None:
         from daedalus_spark.agent import start_agent
@@ -189,7 +199,7 @@ def main(pipeline: Pipeline, argv: Sequence[str] | None = None) -> int:
         if broker is not None:  # the broker's log-end offsets: lag and workload move between batches
             live = {topic: lambda: broker.latest_offsets(topic)}
         agent = start_agent(spark, config, latest_offsets=live)
-    query = start(spark, pipeline, args)
+    query = start(spark, pipeline, args, secured)
     try:
         query.awaitTermination()
     except KeyboardInterrupt:

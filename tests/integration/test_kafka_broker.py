@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from daedalus_spark.agent.offset_commit import KafkaCommitter
+from daedalus_spark.agent.queries import BoundedOffsets, OffsetsUnavailable
 from daedalus_spark.kafkacluster import exporter
 from daedalus_spark.kafkacluster.broker import LocalKafka
 from daedalus_spark.kafkacluster.jars import FETCH_COMMAND, JarsMissing, artifact_name
@@ -223,4 +225,36 @@ def _reads(offsets: BrokerOffsets, topic: str) -> dict[int, int] | None:
     try:
         return offsets.latest_offsets(topic)
     except Exception:
+        return None
+
+
+def test_while_the_broker_is_down_the_agents_live_reader_answers_within_its_bound(kafka: LocalKafka) -> None:
+    """What keeps the agent's /metrics answering through a broker outage: each read of the end offsets holds its
+    caller at most `wait_s`, fails saying why, and reads the broker's offsets again once it is back."""
+    kafka.create_topic("outage", 2)
+    produce(kafka, "outage", [1, 1], 1000)
+    offsets = BrokerOffsets(kafka.bootstrap, timeout_ms=2000)
+    bounded = BoundedOffsets(lambda: offsets.latest_offsets("outage"), "end offsets of topic 'outage'", wait_s=1.5)
+    held: list[float] = []
+
+    def while_down(_: float) -> None:
+        for _ in range(4):
+            t0 = time.monotonic()
+            with pytest.raises(OffsetsUnavailable, match=r"end offsets of topic 'outage' (not read within|unreadable)"):
+                bounded()
+            held.append(time.monotonic() - t0)
+
+    try:
+        assert bounded() == {0: 500, 1: 500}
+        kafka.restart(down_s=0.0, sleep=while_down)
+        assert max(held) < 5.0, held  # 1.5 s and a busy machine's slack; never kafka-python's 30-s bootstrap
+        wait_until(lambda: _bounded_reads(bounded) == {0: 500, 1: 500}, "the offsets read again after the restart", 90)
+    finally:
+        offsets.close()
+
+
+def _bounded_reads(bounded: BoundedOffsets) -> dict[int, int] | None:
+    try:
+        return dict(bounded())
+    except OffsetsUnavailable:
         return None

@@ -320,3 +320,13 @@ def test_partition_shares_do_not_depend_on_the_string_hash_seed() -> None:
     assert len(outputs) == 1
     keys = [(t, p) for t, p, _ in json.loads(outputs.pop())]
     assert keys == [("orders", p) for p in range(4)] + [("clicks", 1), ("clicks", 0)]
+
+
+def test_a_raised_partition_count_replaces_the_shares_and_the_partition_bound_follows() -> None:
+    two = {("t", 0): 300.0, ("t", 1): 300.0}
+    model, obs = _two_executors_with(two, "any_core")
+    assert model.table(obs, 4).at(4) == pytest.approx(model.table(obs, 4).at(2))  # 2 partitions: 2 executors busy
+    four = two | {("t", 2): 300.0, ("t", 3): 300.0}
+    model.learn(observation(executors={"a": ([1.0], [0.5])}, samples=1, partitions=four))
+    assert model.partition_shares == pytest.approx(dict.fromkeys(four, 0.25))  # at once, not 10 % of the way
+    assert model.table(obs, 4).at(4) == pytest.approx(2 * model.table(obs, 4).at(2))
