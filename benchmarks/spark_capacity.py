@@ -852,7 +852,10 @@ def main() -> int:
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help="pipelines: comma-separated subset")
     parser.add_argument("--no-overhead", action="store_true", help="pipelines: skip the run without the agent")
     parser.add_argument(
-        "--cpus-per-executor", type=float, default=1.0, help="pipelines, kafka: cgroup CPU quota of each executor's worker"
+        "--cpus-per-executor",
+        type=float,
+        default=1.0,
+        help="pipelines, kafka: cgroup CPU quota of each executor's worker",
     )
     demo = parser.add_argument_group("saturation and batch-size (the demo's cluster: 4 workers x 0.25 CPU)")
     demo.add_argument("--executor-counts", default=None, help="comma-separated (saturation 1,2,3,4; batch-size 2)")

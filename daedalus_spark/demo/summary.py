@@ -93,7 +93,8 @@ def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wal
 
     def live_near(at_s: float) -> np.ndarray:
         near = ok & (np.abs(t - at_s) <= EXTREME_WINDOW_S)
-        return live[near]
+        counts: np.ndarray = live[near]
+        return counts
 
     at_peak, at_trough = live_near(load.peak_at_s), live_near(load.trough_at_s)
 
