@@ -69,6 +69,7 @@ class DemoPlan:
     autoscaler: str = "daedalus"  # one of AUTOSCALERS
     drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
     source: str = "kafka"  # one of SOURCES: a local Kafka broker, or the local partitioned log
+    static_executors: int = 0  # autoscaler static: this many held (0: max_scaleout)
 
     @property
     def compression(self) -> float:
@@ -95,7 +96,7 @@ def autoscaler_job_args(plan: DemoPlan) -> list[str]:
             "executorIdleTimeout": "10s",
         }
         return [arg for key, value in settings.items() for arg in ("--conf", f"spark.dynamicAllocation.{key}={value}")]
-    initial = plan.max_scaleout if plan.autoscaler == "static" else plan.initial_executors
+    initial = (plan.static_executors or plan.max_scaleout) if plan.autoscaler == "static" else plan.initial_executors
     return ["--initial-executors", str(initial)]
 
 
