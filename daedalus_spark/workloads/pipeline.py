@@ -30,6 +30,12 @@ class Pipeline:
     output_mode: str
 
 
+def _rounds(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
+    return int(text)
+
+
 def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"python -m daedalus_spark.workloads.{pipeline.name}",
@@ -65,7 +71,7 @@ def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
     p.add_argument("--max-per-trigger", type=int, default=0, help="records per partition per batch, 0 = all")
     p.add_argument(
         "--record-cost-rounds",
-        type=int,
+        type=_rounds,
         default=0,
         help="extra CPU per record: this many chained SHA-256 rounds over its value, results unchanged (0 = none)",
     )
