@@ -136,6 +136,7 @@ def _demo(args: argparse.Namespace) -> int:
         cpus_per_executor=sized.cpus_per_executor,
         record_cost_rounds=sized.record_cost_rounds,
         scale=sized.trace_scale,
+        trace_start_s=sized.trace_start_s,
         duration_s=sized.load_cycle_s if args.duration is None else args.duration,
         use_prometheus=not args.no_prometheus,
         autoscaler=args.autoscaler or "daedalus",

@@ -33,6 +33,13 @@ class DemoConfig(_Section):
         gt=0,
         le=1000,
     )
+    trace_start_s: int = _field(
+        0,
+        "s",
+        "The trace second the demo's load cycle starts at (its 3-hour cycle played from there).",
+        ge=0,
+        le=86400,
+    )
     load_cycle_s: float = _field(
         480, "s", "One 3-hour cycle of the trace is played in this many seconds.", ge=10, le=86400
     )

@@ -60,7 +60,7 @@ class DemoPlan:
     record_cost_rounds: int = field(default_factory=lambda: shipped_demo().record_cost_rounds)
     partitions: int = 8
     trace: Path = TRACE
-    trace_start_s: int = 0
+    trace_start_s: int = field(default_factory=lambda: shipped_demo().trace_start_s)
     trace_seconds: int = 10800  # one 3-hour load cycle of the WordCount trace...
     duration_s: float = field(default_factory=lambda: shipped_demo().load_cycle_s)  # ...played in 8 minutes
     scale: float = field(default_factory=lambda: shipped_demo().trace_scale)

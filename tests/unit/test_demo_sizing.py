@@ -22,7 +22,9 @@ def shipped() -> tuple[DemoConfig, int]:
 
 
 def extremes(demo: DemoConfig) -> LoadExtremes:
-    return load_extremes(TRACE, start_s=0, seconds=10800, scale=demo.trace_scale, compression=10800 / demo.load_cycle_s)
+    return load_extremes(
+        TRACE, start_s=demo.trace_start_s, seconds=10800, scale=demo.trace_scale, compression=10800 / demo.load_cycle_s
+    )
 
 
 def test_the_cited_saturated_throughputs_are_the_measured_ones() -> None:
