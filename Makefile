@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-spark kafka-jars lint typecheck bench clean
+.PHONY: demo test test-spark test-demo kafka-jars lint typecheck bench clean
 
 $(BIN)/daedalus-spark: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,14 @@ demo: $(BIN)/daedalus-spark kafka-jars
 	$(BIN)/daedalus-spark demo
 
 test: $(BIN)/daedalus-spark kafka-jars
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not demo"
 
 test-spark: $(BIN)/daedalus-spark kafka-jars
-	$(BIN)/python -m pytest -q -m spark
+	$(BIN)/python -m pytest -q -m "spark and not demo"
+
+# The whole live demo as a test (~12 min): `make demo` with its figures checked.
+test-demo: $(BIN)/daedalus-spark kafka-jars
+	$(BIN)/python -m pytest -q -m demo
 
 # Ruff (lint + format check) and mypy (strict on daedalus_spark/), configured in pyproject.toml.
 $(BIN)/ruff: $(BIN)/daedalus-spark

@@ -3,7 +3,12 @@ allocation, the DStreams batch-duration rule, static at the largest scale-out â€
 the `local` job profile: executor-seconds, lag p95 and max (records and seconds of input), rescales, records in
 against out. Writes out/live_compare/{compare.json,timeline.png}.
 
-Usage: python benchmarks/live_compare.py [--duration 240] [--autoscalers daedalus,spark-da,batch-ratio,static]
+Each live line is marked pass or fail by the acceptance rule (daedalus_spark/sim/metrics.py `passes`: latency within
+controller.target_latency_s outside recoveries, every recovery within target_recovery_s) on its timeline, read
+per second; `static:N` holds N executors (`static` alone: all of them), and `static:all` runs every N from 1 to the
+maximum, so the cheapest static that passes is on the same trace.
+
+Usage: python benchmarks/live_compare.py [--duration 240] [--autoscalers daedalus,spark-da,batch-ratio,static:all]
        [--reuse] [--seeds 3]. Each live run takes the duration plus about 2 minutes of start, drain and stop; it
 stops everything it started. --reuse reads finished runs from --out instead of running them.
 """
@@ -24,13 +29,15 @@ from sim_vs_live import demo_config, demo_setup  # the benchmarks' shared helper
 
 from daedalus_spark.demo.live import AUTOSCALERS, DemoPlan, run_demo
 from daedalus_spark.demo.summary import lag_seconds, settled_rescales
+from daedalus_spark.sim.job import Rescale
+from daedalus_spark.sim.metrics import passes
 from daedalus_spark.sim.policies import make_policy
-from daedalus_spark.sim.runner import run_policy
+from daedalus_spark.sim.runner import RunResult, run_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 # The simulator's policy for each live autoscaler, with the time settings the live run compresses the same way.
 SIMULATED = {
-    "daedalus": "daedalus:paper",  # deploy/demo.yaml's planner
+    "daedalus": "daedalus",  # deploy/demo.yaml's planner: the default (horizon)
     "spark-da": "spark-da:executor_idle_timeout_s=10",
     "batch-ratio": "batch-ratio:scaling_interval_s=10",  # one round per 10-s loop tick, as live
     "static": "static:{max}",
@@ -38,11 +45,62 @@ SIMULATED = {
 COLUMNS = ("executor_seconds", "lag_p95_records", "lag_max_records", "lag_p95_s", "lag_max_s", "rescales")
 
 
-def live(plan: DemoPlan, out: Path, reuse: bool) -> dict[str, Any]:
+def live(plan: DemoPlan, out: Path, reuse: bool, targets: tuple[float, float]) -> dict[str, Any]:
     if not (reuse and (out / "summary.json").exists()):
         run_demo(out, plan)
     s = json.loads((out / "summary.json").read_text())
-    return {**{k: s[k] for k in COLUMNS[:-1]}, "rescales": s["rescales_live"], **_counts(s)}
+    with (out / "timeline.csv").open() as f:
+        result = timeline_result(list(csv.DictReader(f)), s["load_s"])
+    ok = passes(result, target_latency_s=targets[0], target_recovery_s=targets[1])
+    return {**{k: s[k] for k in COLUMNS[:-1]}, "rescales": s["rescales_live"], **_counts(s), "passes": ok}
+
+
+def timeline_result(rows: list[dict[str, str]], load_s: float) -> RunResult:
+    """A live run's timeline over its load cycle, per second, as the acceptance rule reads a simulated run: executors
+    held (the last sample's), lag and records in interpolated, latency the age of the oldest unread record, and one
+    rescale at every change of the held count (no stop: Spark rescales in place)."""
+    kept = [r for r in rows if all(r[k] not in ("", "nan") for k in ("executors", "lag_records", "records_in"))]
+    t = np.array([float(r["t_s"]) for r in kept])
+    if t.size < 2:
+        raise ValueError(f"a timeline of {t.size} complete samples: nothing to judge")
+    grid = np.arange(math.ceil(t[0]), math.floor(min(t[-1], t[0] + load_s)) + 1, dtype=float)
+    executors = np.array([float(r["executors"]) for r in kept])[np.searchsorted(t, grid, side="right") - 1]
+    lag = np.interp(grid, t, [float(r["lag_records"]) for r in kept])
+    records_in = np.interp(grid, t, [float(r["records_in"]) for r in kept])
+    workload = np.diff(np.concatenate(([records_in[0]], records_in)))
+    changes = np.flatnonzero(np.diff(executors)) + 1
+    rescales = tuple(
+        Rescale(int(i), int(executors[i - 1]), int(executors[i]), 0, 0.0, kind="in_place") for i in changes
+    )
+    return RunResult(
+        policy="live",
+        workload_per_s=workload,
+        scaleout=executors.astype(int),
+        processing=np.ones(grid.size, dtype=bool),
+        processed_per_s=np.maximum(workload - np.diff(np.concatenate(([lag[0]], lag))), 0.0),
+        lag_records=lag,
+        latency_s=lag_seconds(grid, records_in, lag),
+        capacity_per_s=np.full(grid.size, math.nan),
+        rescales=rescales,
+    )
+
+
+def autoscaler_runs(names: list[str], max_scaleout: int) -> dict[str, tuple[str, int]]:
+    """Line name -> (autoscaler, executors held when static); `static:all` is static:1 .. static:max."""
+    runs: dict[str, tuple[str, int]] = {}
+    for name in names:
+        kind, _, count = name.partition(":")
+        if kind not in AUTOSCALERS or (count and kind != "static"):
+            raise ValueError(f"unknown autoscaler {name!r}; known: {', '.join(AUTOSCALERS)}, static:N, static:all")
+        if kind != "static":
+            runs[name] = (kind, 0)
+        elif count == "all":
+            runs |= {f"static:{n}": ("static", n) for n in range(1, max_scaleout + 1)}
+        elif not count or (count.isdigit() and 1 <= int(count) <= max_scaleout):
+            runs[f"static:{count or max_scaleout}"] = ("static", int(count or max_scaleout))
+        else:
+            raise ValueError(f"{name!r}: expected static:N with N in 1..{max_scaleout}, or static:all")
+    return runs
 
 
 def _counts(s: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +109,7 @@ def _counts(s: dict[str, Any]) -> dict[str, Any]:
 
 def simulated(plan: DemoPlan, autoscaler: str, seed: int) -> dict[str, Any]:
     config = demo_config(plan)
-    policy = make_policy(SIMULATED[autoscaler].format(max=plan.max_scaleout), config)
+    policy = make_policy(SIMULATED[autoscaler].format(max=plan.static_executors or plan.max_scaleout), config)
     result = run_policy(demo_setup(plan, config, seed), policy)
     t = np.arange(len(result.lag_records), dtype=float)
     lag_s = lag_seconds(t, np.cumsum(result.workload_per_s), result.lag_records)
@@ -78,6 +136,8 @@ def table(rows: dict[str, dict[str, Any]], target_s: float) -> list[str]:
             exact = "exact" if r["records_exact"] else "NOT exact"
             counts = f"{_n(r['records_in'])} in, {_n(r['records_out'])} out: {exact}"
         within = "" if r["lag_p95_s"] is None or r["lag_p95_s"] <= target_s else "  (lag p95 over target)"
+        if "passes" in r:
+            within += "  PASS" if r["passes"] else "  FAIL"
         lines.append(
             f"{name:12} {_n(r['executor_seconds']):>8} {_n(r['lag_p95_records']):>9} {_n(r['lag_max_records']):>9} "
             f"{_n(r['lag_p95_s'], 1):>6} {_n(r['lag_max_s'], 1):>6} {_n(r['rescales']):>8}  {counts}{within}"
@@ -116,7 +176,7 @@ def plot(out: Path, names: list[str], plan: DemoPlan) -> None:
 
     fig, axes = plt.subplots(2, len(names), figsize=(4 * len(names), 6), sharex=True, sharey="row", squeeze=False)
     for col, name in enumerate(names):
-        with (out / name / "timeline.csv").open() as f:
+        with (out / name.replace(":", "-") / "timeline.csv").open() as f:
             rows = list(csv.DictReader(f))
         t = [float(r["t_s"]) for r in rows]
         axes[0][col].step(t, [float(r["executors"]) for r in rows], where="post")
@@ -139,19 +199,29 @@ def main() -> int:
     parser.add_argument("--reuse", action="store_true", help="read finished runs from --out instead of running")
     parser.add_argument("--seeds", type=int, default=3, help="simulator runs per autoscaler (median)")
     args = parser.parse_args()
-    names = [n.strip() for n in args.autoscalers.split(",") if n.strip()]
-    unknown = [n for n in names if n not in AUTOSCALERS]
-    if unknown:
-        parser.error(f"unknown autoscaler {unknown[0]!r}; known: {', '.join(AUTOSCALERS)}")
-    # The demo's rates (a peak of ~3 of the 4 executors), its load cycle played in --duration instead of 480 s.
+    # The demo's rates (its trough needs 1 executor, its peak all), its load cycle played in --duration, not 480 s.
     plan = DemoPlan(duration_s=args.duration, scale=DemoPlan().scale * args.duration / DemoPlan().duration_s)
-    target_s = demo_config(plan).controller.target_recovery_s
-    live_rows = {n: live(replace(plan, autoscaler=n), args.out / n, args.reuse) for n in names}
-    sim_rows = {n: median_run([simulated(plan, n, seed) for seed in range(1, args.seeds + 1)]) for n in names}
+    try:
+        runs = autoscaler_runs([n.strip() for n in args.autoscalers.split(",") if n.strip()], plan.max_scaleout)
+    except ValueError as exc:
+        parser.error(str(exc))
+    names = list(runs)
+    controller = demo_config(plan).controller
+    target_s = controller.target_recovery_s
+    targets = (controller.target_latency_s, controller.target_recovery_s)
+    plans = {n: replace(plan, autoscaler=kind, static_executors=count) for n, (kind, count) in runs.items()}
+    live_rows = {n: live(plans[n], args.out / n.replace(":", "-"), args.reuse, targets) for n in names}
+    sim_rows = {
+        n: median_run([simulated(plans[n], runs[n][0], seed) for seed in range(1, args.seeds + 1)]) for n in names
+    }
     print(f"live, local cluster (recovery target {target_s:g} s):")
     print("\n".join(table(live_rows, target_s) + verdict(live_rows, target_s)))
     print(f"simulated, `local` profile (median of {args.seeds} seeds):")
     print("\n".join(table(sim_rows, target_s) + verdict(sim_rows, target_s)))
+    passing = [n for n in names if n.startswith("static:") and live_rows[n]["passes"]]
+    if passing:
+        cheapest = min(passing, key=lambda n: live_rows[n]["executor_seconds"])
+        print(f"cheapest static that passes: {cheapest}, {_n(live_rows[cheapest]['executor_seconds'])} executor-s")
     plot(args.out, names, plan)
     (args.out / "compare.json").write_text(json.dumps({"live": live_rows, "simulated": sim_rows}, indent=2))
     print(f"written: {args.out / 'compare.json'}, {args.out / 'timeline.png'}")

@@ -741,16 +741,121 @@ def steady_max(steps: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+# --- on Kafka: saturated throughput per pipeline at 1..N executors, the demo's cluster and trigger ------------------
+def kafka_runs(spec: str) -> list[tuple[str, int, int]]:
+    """`pipeline:rounds:records-per-executor-and-batch,...` parsed, each part checked."""
+    runs = []
+    for part in spec.split(","):
+        fields = part.strip().split(":")
+        if len(fields) != 3 or fields[0] not in PIPELINES or not fields[1].isdigit() or not fields[2].isdigit():
+            raise SystemExit(
+                f"--kafka-runs {part!r}: expected pipeline:rounds:records, pipeline one of {list(PIPELINES)}"
+            )
+        runs.append((fields[0], int(fields[1]), int(fields[2])))
+    return runs
+
+
+def produce(bootstrap: str, topic: str, pipeline: str, records: int, partitions: int) -> None:
+    """`records` of the pipeline's kind into `topic`, round-robin over its partitions, event times 0.1 ms apart."""
+    from daedalus_spark.workloads.generator import KafkaSink
+
+    sink, rng, make, now = KafkaSink(bootstrap, topic, partitions), random.Random(7), MAKERS[pipeline], time.time()
+    chunk = 10_000
+    for start in range(0, records, chunk):
+        batch = [make(rng, now + (start + i) / 10_000.0) for i in range(min(chunk, records - start))]
+        for p in range(partitions):
+            sink.send(p, batch[p::partitions])
+    sink.flush()
+
+
+def kafka_query_rate(
+    job: sb.DemoJob, bootstrap: str, topic: str, run: tuple[str, int, int], n: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One query from the topic's start at the demo's trigger, each batch capped at n x the run's records per
+    executor (a backlog always waiting: saturated); the rate over the measured batches, start to end."""
+    from daedalus_spark.workloads.pipeline import with_record_cost
+
+    pipeline, rounds, per_executor = run
+    spec = PIPELINES[pipeline]
+    values = read_values(job.spark, source="kafka", topic=topic, bootstrap=bootstrap, max_per_trigger=n * per_executor)
+    query = write_stream(
+        spec.build(job.spark, with_record_cost(values, rounds)),
+        sink="noop",
+        name=f"{pipeline}-{rounds}-{n}",
+        output_mode=spec.output_mode,
+        checkpoint=str(job.root / f"ckpt-{topic}-{n}-{time.monotonic_ns()}"),
+        trigger_s=args.trigger_s,
+    ).start()
+    t0, load = time.time(), sb.loadavg()
+    try:
+        sb.wait_until_batches(query, args.warmup + args.batches, args.query_timeout_s)
+    finally:
+        query.stop()
+    rows = [r for r in sb.progress_rows(query, t0) if r["rows"] > 0][args.warmup : args.warmup + args.batches]
+    span = rows[-1]["end"] - rows[0]["start"]
+    return {
+        "executors": n,
+        "records_per_s": sum(r["rows"] for r in rows) / span,
+        "batch_rows": statistics.median(r["rows"] for r in rows),
+        "batch_s": statistics.median(r["duration_s"] for r in rows),
+        "loadavg": [load, sb.loadavg()],
+    }
+
+
+def run_kafka(args: argparse.Namespace) -> dict[str, Any]:
+    from daedalus_spark.kafkacluster.broker import LocalKafka
+    from daedalus_spark.kafkacluster.jars import spark_jars_conf
+
+    result: dict[str, Any] = sb.header("kafka") | {"cpus_per_executor": args.cpus_per_executor, "runs": []}
+    counts = [int(c) for c in (args.executor_counts or "1,2,3,4").split(",")]
+    runs = kafka_runs(args.kafka_runs)
+    with (
+        LocalKafka() as kafka,
+        sb.demo_job(
+            "bench-kafka-capacity",
+            workers=max(counts),
+            cpus_per_executor=args.cpus_per_executor,
+            initial_executors=counts[0],
+            conf=spark_jars_conf(),
+        ) as job,
+    ):
+        for run in runs:
+            pipeline, rounds, per_executor = run
+            topic = f"{pipeline}-{rounds}"
+            kafka.create_topic(topic, args.partitions)
+            produce(
+                kafka.bootstrap,
+                topic,
+                pipeline,
+                max(counts) * per_executor * (args.warmup + args.batches + 1),
+                args.partitions,
+            )
+            rates = []
+            for n in counts:
+                job.scale_to(n)
+                row = kafka_query_rate(job, kafka.bootstrap, topic, run, n, args)
+                rates.append(row)
+                sb.say(
+                    f"{pipeline:9s} rounds={rounds:<4d} executors={n}: {row['records_per_s']:9.0f} records/s "
+                    f"(batches of {row['batch_rows']:.0f} in {row['batch_s']:.1f} s; load {row['loadavg']})"
+                )
+            result["runs"].append({"pipeline": pipeline, "record_cost_rounds": rounds, "rates": rates})
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--experiment", choices=("pipelines", "saturation", "batch-size"), default="pipelines")
+    parser.add_argument("--experiment", choices=("pipelines", "saturation", "batch-size", "kafka"), default="pipelines")
     parser.add_argument("--quick", action="store_true", help="pipelines: wordcount only, fewer records")
     parser.add_argument("--records", type=int, default=120_000, help="pipelines: records preloaded")
     parser.add_argument("--executors", type=int, default=3, help="pipelines: most executors; one worker each")
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help="pipelines: comma-separated subset")
     parser.add_argument("--no-overhead", action="store_true", help="pipelines: skip the run without the agent")
     parser.add_argument(
-        "--cpus-per-executor", type=float, default=1.0, help="pipelines: cgroup CPU quota of each executor's worker"
+        "--cpus-per-executor",
+        type=float,
+        default=1.0,
+        help="pipelines, kafka: cgroup CPU quota of each executor's worker",
     )
     demo = parser.add_argument_group("saturation and batch-size (the demo's cluster: 4 workers x 0.25 CPU)")
     demo.add_argument("--executor-counts", default=None, help="comma-separated (saturation 1,2,3,4; batch-size 2)")
@@ -784,6 +889,11 @@ def main() -> int:
     demo.add_argument("--idle-s", type=float, default=15.0, help="batch-size: idle CPU floor measured this long")
     demo.add_argument("--trigger-s", type=float, default=1.0, help="batch-size: trigger interval")
     demo.add_argument("--query-timeout-s", type=float, default=240.0)
+    demo.add_argument(
+        "--kafka-runs",
+        default="wordcount:0:100000,ysb:0:100000,traffic:0:100000,wordcount:300:10000",
+        help="kafka: pipeline:record-cost-rounds:records per executor and batch, comma-separated",
+    )
     demo.add_argument("--json-out", default=str(sb.RESULTS), help="results file (sections merged)")
     args = parser.parse_args()
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -792,7 +902,9 @@ def main() -> int:
         return run_pipelines(args)
     started = time.monotonic()
     sb.say(f"cpu quota: {cpu_quota_support()}; cores: {os.cpu_count()}; {sb.command_line()}")
-    if args.experiment == "saturation":
+    if args.experiment == "kafka":
+        result, section = run_kafka(args), f"kafka_{args.cpus_per_executor:g}cpu"
+    elif args.experiment == "saturation":
         args.executor_counts = args.executor_counts or "1,2,3,4"
         result, section = run_saturation(args), "saturation"
     else:

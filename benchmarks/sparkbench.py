@@ -231,6 +231,7 @@ def demo_job(
     initial_executors: int | None = None,
     latest_offsets: dict[str, Callable[[], dict[int, int]]] | None = None,
     start_workers: int | None = None,
+    conf: dict[str, str] | None = None,
 ) -> Iterator[DemoJob]:
     """The demo's cluster and driver (agent, CPU exporter); everything is stopped on exit, also on errors."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -253,6 +254,7 @@ def demo_job(
                 "spark.sql.shuffle.partitions": "4",
                 "spark.executor.memory": "512m",
                 "spark.sql.streaming.numRecentProgressUpdates": "5000",
+                **(conf or {}),
             },
         )
         stack.callback(spark.stop)

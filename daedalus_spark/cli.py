@@ -131,8 +131,13 @@ def _demo(args: argparse.Namespace) -> int:
         return demo(args.out, args.config)
     from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 
+    sized = load_config(args.config or DEMO_CONFIG).demo
     plan = DemoPlan(
-        duration_s=480.0 if args.duration is None else args.duration,
+        cpus_per_executor=sized.cpus_per_executor,
+        record_cost_rounds=sized.record_cost_rounds,
+        scale=sized.trace_scale,
+        trace_start_s=sized.trace_start_s,
+        duration_s=sized.load_cycle_s if args.duration is None else args.duration,
         use_prometheus=not args.no_prometheus,
         autoscaler=args.autoscaler or "daedalus",
         source=args.source or "kafka",

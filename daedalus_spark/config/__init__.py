@@ -5,6 +5,7 @@ A package split by section; every name is re-exported here, so `from daedalus_sp
 
 from daedalus_spark.config.actuation import ActuatorConfig, AgentSettings, KubernetesConfig, RuntimeConfig
 from daedalus_spark.config.control import CapacityConfig, ControllerConfig, ForecastConfig, RecoveryConfig
+from daedalus_spark.config.demo import DemoConfig
 from daedalus_spark.config.fields import _http_url, _Section
 from daedalus_spark.config.loading import (
     ConfigError,
@@ -34,6 +35,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "ControllerConfig",
+    "DemoConfig",
     "ForecastConfig",
     "KnowledgeConfig",
     "KubernetesConfig",

@@ -8,6 +8,7 @@ from pydantic import model_validator
 
 from daedalus_spark.config.actuation import ActuatorConfig, AgentSettings, KubernetesConfig, RuntimeConfig
 from daedalus_spark.config.control import CapacityConfig, ControllerConfig, ForecastConfig, RecoveryConfig
+from daedalus_spark.config.demo import DemoConfig
 from daedalus_spark.config.fields import _field, _Section
 from daedalus_spark.config.monitor import MonitorConfig, _monitor_problem
 
@@ -92,6 +93,7 @@ class Config(_Section):
     agent: AgentSettings = AgentSettings()
     kubernetes: KubernetesConfig = KubernetesConfig()
     knowledge: KnowledgeConfig = KnowledgeConfig()
+    demo: DemoConfig = DemoConfig()
 
     @model_validator(mode="after")
     def _consistent(self) -> Config:

@@ -76,10 +76,13 @@ class LagCheck:
         self.offsets.close()
 
     def summary(self) -> dict[str, Any]:
-        worst = max((abs(s.exported - s.broker) / max(s.batch_records, 1.0) for s in self.samples), default=None)
+        """Counts, and the worst sample's gap in records beside the records a batch read then (a gap during a stall
+        is measured against no batch at all, so it is given in records, never divided by a batch)."""
+        worst = max(self.samples, key=lambda s: abs(s.exported - s.broker), default=None)
         return {
             "samples": len(self.samples),
             "within_one_batch": sum(s.within for s in self.samples),
             "missing": self.missing,
-            "worst_in_batches": None if worst is None else round(worst, 2),
+            "worst_gap_records": None if worst is None else round(abs(worst.exported - worst.broker)),
+            "worst_gap_batch_records": None if worst is None else round(worst.batch_records),
         }

@@ -10,6 +10,7 @@ failure. `out/demo/` receives the decision log, the knowledge store, its report,
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import math
 import shutil
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daedalus_spark.config import Config, ConfigError, load_config, render_yaml
+from daedalus_spark.config import Config, ConfigError, DemoConfig, load_config, render_yaml
 from daedalus_spark.demo.counts import WordCounts, kafka_word_counts, word_counts
 from daedalus_spark.demo.processes import Processes
 from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, summarize
@@ -43,23 +44,32 @@ GROUP = "daedalus-wordcount"  # the consumer group the job commits its batches' 
 SOURCES = ("kafka", "local")
 
 
+@functools.cache
+def shipped_demo() -> DemoConfig:
+    """The `demo:` section of deploy/demo.yaml: the job and load sized by the calibration in docs/demo.md."""
+    return load_config(DEMO_CONFIG).demo
+
+
 @dataclass(frozen=True)
 class DemoPlan:
-    """Sizes measured on this machine (docs/demo.md): 0.25 CPU per executor, a 1-core executor per standalone worker."""
+    """Sizes measured on this machine (docs/demo.md; the defaults are deploy/demo.yaml's `demo:` section): one
+    1-core executor per standalone worker, each worker under a CPU quota."""
 
     max_scaleout: int = 4  # standalone workers started, one executor each
-    cpus_per_executor: float = 0.25
+    cpus_per_executor: float = field(default_factory=lambda: shipped_demo().cpus_per_executor)
+    record_cost_rounds: int = field(default_factory=lambda: shipped_demo().record_cost_rounds)
     partitions: int = 8
     trace: Path = TRACE
-    trace_start_s: int = 0
+    trace_start_s: int = field(default_factory=lambda: shipped_demo().trace_start_s)
     trace_seconds: int = 10800  # one 3-hour load cycle of the WordCount trace...
-    duration_s: float = 480.0  # ...played in 8 minutes
-    scale: float = 0.015  # peak 40,000 x 0.015 x 22.5 (compression) = 13,500 lines/s: ~3 of the 4 executors here
+    duration_s: float = field(default_factory=lambda: shipped_demo().load_cycle_s)  # ...played in 8 minutes
+    scale: float = field(default_factory=lambda: shipped_demo().trace_scale)
     initial_executors: int = 2
     use_prometheus: bool = True
     autoscaler: str = "daedalus"  # one of AUTOSCALERS
     drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
     source: str = "kafka"  # one of SOURCES: a local Kafka broker, or the local partitioned log
+    static_executors: int = 0  # autoscaler static: this many held (0: max_scaleout)
 
     @property
     def compression(self) -> float:
@@ -86,7 +96,7 @@ def autoscaler_job_args(plan: DemoPlan) -> list[str]:
             "executorIdleTimeout": "10s",
         }
         return [arg for key, value in settings.items() for arg in ("--conf", f"spark.dynamicAllocation.{key}={value}")]
-    initial = plan.max_scaleout if plan.autoscaler == "static" else plan.initial_executors
+    initial = (plan.static_executors or plan.max_scaleout) if plan.autoscaler == "static" else plan.initial_executors
     return ["--initial-executors", str(initial)]
 
 
@@ -349,6 +359,8 @@ def _job_args(plan: DemoPlan, running: _Running, work: Path, agent_port: int, co
         str(config_path),
         "--max-executors",
         str(plan.max_scaleout),
+        "--record-cost-rounds",
+        str(plan.record_cost_rounds),
         *autoscaler_job_args(plan),
         "--conf",
         "spark.executor.cores=1",

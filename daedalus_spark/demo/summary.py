@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from daedalus_spark.demo.counts import WordCounts
+from daedalus_spark.demo.sizing import load_extremes
 
 if TYPE_CHECKING:
     from daedalus_spark.demo.live import DemoPlan
@@ -28,6 +29,7 @@ class LiveRun:
     lag_check: dict[str, Any] | None = None  # Kafka: exporter's lag through Prometheus against the broker's
 
 
+EXTREME_WINDOW_S = 60.0  # executors "at the peak": the most live within this of the load's peak; the trough: fewest
 SETTLE_S = 10.0  # a live count held this long is a level; passing levels (executors joining one by one) are not
 
 
@@ -81,6 +83,21 @@ def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wal
     def stat(values: np.ndarray, q: float) -> float | None:
         return round(float(np.percentile(values, q)), 1) if values.size else None
 
+    load = load_extremes(
+        plan.trace,
+        start_s=plan.trace_start_s,
+        seconds=plan.trace_seconds,
+        scale=plan.scale,
+        compression=plan.compression,
+    )
+
+    def live_near(at_s: float) -> np.ndarray:
+        near = ok & (np.abs(t - at_s) <= EXTREME_WINDOW_S)
+        counts: np.ndarray = live[near]
+        return counts
+
+    at_peak, at_trough = live_near(load.peak_at_s), live_near(load.trough_at_s)
+
     return {
         "autoscaler": plan.autoscaler,
         "wall_s": round(wall_s, 1),
@@ -94,6 +111,10 @@ def summarize(plan: DemoPlan, run: LiveRun, decisions: list[dict[str, Any]], wal
         ),
         "rescales_live": settled_rescales(t[ok], live[ok]),
         "agent_refusing": run.agent.get("refusing", ""),
+        "load_peak_per_s": round(load.peak_per_s),
+        "load_trough_per_s": round(load.trough_per_s),
+        "executors_at_peak": int(at_peak.max()) if at_peak.size else None,
+        "executors_at_trough": int(at_trough.min()) if at_trough.size else None,
         "executor_seconds": round(executor_s, 1),
         "static_max_executor_seconds": round(plan.max_scaleout * span_s, 1),
         "executor_seconds_vs_static_max": round(executor_s / (plan.max_scaleout * span_s), 3) if span_s else None,
@@ -125,13 +146,15 @@ def format_summary(s: dict[str, Any]) -> str:
             f"demo ({s['autoscaler']}): {s['ticks']} ticks in {s['wall_s']:.0f} s; "
             f"scale-outs {s['scale_outs']}, scale-ins {s['scale_ins']}, "
             f"failed/refused {s['rescales_failed_or_refused']}; live rescales {s['rescales_live']}",
+            f"  executors at the load's peak ({s['load_peak_per_s']:,} lines/s) {s['executors_at_peak']}, at its "
+            f"trough ({s['load_trough_per_s']:,}) {s['executors_at_trough']} (within {EXTREME_WINDOW_S:g} s of each)",
             f"  decisions: {', '.join(f'{k} {v}' for k, v in sorted(s['decisions_by_reason'].items()))}",
             f"  executor-seconds {s['executor_seconds']:.0f} vs {s['static_max_executor_seconds']:.0f} static at the "
             f"largest scale-out ({s['executor_seconds_vs_static_max']})",
             f"  consumer lag p95 {s['lag_p95_records']} records ({s['lag_p95_s']} s of input), "
             f"max {s['lag_max_records']} ({s['lag_max_s']} s)",
             f"  {counts}: {'exact' if s['records_exact'] else 'NOT exact' if s['drained'] else 'lag not worked off'}",
-            *_lag_check_line(s.get("lag_check")),
+            *lag_check_line(s.get("lag_check")),
         ]
     )
 
@@ -159,11 +182,17 @@ def failed_checks(s: dict[str, Any], *, target_recovery_s: float) -> list[str]:
     return [f"demo check failed: {line}" for line in failed]
 
 
-def _lag_check_line(check: dict[str, Any] | None) -> list[str]:
+def lag_check_line(check: dict[str, Any] | None) -> list[str]:
     if not check:
         return []
     return [
         f"  kafka-exporter's lag through Prometheus within one batch's records of the broker's: "
-        f"{check['within_one_batch']} of {check['samples']} samples (worst {check['worst_in_batches']} batches; "
-        f"{check['missing']} missing)"
+        f"{check['within_one_batch']} of {check['samples']} samples ({_worst_gap(check)}; {check['missing']} missing)"
     ]
+
+
+def _worst_gap(check: dict[str, Any]) -> str:
+    gap, batch = check.get("worst_gap_records"), check.get("worst_gap_batch_records")
+    if gap is None or batch is None:
+        return "no sample"
+    return f"worst {gap:,} records apart, when a batch read {batch:,} records"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from daedalus_spark.kafkacluster import security
@@ -28,6 +29,12 @@ class Pipeline:
     description: str
     build: Build
     output_mode: str
+
+
+def _rounds(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
+    return int(text)
 
 
 def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
@@ -65,6 +72,12 @@ def parser(pipeline: Pipeline) -> argparse.ArgumentParser:
     p.add_argument("--trigger-s", type=float, default=1.0, help="micro-batch trigger interval, seconds")
     p.add_argument("--master", default="", help="Spark master URL (default: from spark-submit or local[2])")
     p.add_argument("--max-per-trigger", type=int, default=0, help="records per partition per batch, 0 = all")
+    p.add_argument(
+        "--record-cost-rounds",
+        type=_rounds,
+        default=0,
+        help="extra CPU per record: this many chained SHA-256 rounds over its value, results unchanged (0 = none)",
+    )
     p.add_argument("--agent-port", type=int, default=0, help="start the daedalus agent on this port (0 = off)")
     p.add_argument("--agent-host", default="", help="default: agent.host of --config (127.0.0.1)")
     p.add_argument("--max-executors", type=int, default=None, help="default: agent.max_executors of --config")
@@ -137,6 +150,18 @@ def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSessi
     return spark
 
 
+def with_record_cost(values: DataFrame, rounds: int) -> DataFrame:
+    """`values` with `rounds` chained SHA-256 digests computed for every record and kept only if the last one is
+    64 hex digits, which it always is: a per-record CPU cost in the executors' JVM that leaves every result as it
+    was. A job whose per-record cost dominates its per-batch cost, for a demo that needs more than one executor."""
+    if rounds < 0:
+        raise ValueError(f"record cost rounds {rounds}: expected >= 0")
+    if rounds == 0:
+        return values
+    digest = F.aggregate(F.sequence(F.lit(1), F.lit(rounds)), F.col("value"), lambda acc, _: F.sha2(acc, 256))
+    return values.where(F.length(digest) == 64)
+
+
 def start(
     spark: SparkSession, pipeline: Pipeline, args: argparse.Namespace, secured: security.KafkaSecurity | None = None
 ) -> StreamingQuery:
@@ -151,7 +176,7 @@ def start(
         max_per_trigger=args.max_per_trigger,
         options=kafka_options(args.kafka_option, secured),
     )
-    result = pipeline.build(spark, values)
+    result = pipeline.build(spark, with_record_cost(values, args.record_cost_rounds))
     writer = write_stream(
         result,
         sink=args.sink,

@@ -123,3 +123,13 @@ def test_traffic_averages_speed_near_the_point_and_enriches(spark: SparkSession)
 
 def test_wordcount_counts_words(spark: SparkSession) -> None:
     assert dict(rows(spark, "wc", 3)) == {"a": 3, "b": 2, "c": 1}
+
+
+def test_the_record_cost_keeps_every_record_and_is_computed(spark: SparkSession) -> None:
+    from daedalus_spark.workloads.pipeline import with_record_cost
+
+    values = spark.createDataFrame([("a b a",), ("",), ("c",)], "value string")
+    costly = with_record_cost(values, 50)
+    assert sorted(r.value for r in costly.collect()) == ["", "a b a", "c"]
+    assert "sha2" in costly._jdf.queryExecution().optimizedPlan().toString()  # not folded away
+    assert with_record_cost(values, 0) is values

@@ -54,7 +54,7 @@ def test_defaults_are_the_papers():
         ),
         pytest.param(
             {"planner": {}},
-            "planner: unknown key (allowed here: actuator, agent, capacity, controller, forecast, knowledge, "
+            "planner: unknown key (allowed here: actuator, agent, capacity, controller, demo, forecast, knowledge, "
             "kubernetes, monitor, recovery, runtime)",
             id="unknown-section",
         ),

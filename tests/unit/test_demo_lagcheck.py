@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from daedalus_spark.demo.lagcheck import LagCheck, LagSample
+from daedalus_spark.demo.summary import lag_check_line
 from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 
 
@@ -23,8 +24,29 @@ def test_a_sample_is_within_one_batchs_records(exported: float, broker: float, b
     assert LagSample(0.0, exported, broker, batch).within is within
 
 
-def test_the_summary_counts_samples_within_and_the_worst_in_batches() -> None:
+def test_the_summary_counts_samples_within_and_gives_the_worst_gap_in_records() -> None:
     check = LagCheck("http://127.0.0.1:1", BrokerOffsets("127.0.0.1:1"), "t", "g")
     check.samples = [LagSample(0, 100, 100, 50), LagSample(5, 200, 100, 50), LagSample(10, 130, 100, 50)]
     check.missing = 1
-    assert check.summary() == {"samples": 3, "within_one_batch": 2, "missing": 1, "worst_in_batches": 2.0}
+    assert check.summary() == {
+        "samples": 3,
+        "within_one_batch": 2,
+        "missing": 1,
+        "worst_gap_records": 100,
+        "worst_gap_batch_records": 50,
+    }
+
+
+def test_a_gap_during_a_stall_is_records_not_thousands_of_batches() -> None:
+    """No batch in the window (a stall): the gap is reported in records beside a batch of 0, not divided by 1."""
+    check = LagCheck("http://127.0.0.1:1", BrokerOffsets("127.0.0.1:1"), "t", "g")
+    check.samples = [LagSample(0, 9000, 524, 0), LagSample(5, 100, 100, 4000)]
+    summary = check.summary()
+    assert (summary["worst_gap_records"], summary["worst_gap_batch_records"]) == (8476, 0)
+    line = format_summary_line(summary)
+    assert "worst 8,476 records apart, when a batch read 0 records" in line
+    assert "batches;" not in line
+
+
+def format_summary_line(check: dict[str, object]) -> str:
+    return "\n".join(lag_check_line(check))

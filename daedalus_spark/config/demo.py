@@ -1,0 +1,58 @@
+"""Configuration: the live demo's job and load (`daedalus-spark demo`), sized from a calibration; the controller
+ignores this section."""
+
+from __future__ import annotations
+
+from pydantic import field_validator
+
+from daedalus_spark.config.fields import _field, _Section
+
+
+class DemoConfig(_Section):
+    cpus_per_executor: float = _field(
+        0.25,
+        "CPUs",
+        "CPU quota (cgroup) of each standalone worker of the live demo, one 1-core executor each; "
+        "controller.max_scaleout workers are started.",
+        gt=0,
+        le=64,
+    )
+    record_cost_rounds: int = _field(
+        0,
+        "rounds",
+        "Extra CPU per line of the demo's WordCount: chained SHA-256 rounds over each line, results unchanged "
+        "(workloads/pipeline.py), so that its per-record cost dominates its per-batch cost.",
+        ge=0,
+        le=100_000,
+    )
+    trace_scale: float = _field(
+        0.015,
+        "ratio",
+        "The bundled WordCount trace's counts (5,000-40,000 per s) are multiplied by this and by the compression "
+        "(trace seconds per demo second) to give the lines/s produced.",
+        gt=0,
+        le=1000,
+    )
+    trace_start_s: int = _field(
+        0,
+        "s",
+        "The trace second the demo's load cycle starts at (its 3-hour cycle played from there).",
+        ge=0,
+        le=86400,
+    )
+    load_cycle_s: float = _field(
+        480, "s", "One 3-hour cycle of the trace is played in this many seconds.", ge=10, le=86400
+    )
+    saturated_lines_per_s: list[float] = _field(
+        [],
+        "lines/s",
+        "The calibration trace_scale was chosen from: saturated throughput at 1, 2, ... executors, measured with "
+        "benchmarks/spark_capacity.py --experiment kafka (empty: not calibrated).",
+    )
+
+    @field_validator("saturated_lines_per_s")
+    @classmethod
+    def _positive(cls, value: list[float]) -> list[float]:
+        if any(not rate > 0 for rate in value):
+            raise ValueError(f"every saturated throughput must be > 0, got {value}")
+        return value
