@@ -47,8 +47,10 @@ def alive(pid: int) -> bool:
 
 OWNER = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from daedalus_spark.kafkacluster.broker import LocalKafka
+    # Ctrl-C as in a terminal, even when this test runs in a background job (which starts with SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     kafka = LocalKafka().start()
     print(kafka.pid, kafka.log_path.parent, flush=True)
     if sys.argv[1] == "raise":
@@ -70,6 +72,7 @@ def test_the_broker_leaves_no_process_and_no_folder_behind(ending: str, tmp_path
         owner = subprocess.Popen(
             [sys.executable, "-c", OWNER, ending], stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT
         )
+    pid = None
     try:
         assert owner.stdout is not None
         pid_text, folder = owner.stdout.readline().split()
@@ -86,6 +89,8 @@ def test_the_broker_leaves_no_process_and_no_folder_behind(ending: str, tmp_path
     finally:
         owner.kill()
         owner.wait()
+        if pid is not None and alive(pid):  # the owner failed to stop it: stop it here, and fail above
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_missing_jars_and_java_name_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
