@@ -140,7 +140,7 @@ def _forecast_from_json(raw: Any, where: str) -> ForecastRecord:
         model=text(stored(f, "model", where), f"{where}.model", max_len=40),
         arima_order=None if order is None else (int(parts[0]), int(parts[1]), int(parts[2])),
         refits=integer(stored(f, "refits", where), f"{where}.refits", lo=0, hi=2**31),
-        last_wape=optional_number(stored(f, "last_wape", where), f"{where}.last_wape", lo=0.0),
+        last_wape=optional_number(stored(f, "last_wape", where), f"{where}.last_wape", lo=0.0, allow_inf=True),
         start_s=number(stored(f, "start_s", where), f"{where}.start_s", lo=0.0),
         step_s=number(stored(f, "step_s", where), f"{where}.step_s", lo=1e-3, hi=86_400.0),
         values_per_s=tuple(_rates(stored(f, "values_per_s", where), f"{where}.values_per_s")),

@@ -17,6 +17,7 @@ import daedalus_spark.config as config_module
 from daedalus_spark.analyze.forecast import WorkloadForecaster
 from daedalus_spark.config import Config, ForecastConfig
 from daedalus_spark.controller import Controller
+from daedalus_spark.knowledge.history import ForecastRecord, History
 from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError, SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import IncompatibleKnowledge, restore, snapshot
 from tests.conftest import ROOT, observation
@@ -374,3 +375,15 @@ def test_nothing_in_the_package_unpickles_or_evaluates_what_it_reads() -> None:
     ]
     assert offenders == []
     assert issubclass(config_module._StrictYamlLoader, yaml.SafeLoader)  # the one yaml.load the pattern allows
+
+
+def test_a_forecast_whose_wape_is_infinite_is_kept_in_the_history() -> None:
+    """The WAPE of a forecast against an all-zero load (the demo's end) is infinite by definition: the history keeps
+    the record through a JSON round trip rather than dropping it as damaged."""
+    history = History()
+    record = ForecastRecord(60.0, "arima", (1, 0, 1), 2, float("inf"), 60.0, 10.0, (0.0, 0.0), (1.0, 1.0), ())
+    history.add_forecast(record)
+    damage: list[str] = []
+    restored = History.from_state(json.loads(json.dumps(history.to_state())), damage=damage)
+    assert not damage
+    assert [f.last_wape for f in restored.forecasts] == [float("inf")]
