@@ -1,5 +1,5 @@
 """Benchmark (Spark): records/s per pipeline at 1..N executors (one per local standalone worker), the agent's
-overhead, and (issue 16) WordCount in the demo's setting: saturated throughput with even and skewed partitions, and
+overhead, and WordCount in the demo's setting: saturated throughput with even and skewed partitions, and
 how throughput and CPU per record depend on the batch size.
 
 Experiments (--experiment):
