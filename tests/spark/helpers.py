@@ -42,3 +42,13 @@ def request(url: str, method: str = "GET", body: Any = None, token: str | None =
             return r.status, json.load(r)
     except urllib.error.HTTPError as exc:
         return exc.code, json.load(exc)
+
+
+def stop_leftover_spark_session() -> None:
+    """Stop the session an earlier test module left active: getOrCreate would hand it back instead of a new one on
+    this module's cluster."""
+    from pyspark.sql import SparkSession
+
+    leftover = SparkSession.getActiveSession()
+    if leftover is not None:
+        leftover.stop()

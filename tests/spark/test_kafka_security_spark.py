@@ -30,7 +30,7 @@ from daedalus_spark.workloads.generator import Generator, KafkaSink
 from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
 from daedalus_spark.workloads.records import wordcount_line
 from daedalus_spark.workloads.source import read_values, write_stream
-from tests.spark.helpers import scrape, total, wait_until
+from tests.spark.helpers import scrape, stop_leftover_spark_session, total, wait_until
 
 pytestmark = pytest.mark.spark
 TOPIC, GROUP, QUERY = "secured-words", "daedalus-secured", "wordcount_secured"
@@ -54,11 +54,7 @@ def test_spark_the_committer_and_the_agent_read_a_sasl_ssl_listener_and_every_re
     kafka, settings = secured_kafka
     kafka.create_topic(TOPIC, len(WEIGHTS))
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    leftover = SparkSession.getActiveSession()
-    if leftover is not None:  # an earlier module's session: getOrCreate would hand it back instead of ours
-        leftover.stop()
+    stop_leftover_spark_session()
     sink = KafkaSink(kafka.sasl_bootstrap, TOPIC, len(WEIGHTS), config=settings.librdkafka())
     generator = Generator(
         PaceKeeper(Pacer(np.full(SECONDS, RATE_PER_S))), sink, wordcount_line, TOPIC, tick_s=0.1, weights=WEIGHTS

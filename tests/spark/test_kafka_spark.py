@@ -45,7 +45,7 @@ from daedalus_spark.workloads.generator import Generator, KafkaSink
 from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
 from daedalus_spark.workloads.records import wordcount_line
 from daedalus_spark.workloads.source import read_values, write_stream
-from tests.spark.helpers import scrape, total, wait_until
+from tests.spark.helpers import scrape, stop_leftover_spark_session, total, wait_until
 
 pytestmark = [
     pytest.mark.spark,
@@ -86,11 +86,7 @@ class KafkaJob:
 def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaJob]:
     root = tmp_path_factory.mktemp("kafka")
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    leftover = SparkSession.getActiveSession()
-    if leftover is not None:  # an earlier module's session: getOrCreate would hand it back instead of ours
-        leftover.stop()
+    stop_leftover_spark_session()
     with LocalKafka() as kafka:
         kafka.create_topic(TOPIC, len(WEIGHTS))
         sink = KafkaSink(kafka.bootstrap, TOPIC, len(WEIGHTS))
