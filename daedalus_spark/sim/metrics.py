@@ -1,9 +1,9 @@
 """Simulation: judge a run by its decisions — executor-hours, rescales, lag, latency and recovery violations.
 
-The acceptance rule, the one every judge uses (`passes`): every second outside a recovery window (the
-`target_recovery_s` after a rescale) has latency within `target_latency_s`, and every rescale recovers — its latency
-back within `target_latency_s` — within `target_recovery_s`. `behind_s` (batches overrunning the trigger) is a
-diagnostic, not a criterion."""
+The acceptance rule, the one every judge uses (`passes`): every second outside a recovery (from a rescale's request
+to its first second back within the objective) has latency within `target_latency_s`, and every rescale recovers —
+its latency back within `target_latency_s` — within `target_recovery_s`. `behind_s` (batches overrunning the
+trigger) is a diagnostic, not a criterion."""
 
 from __future__ import annotations
 
@@ -105,16 +105,28 @@ def behind_mask(result: RunResult, target_s: float) -> np.ndarray:
 
 
 def recovery_windows(result: RunResult, target_recovery_s: float) -> np.ndarray:
-    """Per second: within `target_recovery_s` of a rescale's request (where the rule excuses latency)."""
+    """Per second: within `target_recovery_s` of a rescale's request (where `behind_s`, a diagnostic, looks away)."""
     excused = np.zeros(len(result.scaleout), dtype=bool)
     for r in result.rescales:
         excused[r.time_s : r.time_s + math.ceil(target_recovery_s)] = True
     return excused
 
 
+def recovering(result: RunResult, *, target_latency_s: float, target_recovery_s: float) -> np.ndarray:
+    """Per second: within a recovery, from a rescale's request to its first second back within the objective (the
+    whole `target_recovery_s` where it has not recovered by then: that rescale fails the rule's second half anyway).
+    Latency after a recovery is held to the objective again, as the optimum's schedule holds it."""
+    excused = np.zeros(len(result.scaleout), dtype=bool)
+    for o in recoveries(result, target_latency_s):
+        end = o.recovery_s if o.recovery_s is not None and o.recovery_s <= target_recovery_s else target_recovery_s
+        excused[o.rescale.time_s : o.rescale.time_s + math.ceil(end)] = True
+    return excused
+
+
 def latency_violation_mask(result: RunResult, *, target_latency_s: float, target_recovery_s: float) -> np.ndarray:
-    """Per second: latency above the objective outside every recovery window (the rule's first half)."""
-    return np.asarray(~within_latency(result, target_latency_s) & ~recovery_windows(result, target_recovery_s))
+    """Per second: latency above the objective outside every recovery (the rule's first half)."""
+    excused = recovering(result, target_latency_s=target_latency_s, target_recovery_s=target_recovery_s)
+    return np.asarray(~within_latency(result, target_latency_s) & ~excused)
 
 
 def passes(result: RunResult, *, target_latency_s: float, target_recovery_s: float) -> bool:

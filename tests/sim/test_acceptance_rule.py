@@ -1,0 +1,65 @@
+"""The acceptance rule's recovery: excused from a rescale's request to its first second back within the objective."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from daedalus_spark.sim.job import Rescale
+from daedalus_spark.sim.metrics import latency_violation_mask, passes, recovering
+from daedalus_spark.sim.runner import RunResult
+
+OBJECTIVE_S = 10.0
+TARGET_S = 20.0
+
+
+def run_with(latency_s: list[float], rescale_at: int | None = 2, downtime_s: int = 1) -> RunResult:
+    n = len(latency_s)
+    rescales = () if rescale_at is None else (Rescale(rescale_at, 1, 2, downtime_s, 0.0),)
+    ones = np.ones(n)
+    return RunResult(
+        policy="p",
+        workload_per_s=ones,
+        scaleout=ones,
+        processing=np.ones(n, dtype=bool),
+        processed_per_s=ones,
+        lag_records=np.zeros(n),
+        latency_s=np.asarray(latency_s, dtype=float),
+        capacity_per_s=ones,
+        rescales=rescales,
+    )
+
+
+LOW, HIGH = 1.0, 50.0
+
+
+@pytest.mark.parametrize(
+    ("latency_s", "violations", "ok"),
+    [
+        pytest.param([LOW] * 40, 0, True, id="always-within"),
+        # request at 2, down for 1 s, latency high until second 6, back within it at 7: excused 2..7
+        pytest.param([LOW, LOW] + [HIGH] * 5 + [LOW] * 33, 0, True, id="recovers-then-stays"),
+        # back within the objective at 7, above it again at 10-11 (still inside the 20-s target): not excused
+        pytest.param(
+            [LOW, LOW] + [HIGH] * 5 + [LOW] * 3 + [HIGH] * 2 + [LOW] * 28, 2, False, id="above-after-recovery"
+        ),
+        # never back within the target: a recovery violation, the target's seconds excused, the rest counted
+        pytest.param([LOW, LOW] + [HIGH] * 25 + [LOW] * 13, 5, False, id="not-recovered-in-time"),
+    ],
+)
+def test_latency_is_excused_only_until_the_recovery(latency_s: list[float], violations: int, ok: bool) -> None:
+    run = run_with(latency_s)
+    late = latency_violation_mask(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S)
+    assert int(late.sum()) == violations
+    assert passes(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S) is ok
+
+
+def test_the_recovery_window_runs_from_the_request_through_the_first_second_within_the_objective() -> None:
+    run = run_with([LOW, LOW] + [HIGH] * 5 + [LOW] * 33)
+    window = recovering(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S)
+    assert np.flatnonzero(window).tolist() == [2, 3, 4, 5, 6, 7]
+
+
+def test_without_a_rescale_nothing_is_excused() -> None:
+    run = run_with([LOW] * 5 + [HIGH] + [LOW] * 4, rescale_at=None)
+    assert int(latency_violation_mask(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S).sum()) == 1
