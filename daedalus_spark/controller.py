@@ -175,7 +175,10 @@ class Controller:
         )
         if lost.hold:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=lost.hold))
-        table = k.capacity.table(obs, settings.max_scaleout, target_latency_s=settings.target_latency_s)
+        # Batches sized to the plan's share of the objective: a record waits up to one batch and is processed in the
+        # next, so batches of half that share keep the sawtooth within it, and the backlog the plan allows (the
+        # same share) fits in the rest of the objective.
+        table = k.capacity.table(obs, settings.max_scaleout, target_latency_s=planning_objective_s(settings))
         if table is None:
             return self._hold(
                 obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem="no executor capacity known yet")

@@ -50,7 +50,7 @@ class CapacityModel:
     observed_per_scaleout: dict[int, float] = field(default_factory=dict)
     partition_shares: dict[PartitionKey, float] = field(default_factory=dict)  # of the source's records
     backlog_floor_per_scaleout: dict[int, float] = field(default_factory=dict)  # catch-up throughput seen
-    # The highest mean throughput of a window in which the job kept up: it can certainly carry that much.
+    # The highest arrival rate of a window in which the job kept up: it can certainly carry that much.
     kept_up_per_scaleout: dict[int, float] = field(default_factory=dict)
     batches: BatchEconomics = field(default_factory=BatchEconomics)
     last_per_scaleout: tuple[float, ...] = ()  # the previous table's sizing capacities
@@ -60,6 +60,7 @@ class CapacityModel:
     scaleout_since: tuple[int, float] = (0, 0.0)
     # This tick's findings, between `learn` and `table` (not knowledge: each tick sets them again).
     _backlog_now_per_s: float | None = field(default=None, repr=False)
+    _behind_now: bool = field(default=False, repr=False)  # the window ended with a backlog
     _trusted_now: bool = field(default=False, repr=False)
     # The window's plausible samples and their throughputs per executor (`_samples_of`).
     _window: tuple[Observation, dict[str, list[tuple[int, float, float, float]]], dict[str, list[float]]] | None = (
@@ -80,7 +81,7 @@ class CapacityModel:
                 self.active_since_s.setdefault(w, times[0] - self.config.executor_warmup_s)
         # Working off a backlog, batches grow and records per CPU-second rise: catch-up, not steady state. Those
         # windows feed the backlog floor, not the regressions that size the job.
-        backlog = self._backlog(observation)
+        backlog = self._behind_now = self._backlog(observation)
         learned: list[tuple[float, float]] = []  # (utilization, throughput) of every sample learned from, in order
         for executor_id, samples in self._plausible(observation).items():
             self.last_seen_s[executor_id] = observation.time_s
@@ -183,8 +184,13 @@ class CapacityModel:
         self.batches.learn(obs.scaleout, obs.batches)
         throughput = job_throughput_per_s(self._current_executors(obs))
         if not backlog:
+            # What it carried is the arrival rate: throughput above it was a backlog worked off (one late batch's
+            # records land in the next window), not a rate the job keeps up with.
+            arrivals = [x for x in obs.workload_per_s if math.isfinite(x)]
+            mean_arrivals = sum(arrivals) / len(arrivals) if arrivals else 0.0
+            carried = min(throughput, mean_arrivals) if mean_arrivals > 0 else throughput
             kept_up = self.kept_up_per_scaleout.get(obs.scaleout, 0.0)
-            self.kept_up_per_scaleout[obs.scaleout] = max(kept_up, throughput)
+            self.kept_up_per_scaleout[obs.scaleout] = max(kept_up, carried)
             return
         self._backlog_now_per_s = throughput
         old = self.backlog_floor_per_scaleout.get(obs.scaleout)
@@ -261,6 +267,7 @@ class CapacityModel:
         rows = executor_rows(samples, owns, shares, saturation, measured, self.regressions)
         notes: list[str] = []
         sizing, catch_up = self._job_evidence(n, measured, target_latency_s)
+        sizing = self._floor_kept_below(n, sizing, owns, notes)
         sizing = self._bounded(n, sizing, notes)
         self._trusted_now = not notes and len(settled) == n and all(m in FITTED_METHODS for _, m in owns.values())
         table = self._table(n, sizing, max(catch_up, sizing), rows, max_scaleout, tuple(notes))
@@ -288,6 +295,21 @@ class CapacityModel:
         if fit is not None:
             catch_up = max(catch_up, fit.catch_up_per_s())
         return sizing, catch_up
+
+    def _floor_kept_below(self, n: int, estimate: float, owns: dict[str, tuple[float, str]], notes: list[str]) -> float:
+        """The previous capacity where the estimate is only a floor below it. A job that keeps up at a scale-out whose
+        batches' line is not known yet says that it carries what it carried, and its utilization regression, where
+        the job's batches have a line elsewhere (a micro-batch job: its CPU carries a fixed cost per batch at any
+        load), extrapolates from a low load to well below what it carries. Neither is evidence that capacity fell; a
+        backlog, or the batches' line at this scale-out once known, is."""
+        reference = self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
+        if estimate >= reference or self._behind_now or self.batches.fit(n) is not None:
+            return estimate
+        micro_batch = any(self.batches.fit(m) is not None for m in self.batches.fits)
+        if not micro_batch and bool(owns) and all(m in FITTED_METHODS for _, m in owns.values()):
+            return estimate
+        notes.append(f"capacity at {n}: {estimate:.0f}/s carried while keeping up is a floor; {reference:.0f}/s kept")
+        return reference
 
     def _bounded(self, n: int, estimate: float, notes: list[str]) -> float:
         """The estimate, or the previous tick's capacity moved by at most the bound when the change lacks evidence."""

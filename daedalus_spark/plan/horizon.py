@@ -65,13 +65,15 @@ def schedule_scaleouts(
     capacity_at: list[float], lo: int, current: int, load_per_s: np.ndarray, need_per_s: float
 ) -> tuple[int, ...]:
     """The scale-outs worth planning with (the DP's cost grows with their number): from the largest that falls
-    short of the lowest load (nothing below it can hold for long) to one above the smallest that carries the peak
-    plus `need_per_s` (working off the backlog), at most MAX_SCALEOUTS of them evenly spaced; always the current
-    one."""
+    short of the lowest load (nothing below it can hold for long) to the first one that carries more than the
+    smallest that carries the peak plus `need_per_s` (working off the backlog), at most MAX_SCALEOUTS of them
+    evenly spaced; always the current one."""
     hi = lo + len(capacity_at) - 1
     floor = max((n for n in range(lo, hi + 1) if capacity_at[n - lo] < float(load_per_s.min())), default=lo)
     peak = float(load_per_s.max()) + need_per_s
-    top = min(hi, min((n for n in range(lo, hi + 1) if capacity_at[n - lo] >= peak), default=hi) + 1)
+    carries = min((n for n in range(lo, hi + 1) if capacity_at[n - lo] >= peak), default=hi)
+    # one step of capacity above it: with Kafka placement several scale-outs may carry exactly as much
+    top = min((n for n in range(carries + 1, hi + 1) if capacity_at[n - lo] > capacity_at[carries - lo]), default=hi)
     # More than MAX_SCALEOUTS (a large cluster with a wide load range): evenly spaced ones, the ends included.
     sizes = range(floor, top + 1) if top - floor < MAX_SCALEOUTS else np.linspace(floor, top, MAX_SCALEOUTS).round()
     return tuple(sorted({int(n) for n in sizes} | {current}))
@@ -125,9 +127,31 @@ def plan_horizon(inputs: HorizonInputs, settings: ControllerConfig) -> Decision:
     time), Algorithm 1 on the forecast's upper bound decides, and the decision says so."""
     current = inputs.current_scaleout
     evidence = Evidence(tick=tick_evidence(inputs), planner="horizon")
-    if seconds_since_rescale(inputs) < settings.cooldown_s:
+    cooling = seconds_since_rescale(inputs) < settings.cooldown_s
+    if cooling and not _outgrown(inputs, settings):
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
+    # Planned as if out of the cool-down (Algorithm 1, the fallback, would hold for it otherwise)
+    decision = _plan_horizon(replace(inputs, last_rescale_s=None) if cooling else inputs, settings, evidence)
+    if cooling and decision.target_scaleout <= current:  # within the cool-down only a scale-out goes ahead
+        return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
+    if cooling:
+        note = "within the cool-down, but the load observed outgrew the scale-out and the latency is past the plan's"
+        return replace(decision, notes=(*decision.notes, note))
+    return decision
 
+
+def _outgrown(inputs: PlanInputs, settings: ControllerConfig) -> bool:
+    """The load observed exceeds what the current scale-out carries and the lag is past the plan's share of the
+    objective: waiting out the cool-down would only let the latency grow (a step of the load right after a
+    scale-in)."""
+    capacity = inputs.capacities.at(inputs.current_scaleout)
+    lag_s = inputs.consumer_lag_records / capacity if capacity > 0 else math.inf
+    return inputs.workload_avg_per_s > capacity and lag_s > planning_objective_s(settings)
+
+
+def _plan_horizon(inputs: HorizonInputs, settings: ControllerConfig, evidence: Evidence) -> Decision:
+    """The cheapest schedule's first step, else a scale-out beyond the budget, else Algorithm 1's fallback."""
+    current = inputs.current_scaleout
     lo, hi = settings.min_scaleout, settings.max_scaleout
     problem = f"the current scale-out {current} is outside {lo}..{hi}"
     horizon_s = len(inputs.forecast.values_per_s) * inputs.forecast.seconds_per_step

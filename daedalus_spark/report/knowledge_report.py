@@ -242,7 +242,9 @@ def _capacity_lines(cap: dict[str, Any] | None) -> list[str]:
         return ["capacity: nothing learned yet"]
     at_trigger = cap.get("current_at_trigger_per_s")
     trigger_note = (
-        f" at the latency objective; {at_trigger:,.0f} at one batch per trigger" if at_trigger is not None else ""
+        f" within the plan's share of the latency objective; {at_trigger:,.0f} at one batch per trigger"
+        if at_trigger is not None
+        else ""
     )
     lines = [
         f"capacity at scale-out {cap['current_scaleout']}: {cap['current_per_s']:,.0f} records/s{trigger_note}",

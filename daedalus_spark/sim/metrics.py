@@ -1,9 +1,9 @@
 """Simulation: judge a run by its decisions — executor-hours, rescales, lag, latency and recovery violations.
 
-The acceptance rule, the one every judge uses (`passes`): every second outside a recovery (from a rescale's request
-to its first second back within the objective) has latency within `target_latency_s`, and every rescale recovers —
-its latency back within `target_latency_s` — within `target_recovery_s`. `behind_s` (batches overrunning the
-trigger) is a diagnostic, not a criterion."""
+The acceptance rule, the one every judge uses (`passes`): every second outside a recovery has latency within
+`target_latency_s`, and every rescale recovers within `target_recovery_s`. A recovery runs from a rescale's request
+until, once the rescale has taken effect, latency is back within the objective and holds there for as long again.
+`behind_s` (batches overrunning the trigger) is a diagnostic, not a criterion."""
 
 from __future__ import annotations
 
@@ -68,14 +68,33 @@ def within_latency(result: RunResult, target_latency_s: float) -> np.ndarray:
     return np.asarray(result.latency_s <= target_latency_s)
 
 
+def effect_s(rescale: Rescale) -> float:
+    """Seconds from a rescale's request until it has taken effect: its stop (a restart), or its joining executors'
+    registration and first-batch stall, or its killed executors' leave (in place)."""
+    return max(float(rescale.downtime_s), rescale.registration_s + rescale.stall_s, rescale.leave_s)
+
+
+def held_for(mask: np.ndarray, seconds: int) -> np.ndarray:
+    """Per second: `mask` holds from it for `seconds` seconds (or to the end of the run)."""
+    total = len(mask)
+    misses = np.concatenate([[0], np.cumsum(~mask)])
+    ends = np.minimum(np.arange(total) + max(1, seconds), total)
+    return np.asarray(misses[ends] - misses[:total] == 0)
+
+
 def recoveries(result: RunResult, target_latency_s: float | None = None) -> list[RecoveryOutcome]:
-    """Per rescale: from the stop until the job is back to normal: latency within `target_latency_s` (the
-    acceptance rule), or without it the lag down to what a job that keeps up holds (paper Fig. 6)."""
-    caught = caught_up(result) if target_latency_s is None else within_latency(result, target_latency_s)
+    """Per rescale: from when it has taken effect until the job is back to normal: latency within `target_latency_s`
+    and holding there for as long again (the acceptance rule: a job working off a backlog in batches dips within the
+    objective between two batches before it is through), or without it the lag down to what a job that keeps up
+    holds (paper Fig. 6)."""
+    if target_latency_s is None:
+        caught = caught_up(result)
+    else:
+        caught = held_for(within_latency(result, target_latency_s), math.ceil(target_latency_s))
     total = len(caught)
     out = []
     for r in result.rescales:
-        start = min(r.time_s + r.downtime_s, total)
+        start = min(r.time_s + math.ceil(effect_s(r)), total)
         hits = np.flatnonzero(caught[start:])
         rec = float(start + hits[0] + 1 - r.time_s) if len(hits) else None
         out.append(RecoveryOutcome(r, rec, float(total - r.time_s)))
@@ -113,9 +132,9 @@ def recovery_windows(result: RunResult, target_recovery_s: float) -> np.ndarray:
 
 
 def recovering(result: RunResult, *, target_latency_s: float, target_recovery_s: float) -> np.ndarray:
-    """Per second: within a recovery, from a rescale's request to its first second back within the objective (the
-    whole `target_recovery_s` where it has not recovered by then: that rescale fails the rule's second half anyway).
-    Latency after a recovery is held to the objective again, as the optimum's schedule holds it."""
+    """Per second: within a recovery, from a rescale's request until it has recovered (`recoveries`), or for the whole
+    `target_recovery_s` where it has not by then (that rescale fails the rule's second half anyway). Latency after a
+    recovery is held to the objective again, as the optimum's schedule holds it."""
     excused = np.zeros(len(result.scaleout), dtype=bool)
     for o in recoveries(result, target_latency_s):
         end = o.recovery_s if o.recovery_s is not None and o.recovery_s <= target_recovery_s else target_recovery_s

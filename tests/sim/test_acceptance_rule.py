@@ -1,4 +1,5 @@
-"""The acceptance rule's recovery: excused from a rescale's request to its first second back within the objective."""
+"""The acceptance rule's recovery: excused from a rescale's request until, once it has taken effect, latency is back
+within the objective and holds there for as long again."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ OBJECTIVE_S = 10.0
 TARGET_S = 20.0
 
 
-def run_with(latency_s: list[float], rescale_at: int | None = 2, downtime_s: int = 1) -> RunResult:
+def run_with(
+    latency_s: list[float], rescale_at: int | None = 2, downtime_s: int = 1, registration_s: float = 0.0
+) -> RunResult:
     n = len(latency_s)
-    rescales = () if rescale_at is None else (Rescale(rescale_at, 1, 2, downtime_s, 0.0),)
+    rescale = Rescale(rescale_at or 0, 1, 2, downtime_s, 0.0, registration_s=registration_s)
+    rescales = () if rescale_at is None else (rescale,)
     ones = np.ones(n)
     return RunResult(
         policy="p",
@@ -39,9 +43,14 @@ LOW, HIGH = 1.0, 50.0
         pytest.param([LOW] * 40, 0, True, id="always-within"),
         # request at 2, down for 1 s, latency high until second 6, back within it at 7: excused 2..7
         pytest.param([LOW, LOW] + [HIGH] * 5 + [LOW] * 33, 0, True, id="recovers-then-stays"),
-        # back within the objective at 7, above it again at 10-11 (still inside the 20-s target): not excused
+        # back within the objective at 7 for 3 s, above it again at 10-11 (between two batches of the backlog):
+        # still recovering until it holds from 12 on
         pytest.param(
-            [LOW, LOW] + [HIGH] * 5 + [LOW] * 3 + [HIGH] * 2 + [LOW] * 28, 2, False, id="above-after-recovery"
+            [LOW, LOW] + [HIGH] * 5 + [LOW] * 3 + [HIGH] * 2 + [LOW] * 28, 0, True, id="a-dip-is-not-yet-a-recovery"
+        ),
+        # back within the objective from 7 and holding there for 12 s, above it again at 19-20: not excused
+        pytest.param(
+            [LOW, LOW] + [HIGH] * 5 + [LOW] * 12 + [HIGH] * 2 + [LOW] * 19, 2, False, id="above-after-recovery"
         ),
         # never back within the target: a recovery violation, the target's seconds excused, the rest counted
         pytest.param([LOW, LOW] + [HIGH] * 25 + [LOW] * 13, 5, False, id="not-recovered-in-time"),
@@ -58,6 +67,13 @@ def test_the_recovery_window_runs_from_the_request_through_the_first_second_with
     run = run_with([LOW, LOW] + [HIGH] * 5 + [LOW] * 33)
     window = recovering(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S)
     assert np.flatnonzero(window).tolist() == [2, 3, 4, 5, 6, 7]
+
+
+def test_an_in_place_rescale_recovers_from_when_its_executors_have_joined() -> None:
+    # requested at 2 while within the objective, the joining executors registered 6 s later; latency above it at 5-8
+    run = run_with([LOW] * 5 + [HIGH] * 4 + [LOW] * 31, downtime_s=0, registration_s=6.0)
+    assert recovering(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S).sum() == 8  # seconds 2..9
+    assert passes(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S)
 
 
 def test_without_a_rescale_nothing_is_excused() -> None:

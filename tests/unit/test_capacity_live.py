@@ -317,3 +317,35 @@ def test_the_inlined_learning_loop_is_welfords_update_to_the_last_bit() -> None:
     offered = 60 + 20 * 60
     assert offered - 100 < model.regressions["a"].n < offered, "the stalls, and only they, were skipped"
     assert model.regressions["a"] == model.pooled
+
+
+def test_after_a_scale_in_the_throughput_of_a_job_that_keeps_up_does_not_lower_the_estimate() -> None:
+    # Three fitted executors give scale-out 2 its estimate; after the scale-in the two new executors' CPU stays high
+    # at any load (no fit), and each carries 300/s.
+    fitted = dict.fromkeys(("a", "b", "e"), 1000.0)
+    model = settled_model(CapacityConfig(max_change_ratio=0, executor_warmup_s=0), fitted)
+    before = tick(model, window(120.0, {w: (linear(c), UTIL) for w, c in fitted.items()}))
+    estimate = before.at(2)
+    assert estimate > 1200.0
+    flat = {w: ([300.0] * 60, [0.9] * 60) for w in ("c", "d")}
+    keeping_up = tick(model, window(180.0, flat))
+    assert keeping_up.current_per_s == pytest.approx(estimate)
+    assert any("is a floor" in note for note in keeping_up.notes)
+    # A backlog is evidence that it carries less.
+    behind = tick(model, window(240.0, flat, lag=1e6))
+    assert behind.current_per_s < estimate
+
+
+@pytest.mark.parametrize(
+    ("arrivals", "kept"),
+    [
+        pytest.param(1000.0, 1000.0, id="throughput-above-the-arrivals-was-a-backlog-worked-off"),
+        pytest.param(2000.0, 1500.0, id="arrivals-above-the-throughput-carried-what-it-processed"),
+    ],
+)
+def test_what_a_job_kept_up_with_is_the_arrival_rate_it_carried(arrivals, kept) -> None:
+    model = CapacityModel(CapacityConfig(max_change_ratio=0, executor_warmup_s=0))
+    for t in (60.0, 120.0):
+        obs = Observation.of(time_s=t, workload_per_s=[arrivals] * 60, executors={"a": ([1500.0] * 60, [0.9] * 60)})
+        tick(model, obs)
+    assert model.kept_up_per_scaleout[1] == pytest.approx(kept)

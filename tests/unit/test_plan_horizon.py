@@ -148,6 +148,32 @@ def test_horizon_planner(plan_inputs, settings_, target, reason):
     assert decision.evidence.planner == "horizon"
 
 
+# Not in CASES: those are also every planner's stored rows (tests/data/decision_rows_v1.jsonl).
+COOLDOWN_CASES = [
+    # Within the cool-down, a load of 450/s outgrew 4 (400/s) and 10,000 records of lag are 25 s of it, past the
+    # 1-s objective: the scale-out goes ahead (to 5, whose 50/s spare works the lag off within the target).
+    pytest.param(
+        inputs(workload=450, lag=10_000, since_rescale=60),
+        SETTINGS,
+        5,
+        Reason.PLAN_SCALES_OUT,
+        id="cooldown-outgrown-scales-out",
+    ),
+    # The same lag with a load 4 carries: the cool-down holds (the lag is being worked off).
+    pytest.param(
+        inputs(workload=350, lag=10_000, since_rescale=60), SETTINGS, 4, Reason.COOLDOWN, id="cooldown-lag-only"
+    ),
+]
+
+
+@pytest.mark.parametrize(("plan_inputs", "settings_", "target", "reason"), COOLDOWN_CASES)
+def test_the_cool_down_yields_only_to_a_load_that_outgrew_the_scale_out(plan_inputs, settings_, target, reason):
+    decision = plan_horizon(plan_inputs, settings_)
+    assert (decision.target_scaleout, decision.reason) == (target, reason), decision.notes
+    if reason is Reason.PLAN_SCALES_OUT:
+        assert any("within the cool-down" in note for note in decision.notes)
+
+
 def test_the_lag_plan_scales_out_before_the_deadline():
     decision = plan_horizon(inputs(workload=150, lag=200_000), SETTINGS)
     assert decision.notes[0].startswith("plan: 4 for 240 s, then 6 for")
@@ -217,6 +243,12 @@ def test_rescale_allowance(tokens, per_hour, horizon_s, allowed):
 )
 def test_schedule_scaleouts(load, need, current, expected):
     assert schedule_scaleouts([100.0 * n for n in range(1, 7)], 1, current, np.asarray(load, float), need) == expected
+
+
+def test_schedule_scaleouts_reach_one_step_of_capacity_above_the_peak_past_equal_ones():
+    # Kafka placement of 12 partitions: 4 and 5 executors carry what 4 does (3 partitions on the busiest), 6 more.
+    caps = [100.0, 200.0, 400.0, 400.0, 400.0, 600.0]
+    assert schedule_scaleouts(caps, 1, 4, np.asarray([350.0, 380.0]), 0.0) == (2, 3, 4, 5, 6)
 
 
 # The DP against hand-computed queues: 2 scale-outs (1: 10/s, 2: 20/s), a 10-s interval.
