@@ -103,6 +103,7 @@ class Real:
     ServiceAccount) plus the driver sidecar's Role; the controller acts with a token the server issued for it."""
 
     server: LocalApiServer
+    rbac_from: tuple[str, ...] = ("standalone", "spark-operator")  # the overlays whose Roles are bound
     namespace: str = field(default_factory=lambda: f"contract-{next(_namespaces)}")
     conflicts: int = 0
     name = "real"
@@ -113,7 +114,10 @@ class Real:
         core = k8s.CoreV1Api(self.admin)
         core.create_namespace({"metadata": {"name": self.namespace}})
         core.create_namespaced_service_account(self.namespace, {"metadata": {"name": "default"}})  # no controller
-        docs = [*rendered("standalone"), *_kinds(rendered("spark-operator"), "Role", "RoleBinding")]
+        rbac = ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
+        docs = [d for d in rendered("standalone") if d["kind"] not in rbac]  # the workloads: they grant nothing
+        docs += [d for overlay in self.rbac_from for d in rendered(overlay) if d["kind"] in rbac]
+        docs = list({(d["kind"], d["metadata"]["name"]): d for d in docs}.values())  # base's Role is in each
         self.roles = {d["metadata"]["name"]: self.moved(d) for d in docs if d["kind"] == "Role"}
         for doc in docs:
             self.apply(self.moved(doc))
@@ -232,10 +236,6 @@ class Real:
     def watcher(self, clock: FakeTime, app_id: str) -> ExecutorPodWatcher:
         core = k8s.CoreV1Api(self.controller)
         return ExecutorPodWatcher(core, self.namespace, watcher_settings(), app_id, clock=clock.now, sleep=clock.sleep)
-
-
-def _kinds(docs: tuple[dict[str, Any], ...], *kinds: str) -> list[dict[str, Any]]:
-    return [d for d in docs if d["kind"] in kinds]
 
 
 def _epoch(stamp: str) -> float:
