@@ -79,6 +79,10 @@ class StandIn:
         self.api.pods.append(pod)
         return _epoch(pod["metadata"]["creationTimestamp"])
 
+    def evict(self, pod: str) -> None:
+        """A drain: the Eviction API, called (as kubectl drain does) by the cluster's admin."""
+        k8s.CoreV1Api(self.api.api_client()).create_namespaced_pod_eviction(pod, self.namespace, _eviction(pod))
+
     def watcher(self, clock: FakeTime, app_id: str) -> ExecutorPodWatcher:
         core = k8s.CoreV1Api(self.api.api_client())
         return ExecutorPodWatcher(core, self.namespace, watcher_settings(), app_id, clock=clock.now, sleep=clock.sleep)
@@ -233,9 +237,16 @@ class Real:
         )
         return float(created.metadata.creation_timestamp.timestamp())
 
+    def evict(self, pod: str) -> None:
+        k8s.CoreV1Api(self.admin).create_namespaced_pod_eviction(pod, self.namespace, _eviction(pod))
+
     def watcher(self, clock: FakeTime, app_id: str) -> ExecutorPodWatcher:
         core = k8s.CoreV1Api(self.controller)
         return ExecutorPodWatcher(core, self.namespace, watcher_settings(), app_id, clock=clock.now, sleep=clock.sleep)
+
+
+def _eviction(pod: str) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod}}
 
 
 def _epoch(stamp: str) -> float:
@@ -247,7 +258,7 @@ def _epoch(stamp: str) -> float:
 MAX_REPLICAS_POLICY = {
     "apiVersion": "admissionregistration.k8s.io/v1",
     "kind": "ValidatingAdmissionPolicy",
-    "metadata": {"name": "tests-max-replicas"},
+    "metadata": {"name": "max-replicas"},
     "spec": {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -268,6 +279,6 @@ MAX_REPLICAS_POLICY = {
 MAX_REPLICAS_BINDING = {
     "apiVersion": "admissionregistration.k8s.io/v1",
     "kind": "ValidatingAdmissionPolicyBinding",
-    "metadata": {"name": "tests-max-replicas"},
-    "spec": {"policyName": "tests-max-replicas", "validationActions": ["Deny"]},
+    "metadata": {"name": "max-replicas"},
+    "spec": {"policyName": "max-replicas", "validationActions": ["Deny"]},
 }

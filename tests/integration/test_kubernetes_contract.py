@@ -113,11 +113,22 @@ def test_a_missing_object_is_a_refusal_saying_not_found(server):
     assert result.outcome is Outcome.REFUSED and "statefulsets/scale" in result.detail and "not found" in result.detail
 
 
-@pytest.mark.parametrize("target", [-1, MAX_REPLICAS + 1], ids=["negative", "over-the-admission-limit"])
-def test_an_invalid_target_is_a_422_refusal_not_retried(server, target):
+@pytest.mark.parametrize(
+    "target,words",
+    [
+        pytest.param(-1, "spec.replicas: Invalid value: -1: must be greater than or equal to 0", id="negative"),
+        pytest.param(
+            MAX_REPLICAS + 1,
+            "ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas' denied request: at most 8 replicas",
+            id="over-the-admission-limit",
+        ),
+    ],
+)
+def test_an_invalid_target_is_a_422_refusal_not_retried_with_the_servers_reason(server, target, words):
     clock = FakeTime()
     result = server.actuator(clock).apply(target)
     assert result.outcome is Outcome.REFUSED and "HTTP 422" in result.detail and clock.sleeps == []
+    assert words in result.detail
     assert server.replicas("StatefulSet", "spark-worker") == 2
 
 
@@ -165,8 +176,19 @@ def test_the_watcher_lists_this_apps_executor_pods_and_finds_the_stuck_one(serve
 
 def test_a_role_without_list_on_pods_is_an_actuator_error_naming_list(server):
     server.forbid("list", "pods")
-    with pytest.raises(ActuatorError, match="RBAC verb 'list' on 'pods'"):
+    with pytest.raises(ActuatorError, match="RBAC verb 'list' on 'pods'") as refused:
         server.watcher(FakeTime(), "spark-app-1").check()
+    assert f'cannot list resource "pods" in API group "" in the namespace "{server.namespace}"' in str(refused.value)
+
+
+def test_a_drain_through_the_eviction_api_marks_the_executor_lost(server):
+    created = server.add_pod(executor_pod("1", created_s=1_800_000_000.0, namespace=server.namespace))
+    server.evict("wordcount-exec-1")
+    clock = FakeTime(created + 60)
+    report = server.watcher(clock, "spark-app-1").check()
+    (lost,) = report.lost
+    assert lost.lost == "evicted through the Eviction API (a drain): Eviction API: evicting"
+    assert report.unreplaced == (lost,) and report.running == 0
 
 
 def _spec() -> Any:
