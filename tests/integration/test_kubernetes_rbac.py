@@ -124,3 +124,11 @@ def test_every_verb_the_controller_is_granted_is_needed(apiserver: LocalApiServe
     failed = refusals(real)
     assert failed, f"{role}: without {verb} on {resource} every duty still succeeds: the verb is not needed"
     assert all("forbidden" in why.lower() or "403" in why for why in failed.values()), failed
+
+
+def test_a_config_naming_another_statefulset_than_the_role_is_refused_with_the_rule_to_grant(apiserver):
+    """The Role names its StatefulSet: another name is a 403 (not the 404 the stand-in answers), before any lookup."""
+    real = Real(apiserver, rbac_from=("standalone",))
+    result = real.actuator(FakeTime(), name="spark-workers").apply(3)
+    assert result.outcome is Outcome.REFUSED and "forbidden" in result.detail
+    assert "'statefulsets/scale' (resourceNames: [spark-workers])" in result.detail
