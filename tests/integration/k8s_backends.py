@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from daedalus_spark.config import KubernetesConfig
@@ -282,3 +283,27 @@ MAX_REPLICAS_BINDING = {
     "metadata": {"name": "max-replicas"},
     "spec": {"policyName": "max-replicas", "validationActions": ["Deny"]},
 }
+
+
+def install_max_replicas_policy(server: LocalApiServer) -> None:
+    """Create the policy and its binding, and wait until a dry-run scale past the limit is refused."""
+    api = DynamicClient(server.api_client())
+    for doc in (MAX_REPLICAS_POLICY, MAX_REPLICAS_BINDING):
+        resource = api.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+        api.server_side_apply(resource, body=doc, field_manager="tests", force_conflicts=True)
+    probe = Real(server, rbac_from=())
+    wait_until(lambda: _refused(probe), "the admission policy to refuse replicas over the maximum", 60.0)
+
+
+def _refused(probe: Real) -> bool:
+    try:
+        k8s.AppsV1Api(probe.admin).patch_namespaced_stateful_set_scale(
+            "spark-worker",
+            probe.namespace,
+            {"spec": {"replicas": MAX_REPLICAS + 1}},
+            dry_run="All",
+            _content_type="application/merge-patch+json",
+        )
+    except ApiException as exc:
+        return exc.status == 422
+    return False

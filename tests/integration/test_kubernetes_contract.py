@@ -9,45 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from kubernetes.dynamic import DynamicClient
 
 from daedalus_spark.execute.port import ActuatorError, Outcome
-from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from daedalus_spark.runtime.kubernetes_events import ObjectRef
-from daedalus_spark.waiting import wait_until
 from tests.integration.fake_apiserver import FakeApiServer, executor_pod
-from tests.integration.k8s_backends import MAX_REPLICAS, MAX_REPLICAS_BINDING, MAX_REPLICAS_POLICY, Real, StandIn
+from tests.integration.k8s_backends import MAX_REPLICAS, Real, StandIn
 from tests.integration.k8s_helpers import FakeTime
 from tests.integration.test_kubernetes_events import step
-
-
-@pytest.fixture(scope="module")
-def max_replicas_policy(apiserver: LocalApiServer) -> LocalApiServer:
-    """A ValidatingAdmissionPolicy refusing more than MAX_REPLICAS on a scale subresource (as a quota would)."""
-    api = DynamicClient(apiserver.api_client())
-    for doc in (MAX_REPLICAS_POLICY, MAX_REPLICAS_BINDING):
-        resource = api.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-        api.server_side_apply(resource, body=doc, field_manager="tests", force_conflicts=True)
-    probe = Real(apiserver)
-    wait_until(lambda: _refused(probe), "the admission policy to refuse replicas over the maximum", 60.0)
-    return apiserver
-
-
-def _refused(probe: Real) -> bool:
-    from kubernetes import client as k8s
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        k8s.AppsV1Api(probe.admin).patch_namespaced_stateful_set_scale(
-            "spark-worker",
-            probe.namespace,
-            {"spec": {"replicas": MAX_REPLICAS + 1}},
-            dry_run="All",
-            _content_type="application/merge-patch+json",
-        )
-    except ApiException as exc:
-        return exc.status == 422
-    return False
 
 
 @pytest.fixture(params=["stand-in", pytest.param("real", marks=pytest.mark.apiserver)])
