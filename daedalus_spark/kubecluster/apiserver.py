@@ -27,6 +27,13 @@ from daedalus_spark.sparkcluster.cluster import free_port
 from daedalus_spark.waiting import wait_until
 
 ADMIN = "admin"
+# Every request's who, what and answer (no bodies): what an account actually calls, for the least-privilege tests
+_AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+"""
 MASTERS = ("system:masters",)  # the group RBAC's bootstrap policy binds to cluster-admin
 
 
@@ -76,6 +83,17 @@ class LocalApiServer:
     def log_path(self, name: str) -> Path:
         return self.folder / f"{name}.log"
 
+    @property
+    def audit_path(self) -> Path:
+        return self.folder / "audit.jsonl"
+
+    def audit(self, user: str) -> list[dict[str, Any]]:
+        """The audit log's records of `user`'s requests (verb, objectRef, responseStatus, ...), oldest first."""
+        if not self.audit_path.exists():
+            return []
+        records = (json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip())
+        return [r for r in records if r.get("user", {}).get("username") == user]
+
     def start(self) -> LocalApiServer:
         """Make the keys, certificate and token file; start etcd, then kube-apiserver; return once /readyz is ok."""
         if self._dir is not None:
@@ -104,6 +122,7 @@ class LocalApiServer:
             "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
             cwd=pki,
         )  # fmt: skip
+        (pki / "audit-policy.yaml").write_text(_AUDIT_POLICY)
         self.tokens = {user: secrets.token_hex(24) for user in self.users}
         rows = [f'{self.tokens[u]},{u},{u},"{",".join(groups)}"' for u, groups in self.users.items()]
         (pki / "tokens.csv").write_text("\n".join(rows) + "\n")
@@ -160,6 +179,8 @@ class LocalApiServer:
                 "--service-account-key-file", str(pki / "sa.key"),
                 "--service-account-signing-key-file", str(pki / "sa.key"),
                 "--service-cluster-ip-range", "10.0.0.0/24", "--profiling=false", "--v", "1",
+                "--audit-policy-file", str(pki / "audit-policy.yaml"), "--audit-log-path", str(self.audit_path),
+                "--audit-log-format", "json", "--audit-log-mode", "blocking",
             ],
         )  # fmt: skip
         wait_until(
