@@ -1,5 +1,5 @@
-"""Kubernetes harness: etcd and kube-apiserver built with Go from the module proxy into a cache keyed by version
-(`make k8s-bins`), and found there by the tests that check the execute stage against a real API server."""
+"""Kubernetes harness: etcd, kube-apiserver and kubectl built with Go from the module proxy into a cache keyed by
+version (`make k8s-bins`), and found there by the tests that check the execute stage against a real API server."""
 
 from __future__ import annotations
 
