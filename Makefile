@@ -27,7 +27,7 @@ demo: $(BIN)/daedalus-spark kafka-jars
 test: $(BIN)/daedalus-spark kafka-jars k8s-bins
 	$(BIN)/python -m pytest -q -m "not demo"
 
-test-spark: $(BIN)/daedalus-spark kafka-jars
+test-spark: $(BIN)/daedalus-spark kafka-jars k8s-bins
 	$(BIN)/python -m pytest -q -m "spark and not demo"
 
 # The whole live demo as a test (~12 min): `make demo` with its figures checked.
