@@ -4,6 +4,9 @@ It answers as the real one does where the client can tell: Status objects for er
 (409 Conflict), 403/404/422/500, merge-patch content type required, and slow answers on request. Its pods go through
 the faults the way Kubernetes records them (`evict`, the Eviction subresource, `lose_node`, `taint_evict`): phase,
 status reason and message, deletionTimestamp, Ready and DisruptionTarget conditions.
+
+The contract cases run against it and the real kube-apiserver alike (k8s_backends.py); it stays for what a real
+server without controllers or kubelet does not give on demand: node faults, 5xx answers, slow answers.
 """
 
 from __future__ import annotations
