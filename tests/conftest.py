@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,3 +65,29 @@ class FakeTime:
 @pytest.fixture
 def measurements() -> Path:
     return MEASUREMENTS
+
+
+@pytest.fixture(scope="session")
+def apiserver() -> Iterator[Any]:
+    """A real etcd and kube-apiserver (`make k8s-bins`), shared by the session's Kubernetes tests: the upstream CRDs
+    the overlays use installed, the overlays' namespace made, an admin and the controller's ServiceAccount with
+    static tokens. Stopped at the end of the session, whatever happens."""
+    from kubernetes import client as k8s
+
+    from daedalus_spark.kubecluster.apiserver import ADMIN, MASTERS, LocalApiServer
+    from tests.integration.k8s_cluster import CONTROLLER, JOB_NAMESPACE, upstream_crds
+
+    with LocalApiServer(users={ADMIN: MASTERS, CONTROLLER[0]: CONTROLLER[1]}) as server:
+        server.install_crds(upstream_crds())
+        k8s.CoreV1Api(server.api_client()).create_namespace({"metadata": {"name": JOB_NAMESPACE}})
+        yield server
+
+
+@pytest.fixture(scope="session")
+def max_replicas_policy(apiserver: Any) -> Any:
+    """The real API server with a ValidatingAdmissionPolicy refusing more than MAX_REPLICAS on a scale subresource
+    (as a quota would), in force."""
+    from tests.integration.k8s_backends import install_max_replicas_policy
+
+    install_max_replicas_policy(apiserver)
+    return apiserver

@@ -4,6 +4,9 @@ It answers as the real one does where the client can tell: Status objects for er
 (409 Conflict), 403/404/422/500, merge-patch content type required, and slow answers on request. Its pods go through
 the faults the way Kubernetes records them (`evict`, the Eviction subresource, `lose_node`, `taint_evict`): phase,
 status reason and message, deletionTimestamp, Ready and DisruptionTarget conditions.
+
+The contract cases run against it and the real kube-apiserver alike (k8s_backends.py); it stays for what a real
+server without controllers or kubelet does not give on demand: node faults, 5xx answers, slow answers.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ SCALE = re.compile(r"^/apis/apps/v1/namespaces/([^/]+)/(statefulsets|deployments
 PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 EVICTION = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction$")
 EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events(?:/([^/]+))?$")
+MAX_REPLICAS_POLICY = "max-replicas"  # the name of the admission policy the stand-in plays
 REASONS = {403: "Forbidden", 404: "NotFound", 409: "Conflict", 422: "Invalid", 500: "InternalError"}
 
 
@@ -112,9 +116,7 @@ class FakeApiServer:
         if (method, plural) in self.forbidden:
             verb = {"GET": "get", "PATCH": "patch"}[method]
             return 403, status(
-                403,
-                f'{plural}.apps "{name}" is forbidden: User "system:serviceaccount:{namespace}:'
-                f'daedalus" cannot {verb} resource "{plural}/scale" in API group "apps"',
+                403, f'{plural}.apps "{name}" is forbidden: {_cannot(namespace, verb, plural + "/scale")}'
             )
         workload = self.objects.get((plural, namespace, name))
         if workload is None:
@@ -144,11 +146,17 @@ class FakeApiServer:
                 "modified; please apply your changes to the latest version and try again",
             )
         replicas = body["spec"]["replicas"]
-        if not isinstance(replicas, int) or replicas < 0 or replicas > self.max_replicas:
+        if not isinstance(replicas, int) or replicas < 0:  # the Scale's own validation
             return 422, status(
                 422,
-                f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
-                f"{replicas}: must be between 0 and {self.max_replicas}",
+                f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: {replicas}: '
+                "must be greater than or equal to 0",
+            )
+        if replicas > self.max_replicas:  # a validating admission policy: a 422 too, worded as a denial
+            policy = f"ValidatingAdmissionPolicy '{MAX_REPLICAS_POLICY}' with binding '{MAX_REPLICAS_POLICY}'"
+            return 422, status(
+                422,
+                f'{plural}.apps "{name}" is forbidden: {policy} denied request: at most {self.max_replicas} replicas',
             )
         if replicas != w.replicas:
             w.replicas, w.resource_version, w._reads_left = replicas, w.resource_version + 1, w.join_reads
@@ -158,7 +166,7 @@ class FakeApiServer:
 
     def _pods(self, method: str, namespace: str, query: str) -> tuple[int, Any]:
         if (method, "pods") in self.forbidden:
-            return 403, status(403, f'pods is forbidden: cannot list resource "pods" in namespace "{namespace}"')
+            return 403, status(403, f"pods is forbidden: {_cannot(namespace, 'list', 'pods', '')}")
         wanted = dict(p.split("=", 1) for p in _query(query).get("labelSelector", "").split(",") if p)
         items = [
             p
@@ -170,7 +178,8 @@ class FakeApiServer:
 
     def _events(self, method: str, namespace: str, name: str | None, body: Any, content_type: str) -> tuple[int, Any]:
         if (method, "events") in self.forbidden:
-            return 403, status(403, f'events is forbidden: cannot create resource "events" in "{namespace}"')
+            verb = {"POST": "create", "PATCH": "patch"}.get(method, method.lower())
+            return 403, status(403, f"events is forbidden: {_cannot(namespace, verb, 'events', '')}")
         if method == "POST":
             name = body["metadata"]["name"]
             if name in self.events:
@@ -228,6 +237,12 @@ class FakeApiServer:
         at = stamp(self.now_s)
         pod["metadata"].update(deletionTimestamp=stamp(self.now_s + grace_s), deletionGracePeriodSeconds=grace_s)
         _condition(pod["status"], "DisruptionTarget", "True", at, reason, message)
+
+
+def _cannot(namespace: str, verb: str, resource: str, group: str = "apps") -> str:
+    """The RBAC authorizer's words for a refusal to the controller's ServiceAccount."""
+    user = f"system:serviceaccount:{namespace}:daedalus"
+    return f'User "{user}" cannot {verb} resource "{resource}" in API group "{group}" in the namespace "{namespace}"'
 
 
 def stamp(time_s: float) -> str:

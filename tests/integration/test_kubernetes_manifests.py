@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,11 @@ import yaml
 
 from daedalus_spark.config import parse_config
 from tests.conftest import ROOT
+from tests.integration.kustomize import DEPLOY, OVERLAYS, kubectl_command, rendered
 
 KUBERNETES_VERSION = "1.32.0"  # the kubectl on the machines is 1.32; kubernetes-validate ships its schemas
-DEPLOY = ROOT / "deploy" / "kubernetes"
 CRDS = ROOT / "tests" / "data" / "crd"
-OVERLAYS = ["spark-operator", "spark-submit", "standalone"]
-TARGETS = {name: DEPLOY / "overlays" / name for name in OVERLAYS} | {"monitoring": DEPLOY / "monitoring"}
+KUBECTL = kubectl_command()
 CRD_SUBSETS = {
     "SparkApplication": "sparkapplication-v1beta2",
     "PodMonitor": "podmonitor-v1",
@@ -34,9 +32,9 @@ MIN_KUBECTL_MINOR = 27  # kustomize v5 inside (components, labels); Debian's kub
 
 def kubectl_problem() -> str:
     """Why the overlays cannot be rendered here ('' when they can)."""
-    if shutil.which("kubectl") is None:
-        return "kubectl not installed: the overlays cannot be rendered with kustomize"
-    out = subprocess.run(["kubectl", "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30)
+    if KUBECTL is None:
+        return "kubectl not installed, nor built (make k8s-bins): the overlays cannot be rendered with kustomize"
+    out = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30)
     try:
         minor = int("".join(ch for ch in json.loads(out.stdout)["clientVersion"]["minor"] if ch.isdigit()))
     except (ValueError, KeyError):
@@ -47,13 +45,6 @@ def kubectl_problem() -> str:
 KUBECTL_PROBLEM = kubectl_problem()
 needs_kubectl = pytest.mark.skipif(bool(KUBECTL_PROBLEM), reason=KUBECTL_PROBLEM or "kubectl usable")
 kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate (test extra)")
-
-
-@cache
-def rendered(target: str) -> tuple[dict[str, Any], ...]:
-    out = subprocess.run(["kubectl", "kustomize", str(TARGETS[target])], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
 
 
 def find(docs: tuple[dict[str, Any], ...], kind: str, name: str | None = None) -> dict[str, Any]:
@@ -404,7 +395,7 @@ def test_images_are_replaced_in_one_place(overlay, tmp_path):
         image |= {"newName": "registry.example/" + image["name"].rsplit("/", 1)[1], "newTag": "9.9"}
     component.write_text(yaml.safe_dump(images))
     out = subprocess.run(
-        ["kubectl", "kustomize", str(tmp_path / "kubernetes" / "overlays" / overlay)],
+        [str(KUBECTL), "kustomize", str(tmp_path / "kubernetes" / "overlays" / overlay)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,0 +1,39 @@
+"""The kubectl that renders the overlays (`kubectl kustomize`): the one on the PATH, else the one `make k8s-bins`
+built beside kube-apiserver."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from daedalus_spark.kubecluster.bins import BinsMissing, kubectl
+from tests.conftest import ROOT
+
+DEPLOY = ROOT / "deploy" / "kubernetes"
+OVERLAYS = ["spark-operator", "spark-submit", "standalone"]
+TARGETS = {name: DEPLOY / "overlays" / name for name in OVERLAYS} | {"monitoring": DEPLOY / "monitoring"}
+
+
+def kubectl_command() -> str | None:
+    try:
+        return shutil.which("kubectl") or str(kubectl())
+    except BinsMissing:
+        return None
+
+
+def render(folder: Path) -> tuple[dict[str, Any], ...]:
+    command = kubectl_command()
+    assert command is not None, "no kubectl: run `make k8s-bins`"
+    out = subprocess.run([command, "kustomize", str(folder)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+
+
+@cache
+def rendered(target: str) -> tuple[dict[str, Any], ...]:
+    return render(TARGETS[target])
