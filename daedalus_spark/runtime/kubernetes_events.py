@@ -55,9 +55,13 @@ class EventSpec:
     message: str
 
 
-def camel(reason_code: str) -> str:
-    """`scale_out_smallest_valid` → `ScaleOutSmallestValid` (the Kubernetes convention for event reasons)."""
-    return "".join(part[:1].upper() + part[1:] for part in reason_code.split("_"))
+# Stable reasons, as the HorizontalPodAutoscaler writes them, so that alerts and `kubectl get events
+# --field-selector reason=...` can name them; the decision's own code leads the message.
+SUCCESSFUL = "SuccessfulRescale"
+FAILED = "FailedRescale"
+RECOMMENDED = "RescaleRecommended"  # advisor mode (run --dry-run): decided, not actuated
+APPLIED = "RescaleApplied"  # a later tick saw an accepted target live
+UNCONFIRMED = "RescaleUnconfirmed"  # accepted, but not seen live in time
 
 
 def event_for(result: StepResult) -> EventSpec | None:
@@ -71,19 +75,23 @@ def event_for(result: StepResult) -> EventSpec | None:
     rendered = decision.evidence.fields()  # as the decision log writes them
     numbers = " ".join(f"{k}={rendered[k]}" for k in EVIDENCE_KEYS if rendered.get(k) is not None)
     message = (
-        f"scale-out {decision.current_scaleout} -> {decision.target_scaleout} {actuation.outcome.value}"
+        f"{decision.reason.value}: scale-out {decision.current_scaleout} -> {decision.target_scaleout} "
+        f"{actuation.outcome.value}"
         + (f": {actuation.detail}" if actuation.detail else "")
         + (f"; {numbers}" if numbers else "")
     )
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[: MAX_MESSAGE_CHARS - 3] + "..."
-    return EventSpec("Normal" if ok else "Warning", camel(decision.reason.value), message)
+    reason = {Outcome.DRY_RUN: RECOMMENDED, Outcome.UNCONFIRMED: UNCONFIRMED}.get(
+        actuation.outcome, SUCCESSFUL if ok else FAILED
+    )
+    return EventSpec("Normal" if ok else "Warning", reason, message)
 
 
 def _confirmation_event(confirmation: Actuation) -> EventSpec:
     ok = confirmation.outcome is Outcome.APPLIED
     message = f"scale-out target {confirmation.target} {confirmation.outcome.value}: {confirmation.detail}"
-    return EventSpec("Normal" if ok else "Warning", camel(f"rescale_{confirmation.outcome.value}"), message)
+    return EventSpec("Normal" if ok else "Warning", APPLIED if ok else UNCONFIRMED, message)
 
 
 @dataclass(frozen=True)

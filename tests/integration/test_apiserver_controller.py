@@ -90,4 +90,4 @@ def test_the_standalone_controller_scales_its_statefulset_and_says_so_in_an_even
         "namespace": real.namespace,
         "uid": statefulset.metadata.uid,
     }
-    assert event["reason"] == "ScaleOutSmallestValid" and event["message"].startswith("scale-out 2 -> 3 accepted")
+    assert event["reason"] == "SuccessfulRescale" and "scale-out 2 -> 3 accepted" in event["message"]

@@ -116,7 +116,7 @@ def test_events_are_created_then_counted_with_the_real_schema(server):
     clock.sleep(60)
     events.record(events_spec)
     (event,) = server.events()
-    assert event["count"] == 2 and event["type"] == "Warning" and event["reason"] == "ScaleOutSmallestValid"
+    assert event["count"] == 2 and event["type"] == "Warning" and event["reason"] == "FailedRescale"
     assert event["involvedObject"]["name"] == "spark-worker" and event["involvedObject"]["uid"] == "uid-1"
     stamps = [datetime.fromisoformat(event[k].replace("Z", "+00:00")) for k in ("firstTimestamp", "lastTimestamp")]
     assert stamps == [datetime(2027, 1, 15, 8, 0, tzinfo=UTC), datetime(2027, 1, 15, 8, 1, tzinfo=UTC)]

@@ -19,7 +19,6 @@ from daedalus_spark.runtime.kubernetes_events import (
     EventPublisher,
     EventSpec,
     ObjectRef,
-    camel,
     event_for,
     make_event_publisher,
 )
@@ -51,8 +50,8 @@ def step(
             step(Outcome.APPLIED, detail="3 replicas after 4.0 s"),
             EventSpec(
                 "Normal",
-                "ScaleOutSmallestValid",
-                "scale-out 2 -> 3 applied: 3 replicas after 4.0 s; workload_avg_per_s=1200.5 "
+                "SuccessfulRescale",
+                "scale_out_smallest_valid: scale-out 2 -> 3 applied: 3 replicas after 4.0 s; workload_avg_per_s=1200.5 "
                 "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
             ),
             id="applied",
@@ -61,8 +60,8 @@ def step(
             step(Outcome.FAILED, detail="HTTP 500"),
             EventSpec(
                 "Warning",
-                "ScaleOutSmallestValid",
-                "scale-out 2 -> 3 failed: HTTP 500; workload_avg_per_s=1200.5 "
+                "FailedRescale",
+                "scale_out_smallest_valid: scale-out 2 -> 3 failed: HTTP 500; workload_avg_per_s=1200.5 "
                 "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
             ),
             id="failed",
@@ -71,8 +70,8 @@ def step(
             step(Outcome.UNCONFIRMED, current=4, target=2, reason=Reason.SCALE_IN_SMALLEST_VALID),
             EventSpec(
                 "Warning",
-                "ScaleInSmallestValid",
-                "scale-out 4 -> 2 unconfirmed; workload_avg_per_s=1200.5 "
+                "RescaleUnconfirmed",
+                "scale_in_smallest_valid: scale-out 4 -> 2 unconfirmed; workload_avg_per_s=1200.5 "
                 "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
             ),
             id="unconfirmed-is-a-warning",
@@ -81,9 +80,10 @@ def step(
             step(Outcome.ACCEPTED, detail="target 3 set, 2 executors live"),
             EventSpec(
                 "Normal",
-                "ScaleOutSmallestValid",
-                "scale-out 2 -> 3 accepted: target 3 set, 2 executors live; workload_avg_per_s=1200.5 "
-                "capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 predicted_recovery_s=240.0",
+                "SuccessfulRescale",
+                "scale_out_smallest_valid: scale-out 2 -> 3 accepted: target 3 set, 2 executors live; "
+                "workload_avg_per_s=1200.5 capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 "
+                "predicted_recovery_s=240.0",
             ),
             id="accepted",
         ),
@@ -108,10 +108,6 @@ def test_long_details_are_cut_to_the_message_limit():
     assert spec is not None and len(spec.message) == 1024 and spec.message.endswith("...")
 
 
-def test_reason_codes_become_upper_camel_case():
-    assert camel(Reason.NO_VALID_SCALEOUT_USE_MAX.value) == "NoValidScaleoutUseMax"
-
-
 @pytest.fixture
 def api() -> Iterator[FakeApiServer]:
     server = FakeApiServer().start()
@@ -134,7 +130,7 @@ def test_repeated_event_patches_count_and_last_timestamp(api):
     events.publish(step(Outcome.FAILED, detail="HTTP 500"))
     assert len(api.events) == 1
     (event,) = api.events.values()
-    assert event["count"] == 3 and event["type"] == "Warning" and event["reason"] == "ScaleOutSmallestValid"
+    assert event["count"] == 3 and event["type"] == "Warning" and event["reason"] == "FailedRescale"
     stamps = [datetime.fromisoformat(event[k].replace("Z", "+00:00")) for k in ("firstTimestamp", "lastTimestamp")]
     assert stamps == [datetime(2027, 1, 15, 8, 0, tzinfo=UTC), datetime(2027, 1, 15, 8, 2, tzinfo=UTC)]  # RFC 3339
     assert event["involvedObject"] == {
