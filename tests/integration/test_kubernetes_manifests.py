@@ -260,7 +260,10 @@ def test_containers_are_non_root_read_only_bounded_and_the_controller_is_probed(
     (c,) = controller
     assert c["args"] == ["run", "--config", "/etc/daedalus/daedalus.yaml"]
     assert c["securityContext"].get("runAsNonRoot", True) and c["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert c["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    if overlay == "standalone":  # its own pod: readiness takes only the controller out of its Service
+        assert c["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    else:  # a sidecar of the driver pod: not ready would take the driver out of its own Service
+        assert "readinessProbe" not in c, f"{overlay}: the controller sidecar must not have a readinessProbe"
     assert {"name": "metrics", "containerPort": 9097} in c["ports"]
 
 
