@@ -180,9 +180,9 @@ def test_the_controller_scales_out_and_in_with_exact_counts(running: Running) ->
     wait_until(lambda: actuator.current() == 1, "1 executor serving, by the agent", SCALE_S)
     wait_until(lambda: driver_live(job) == 1, "the executor asked to leave gone from the driver", SCALE_S)
     wait_until(lambda: batches(job) >= done + 3, "three more micro-batches after the scale-in", SCALE_S)
-    metrics = scrape(job.agent_url)
-    assert total(metrics, "daedalus_spark_executors") == 1
-    assert total(metrics, "daedalus_spark_executors_target") == 1
+    exported = lambda: total(scrape(job.agent_url), "daedalus_spark_executors")  # noqa: E731 - the next poll's view
+    wait_until(lambda: exported() == 1, "the exported executor count at 1", 30)
+    assert total(scrape(job.agent_url), "daedalus_spark_executors_target") == 1
     assert actuator.apply(1).outcome is Outcome.ACCEPTED and actuator.current() == 1  # idempotent
 
 
