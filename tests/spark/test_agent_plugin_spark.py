@@ -56,7 +56,7 @@ CASES = [
     Case("4", "java", "plugin", "decommission"),
     Case("4", "python", "plugin", "kill"),
     Case("3.5", "java", "plugin", "decommission"),
-    Case("3.5", "python", "python", "kill"),
+    Case("3.5", "python", "python", "decommission"),
 ]
 
 

@@ -48,8 +48,8 @@ record AgentConfig(
     }
     if (config.minExecutors < 0 || config.maxExecutors < config.minExecutors) {
       throw new IllegalArgumentException(
-          PREFIX + "minExecutors/maxExecutors must satisfy 0 <= min <= max, got "
-              + config.minExecutors + "/" + config.maxExecutors);
+          PREFIX + "maxExecutors (" + config.maxExecutors + ") must be at least " + PREFIX + "minExecutors ("
+              + config.minExecutors + "), itself at least 0");
     }
     if (!(config.pollSeconds > 0)) {
       throw new IllegalArgumentException(PREFIX + "pollSeconds must be positive, got " + config.pollSeconds);
