@@ -1,14 +1,15 @@
 """Benchmark (Execute): a scale-in from 2 executors to 1 by decommissioning against one by killing, live on the
 local standalone cluster, through the JVM agent plugin.
 
-The job (jvm/ RateCount: the rate source, a stateful count per key, a micro-batch every 500 ms) runs twice with the
+The job (jvm/ RateCount: the rate source, each row holding its task `--row-ms` so both executors always have a task
+running, a stateful count per key, a micro-batch every 500 ms) runs twice with the
 same Spark settings (spark.decommission.enabled with shuffle and RDD block migration), once with the plugin's
 `scaleIn=decommission` and once with `scaleIn=kill`. Each round: target 2, wait for both executors and a steady
 half-minute, then target 1 and watch 45 s. Per round it prints the stall (the longest gap between completed
 micro-batches in those 45 s, against the longest in the steady half-minute before), the failed tasks (Spark's
 per-executor counts, from the driver's REST API) and how long the leaving executor took to be gone.
 
-    .venv/bin/python benchmarks/decommission_scale_in.py [--rounds 3] [--rows-per-second 2000]
+    .venv/bin/python benchmarks/decommission_scale_in.py [--rounds 3] [--rows-per-second 160] [--row-ms 5]
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Round:
 
 
 def agent_status(job: jvm.SubmittedJob) -> dict[str, object]:
-    status = fetch_json(f"{job.agent_url}/executors")
+    status = fetch_json(f"{job.agent_url}/executors", 30)
     assert isinstance(status, dict)
     return status
 
@@ -62,8 +63,8 @@ def put_target(job: jvm.SubmittedJob, target: int) -> None:
 
 
 def executors(job: jvm.SubmittedJob) -> list[dict[str, object]]:
-    app = fetch_json(f"{job.ui_url}/api/v1/applications")[0]["id"]
-    return list(fetch_json(f"{job.ui_url}/api/v1/applications/{app}/allexecutors"))
+    app = fetch_json(f"{job.ui_url}/api/v1/applications", 30)[0]["id"]
+    return list(fetch_json(f"{job.ui_url}/api/v1/applications/{app}/allexecutors", 30))
 
 
 def live(job: jvm.SubmittedJob) -> int:
@@ -135,13 +136,14 @@ def batch_times_until_gone(job: jvm.SubmittedJob, seconds: float) -> tuple[list[
     return times, gone
 
 
-def run_mode(mode: str, rounds: int, rate: int, root: Path) -> list[Round]:
+def run_mode(mode: str, rounds: int, *, rate: int, row_ms: float, root: Path) -> list[Round]:
     home, jar = jvm.spark_home("4"), jvm.plugin_jar("4")
     work = root / mode
     work.mkdir()
     port = jvm._free_port()
     conf = {**DECOMMISSION, **jvm.plugin_conf(port=port, initialTarget="2", scaleIn=mode)}
     app = ["--class", jvm.EXAMPLE_JOB_CLASS, str(jar), "ratecount", str(rate), str(work / "ck"), str(work / "stop")]
+    app.append(str(row_ms))
     results = []
     with LocalCluster(workers=2, memory_per_worker="1g", home=str(home)) as cluster:
         job = jvm.submit(home, app, master=cluster.master_url, workdir=work, conf=conf, jars=[jar], agent_port=port)
@@ -174,11 +176,13 @@ def _up(job: jvm.SubmittedJob) -> bool:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--rows-per-second", type=int, default=2000)
+    p.add_argument("--rows-per-second", type=int, default=160)
+    p.add_argument("--row-ms", type=float, default=5.0, help="how long each row holds its task")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="daedalus-decommission-") as root:
         rounds = {
-            mode: run_mode(mode, args.rounds, args.rows_per_second, Path(root)) for mode in ("decommission", "kill")
+            mode: run_mode(mode, args.rounds, rate=args.rows_per_second, row_ms=args.row_ms, root=Path(root))
+            for mode in ("decommission", "kill")
         }
     print("\nmode          stall s (median, max)   failed tasks (total)   gone after s (median)")
     for mode, results in rounds.items():

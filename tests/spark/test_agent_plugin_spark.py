@@ -28,7 +28,7 @@ pytestmark = pytest.mark.spark
 TOKEN = "plugin-s3cret"
 MAX_EXECUTORS = 2
 START_S = 180.0  # a driver JVM, two workers and the first batch on a busy 2-core machine
-SCALE_S = 120.0
+SCALE_S = 180.0  # a decommissioned executor takes ~30 s to leave; the reconcile waits 30 s first
 # Graceful scale-in: executors asked to leave finish their tasks and hand their blocks over first.
 DECOMMISSION = {
     "spark.decommission.enabled": "true",
