@@ -104,9 +104,14 @@ def answering(job: jvm.SubmittedJob) -> bool:
 
 
 def driver_live(job: jvm.SubmittedJob) -> int:
-    """Live executors as the driver's own REST API lists them (not through the agent)."""
-    app_id = fetch_json(f"{job.ui_url}/api/v1/applications")[0]["id"]
-    return len(live_executors(DriverUiReader(job.ui_url, app_id).executors()))
+    """Live executors as the driver's own REST API lists them (not through the agent); -1 while a driver too busy
+    to answer within 30 s cannot say."""
+    try:
+        app_id = fetch_json(f"{job.ui_url}/api/v1/applications", 30)[0]["id"]
+        executors = fetch_json(f"{job.ui_url}/api/v1/applications/{app_id}/allexecutors", 30)
+    except OSError:
+        return -1
+    return len(live_executors(DriverUiReader._executor(e) for e in executors))
 
 
 def batches(job: jvm.SubmittedJob) -> float:
