@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-spark test-demo kafka-jars k8s-bins lint typecheck bench clean
+.PHONY: demo test test-spark test-demo kafka-jars k8s-bins jvm-plugin lint typecheck bench clean
 
 $(BIN)/daedalus-spark: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,13 +21,18 @@ kafka-jars: $(BIN)/daedalus-spark
 k8s-bins: $(BIN)/daedalus-spark
 	$(BIN)/python -m daedalus_spark.kubecluster.bins
 
+# The agent as a Spark driver plugin (jvm/), built by Maven for Spark 3.5 and 4.x, and a Spark 3.5 runtime (PySpark's
+# distribution) to test it on, into the same cache keyed by version and source digest; a second run does nothing.
+jvm-plugin: $(BIN)/daedalus-spark
+	$(BIN)/python -m daedalus_spark.sparkcluster.plugin
+
 demo: $(BIN)/daedalus-spark kafka-jars
 	$(BIN)/daedalus-spark demo
 
-test: $(BIN)/daedalus-spark kafka-jars k8s-bins
+test: $(BIN)/daedalus-spark kafka-jars k8s-bins jvm-plugin
 	$(BIN)/python -m pytest -q -m "not demo"
 
-test-spark: $(BIN)/daedalus-spark kafka-jars k8s-bins
+test-spark: $(BIN)/daedalus-spark kafka-jars k8s-bins jvm-plugin
 	$(BIN)/python -m pytest -q -m "spark and not demo"
 
 # The whole live demo as a test (~12 min): `make demo` with its figures checked.

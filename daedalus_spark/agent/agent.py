@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from daedalus_spark.agent.collector import AgentCollector, DriverView
 from daedalus_spark.agent.driverui import DriverUiReader, live_executors
 from daedalus_spark.agent.queries import BoundedOffsets, LatestOffsets, ProgressTracker
-from daedalus_spark.agent.scaler import ExecutorScaler
+from daedalus_spark.agent.scaler import ExecutorScaler, ScaleIn
 from daedalus_spark.agent.server import Routes, serve
 from daedalus_spark.agent.targets import TargetRefused
 
@@ -33,6 +33,8 @@ class AgentConfig:
     max_executors: int = 16
     poll_s: float = 1.0
     initial_target: int | None = None
+    # How executors leave on a scale-in: decommissioned where Spark can (spark.decommission.enabled), else killed.
+    scale_in: ScaleIn = "decommission"
 
 
 @dataclass
@@ -110,21 +112,23 @@ class Agent:
         return None
 
     def status(self) -> dict[str, Any]:
-        live = [e.executor_id for e in live_executors(self.collector.view.executors)]
+        serving = [e.executor_id for e in self.scaler.serving(self.scaler.executors())]
         return {
-            "current": self.scaler.current(),
+            "current": len(serving),
             "target": self.scaler.target,
-            "executors": live,
+            "executors": serving,
             "min": self.config.min_executors,
             "max": self.config.max_executors,
             "refusing": self.refusal,
+            "scale_in": self.scaler.in_force(),
         }
 
     def apply(self, target: int) -> dict[str, Any]:
         if self.refusal:
             raise TargetRefused(self.refusal)
         leaving = self.scaler.apply(target)
-        return {"current": self.scaler.current(), "target": target, "leaving": leaving}
+        current = self.scaler.current()
+        return {"current": current, "target": target, "leaving": leaving, "scale_in": self.scaler.in_force()}
 
     def stop(self) -> None:
         self._stop.set()
@@ -158,7 +162,7 @@ def start_agent(
     reader = DriverUiReader(sc.uiWebUrl, sc.applicationId)
     tracker = ProgressTracker()
     spark.streams.addListener(tracker)
-    scaler = ExecutorScaler(sc._jsc.sc(), sc._jvm, reader.executors)
+    scaler = ExecutorScaler(sc._jsc.sc(), sc._jvm, reader.executors, scale_in=config.scale_in)
     collector = AgentCollector(
         app_id=sc.applicationId,
         started_at=sc.startTime / 1000.0,
@@ -167,6 +171,7 @@ def start_agent(
             for topic, read in (latest_offsets or {}).items()
         },
         target=lambda: scaler.target,
+        serving=scaler.serving,
     )
     registry = CollectorRegistry()
     registry.register(collector)

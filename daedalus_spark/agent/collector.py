@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -33,6 +33,8 @@ class AgentCollector(Collector):
     started_at: float
     latest: Mapping[str, LatestOffsets]
     target: Callable[[], int | None]
+    # The live executors that count as the scale-out (those asked to leave left out): the scaler's view.
+    serving: Callable[[Sequence[ExecutorInfo]], list[ExecutorInfo]] = live_executors
     view: DriverView = field(default_factory=DriverView)
     clock: Callable[[], float] = time.time
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -138,7 +140,7 @@ class AgentCollector(Collector):
 
     def _app_metrics(self, view: DriverView) -> Iterator[Metric]:
         labels = ["application_id"]
-        live = len(live_executors(view.executors))
+        live = len(self.serving(view.executors))
         executors = GaugeMetricFamily(names.EXECUTORS, "Live executors (driver excluded)", labels=labels)
         executors.add_metric([self.app_id], float(live))
         target = GaugeMetricFamily(names.EXECUTORS_TARGET, "Executor target last applied (-1 = none)", labels=labels)

@@ -58,6 +58,7 @@ class LocalCluster:
     cpus_per_executor: float = 1.0
     host: str = "127.0.0.1"
     start_timeout_s: float = 60.0
+    home: str | None = None  # another Spark distribution's SPARK_HOME (default: the installed PySpark's)
     _master: subprocess.Popen[bytes] | None = None
     _workers: list[Worker] = field(default_factory=list)
     _dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="daedalus-cluster-")))
@@ -71,7 +72,7 @@ class LocalCluster:
 
     @property
     def spark_home(self) -> str:
-        return os.path.dirname(pyspark.__file__)
+        return self.home or os.path.dirname(pyspark.__file__)
 
     def _env(self) -> dict[str, str]:
         env = dict(
