@@ -216,7 +216,6 @@ class Controller:
             last_rescale_s=k.last_rescale_s,
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
-            workload_recent_per_s=_recent_mean(obs, self.config.forecast.resolution_s),
         )
         if settings.planner == "cost_aware":
             return plan_cost_aware(
@@ -332,12 +331,6 @@ PLANNERS: dict[str, Callable[[Any, ControllerConfig], Decision]] = {
 
 def _changed_the_job(decision: Decision) -> bool:
     return decision.actuation is not None and decision.actuation.outcome.changed_the_job
-
-
-def _recent_mean(obs: Observation, seconds: float) -> float:
-    """The observed workload's mean over its last `seconds` (at least one sample)."""
-    recent = obs.workload_per_s[-max(1, round(seconds / obs.step_s)) :] if obs.step_s > 0 else obs.workload_per_s
-    return sum(recent) / len(recent)
 
 
 def _since(workload: Iterable[tuple[float, float]], since_s: float) -> tuple[float, ...]:

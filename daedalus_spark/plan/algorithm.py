@@ -27,9 +27,6 @@ class PlanInputs:
     last_rescale_s: float | None
     downtime_scale_out_s: float
     downtime_scale_in_s: float
-    # The observed workload's last forecast step (None: unknown, take the average): a step of the load inside the
-    # window shows here at its height, in the average at a fraction of it.
-    workload_recent_per_s: float | None = None
 
     def extended(self, planner_inputs: type[Extended], **only_it_reads: Any) -> Extended:
         """These inputs as a planner's own (a subclass), with what that planner alone reads."""

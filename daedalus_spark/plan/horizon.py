@@ -130,11 +130,8 @@ def plan_horizon(inputs: HorizonInputs, settings: ControllerConfig) -> Decision:
     cooling = seconds_since_rescale(inputs) < settings.cooldown_s
     if cooling and not _outgrown(inputs, settings):
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
-    # Planned as if out of the cool-down (Algorithm 1, the fallback, would hold for it otherwise), for the load that
-    # arrives now: the step that outgrew the scale-out shows in the window's last seconds at its full height
-    now_load = max(inputs.workload_avg_per_s, inputs.workload_recent_per_s or 0.0)
-    outgrown = replace(inputs, last_rescale_s=None, workload_avg_per_s=now_load)
-    decision = _plan_horizon(outgrown if cooling else inputs, settings, evidence)
+    # Planned as if out of the cool-down (Algorithm 1, the fallback, would hold for it otherwise)
+    decision = _plan_horizon(replace(inputs, last_rescale_s=None) if cooling else inputs, settings, evidence)
     if cooling and decision.target_scaleout <= current:  # within the cool-down only a scale-out goes ahead
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
     if cooling:
@@ -144,13 +141,12 @@ def plan_horizon(inputs: HorizonInputs, settings: ControllerConfig) -> Decision:
 
 
 def _outgrown(inputs: PlanInputs, settings: ControllerConfig) -> bool:
-    """The load observed (its window's mean, or its last seconds where higher) exceeds what the current scale-out
-    carries and the lag is past the plan's share of the objective: waiting out the cool-down would only let the
-    latency grow (a step of the load right after a scale-in)."""
+    """The load observed exceeds what the current scale-out carries and the lag is past the plan's share of the
+    objective: waiting out the cool-down would only let the latency grow (a step of the load right after a
+    scale-in)."""
     capacity = inputs.capacities.at(inputs.current_scaleout)
     lag_s = inputs.consumer_lag_records / capacity if capacity > 0 else math.inf
-    load = max(inputs.workload_avg_per_s, inputs.workload_recent_per_s or 0.0)
-    return load > capacity and lag_s > planning_objective_s(settings)
+    return inputs.workload_avg_per_s > capacity and lag_s > planning_objective_s(settings)
 
 
 def _plan_horizon(inputs: HorizonInputs, settings: ControllerConfig, evidence: Evidence) -> Decision:

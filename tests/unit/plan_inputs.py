@@ -33,7 +33,6 @@ def plan_inputs(
     downtime_in=15.0,
     tokens=float("inf"),
     checkpoint_s=10.0,
-    recent=None,
 ):
     """Capacities `per_executor * n` for n = 1..max_n (or `caps`), a flat forecast at `workload` over `steps` 10-s
     buckets (or `forecast`, with `upper` as its upper bound), observed at the current scale-out only; a restart
@@ -54,5 +53,4 @@ def plan_inputs(
         downtime_scale_in_s=downtime_in,
         lookback_workload_per_s=tuple(float(v) for v in lookback),
         rescale_tokens=tokens,
-        workload_recent_per_s=recent,
     )

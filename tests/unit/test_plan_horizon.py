@@ -159,15 +159,6 @@ COOLDOWN_CASES = [
         Reason.PLAN_SCALES_OUT,
         id="cooldown-outgrown-scales-out",
     ),
-    # A step inside the window: its mean (350/s) fits 4, its last seconds (600/s) do not; the scale-out goes ahead and
-    # carries the 600/s.
-    pytest.param(
-        inputs(workload=350, recent=600, lag=10_000, since_rescale=60),
-        SETTINGS,
-        7,
-        Reason.PLAN_SCALES_OUT,
-        id="cooldown-a-step-in-the-window-scales-out-for-its-height",
-    ),
     # The same lag with a load 4 carries: the cool-down holds (the lag is being worked off).
     pytest.param(
         inputs(workload=350, lag=10_000, since_rescale=60), SETTINGS, 4, Reason.COOLDOWN, id="cooldown-lag-only"
