@@ -12,23 +12,13 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
+from daedalus_spark.buildcache import JarsMissing, cache_root
+
 KAFKA_VERSION = "4.1.1"  # the local broker's Apache Kafka (KRaft); Spark's connector brings its own kafka-clients
 FETCH_COMMAND = "make kafka-jars"
 POM_DIR = Path(__file__).resolve().parents[2] / "deploy" / "jars"
 _COMPLETE = ".complete"  # written last: a folder without it is a fetch that did not finish
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+)-\d+(?:\.\d+)+(?:-[\w.]+)?\.jar$")  # a version has a dot
-
-
-class JarsMissing(RuntimeError):
-    """The jars are not in the cache (or Java is not installed): says which command brings them."""
-
-
-def cache_root() -> Path:
-    """$DAEDALUS_SPARK_CACHE, else $XDG_CACHE_HOME/daedalus-spark, else ~/.cache/daedalus-spark."""
-    if explicit := os.environ.get("DAEDALUS_SPARK_CACHE"):
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "daedalus-spark"
 
 
 def spark_version() -> str:

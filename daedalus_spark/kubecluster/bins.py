@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from daedalus_spark.kafkacluster.jars import cache_root
+from daedalus_spark.buildcache import cache_root
 
 KUBERNETES_VERSION = "1.36.3"  # builds with Go 1.26 as published (its go.mod says go 1.26.0)
 ETCD_VERSION = "3.6.16"  # the newest 3.6 patch; Kubernetes 1.36 is built and tested against etcd 3.6

@@ -18,7 +18,7 @@ from importlib.metadata import version
 from pathlib import Path
 from types import MappingProxyType
 
-from daedalus_spark.kafkacluster.jars import JarsMissing, cache_root
+from daedalus_spark.buildcache import JarsMissing, cache_root
 
 BUILD_COMMAND = "make jvm-plugin"
 JVM_DIR = Path(__file__).resolve().parents[2] / "jvm"

@@ -112,7 +112,8 @@ def kafka_jars_conf(conf: Sequence[str]) -> list[str]:
     cached here (a job image has them in Spark's own jars folder)."""
     if any(setting.partition("=")[0].strip() == "spark.jars" for setting in conf):
         return []
-    from daedalus_spark.kafkacluster.jars import JarsMissing, spark_jars_conf
+    from daedalus_spark.buildcache import JarsMissing
+    from daedalus_spark.kafkacluster.jars import spark_jars_conf
 
     try:
         return [f"spark.jars={spark_jars_conf()['spark.jars']}"]

@@ -19,9 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from daedalus_spark.agent.offset_commit import KafkaCommitter
 from daedalus_spark.agent.queries import BoundedOffsets, OffsetsUnavailable
+from daedalus_spark.buildcache import JarsMissing
 from daedalus_spark.kafkacluster import exporter
 from daedalus_spark.kafkacluster.broker import LocalKafka
-from daedalus_spark.kafkacluster.jars import FETCH_COMMAND, JarsMissing, artifact_name
+from daedalus_spark.kafkacluster.jars import FETCH_COMMAND, artifact_name
 from daedalus_spark.kafkacluster.offsets import BrokerOffsets, TopicMissing
 from daedalus_spark.waiting import wait_until
 from daedalus_spark.workloads.generator import Generator, KafkaSink

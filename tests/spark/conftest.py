@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 
-from daedalus_spark.kafkacluster.jars import JarsMissing, connector_jars
+from daedalus_spark.buildcache import JarsMissing
+from daedalus_spark.kafkacluster.jars import connector_jars
 
 try:
     _JARS = ",".join(str(jar) for jar in connector_jars())

@@ -16,10 +16,10 @@ import pytest
 pytest.importorskip("pyspark")
 
 from daedalus_spark.agent.driverui import DriverUiReader, fetch_json, live_executors
+from daedalus_spark.buildcache import JarsMissing
 from daedalus_spark.config import ActuatorConfig
 from daedalus_spark.execute.agent import AgentActuator
 from daedalus_spark.execute.port import ActuatorError, Outcome
-from daedalus_spark.kafkacluster.jars import JarsMissing
 from daedalus_spark.sparkcluster import LocalCluster, rate_job
 from daedalus_spark.sparkcluster import plugin as jvm
 from tests.spark.helpers import request, scrape, total, wait_until

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from daedalus_spark.kafkacluster.jars import JarsMissing
+from daedalus_spark.buildcache import JarsMissing
 from daedalus_spark.sparkcluster import plugin
 
 JVM = Path(plugin.__file__).resolve().parents[2] / "jvm"
