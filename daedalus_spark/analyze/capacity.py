@@ -60,7 +60,6 @@ class CapacityModel:
     scaleout_since: tuple[int, float] = (0, 0.0)
     # This tick's findings, between `learn` and `table` (not knowledge: each tick sets them again).
     _backlog_now_per_s: float | None = field(default=None, repr=False)
-    _behind_now: bool = field(default=False, repr=False)  # the window ended with a backlog
     _trusted_now: bool = field(default=False, repr=False)
     # The window's plausible samples and their throughputs per executor (`_samples_of`).
     _window: tuple[Observation, dict[str, list[tuple[int, float, float, float]]], dict[str, list[float]]] | None = (
@@ -81,7 +80,7 @@ class CapacityModel:
                 self.active_since_s.setdefault(w, times[0] - self.config.executor_warmup_s)
         # Working off a backlog, batches grow and records per CPU-second rise: catch-up, not steady state. Those
         # windows feed the backlog floor, not the regressions that size the job.
-        backlog = self._behind_now = self._backlog(observation)
+        backlog = self._backlog(observation)
         learned: list[tuple[float, float]] = []  # (utilization, throughput) of every sample learned from, in order
         for executor_id, samples in self._plausible(observation).items():
             self.last_seen_s[executor_id] = observation.time_s
@@ -301,9 +300,10 @@ class CapacityModel:
         batches' line is not known yet says that it carries what it carried, and its utilization regression, where
         the job's batches have a line elsewhere (a micro-batch job: its CPU carries a fixed cost per batch at any
         load), extrapolates from a low load to well below what it carries. Neither is evidence that capacity fell; a
-        backlog, or the batches' line at this scale-out once known, is."""
+        backlog worked off at a settled scale-out, or the batches' line at this scale-out once known, is."""
         reference = self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
-        if estimate >= reference or self._behind_now or self.batches.fit(n) is not None:
+        # a backlog at a settled scale-out is evidence; one while an executor joins (a replacement) is not
+        if estimate >= reference or self._backlog_now_per_s is not None or self.batches.fit(n) is not None:
             return estimate
         micro_batch = any(self.batches.fit(m) is not None for m in self.batches.fits)
         if not micro_batch and bool(owns) and all(m in FITTED_METHODS for _, m in owns.values()):
