@@ -42,7 +42,7 @@ def extra_traces(seconds: int) -> dict[str, np.ndarray]:
 
 
 def versus_baseline(seconds: int) -> None:
-    """Issue 9's forecaster goal: our p90 15-min WAPE at or below plain auto-ARIMA refit every 15 min on 1 h."""
+    """The forecaster's goal: our p90 15-min WAPE at or below plain auto-ARIMA refit every 15 min on 1 h."""
     config = ForecastConfig()
     traces = {p.stem: read_trace(p)[:seconds] for p in sorted(TRACES.glob("*.csv"))}
     traces.update(extra_traces(seconds))

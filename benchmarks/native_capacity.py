@@ -5,7 +5,7 @@ agent's, on one WordCount job on the local standalone cluster.
 One driver runs the agent and Spark's PrometheusServlet; one real Prometheus scrapes both; the generator steps its
 rate up (so utilization spreads and the regression has a slope). Every loop interval each query set's window goes
 to a controller of its own (utilization_signal busy_time, nothing actuated), and the capacity each has learned at
-the current scale-out is printed side by side. The goal of issue 22: within 10 %. Results go to
+the current scale-out is printed side by side. The goal: within 10 %. Results go to
 benchmarks/results/native_capacity.json.
 
   flock /tmp/daedalus-spark.lock python benchmarks/native_capacity.py [--rates 200,400,600,800,1000] [--step-s 60]

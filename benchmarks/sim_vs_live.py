@@ -100,7 +100,7 @@ def measured_saturation() -> dict[int, float]:
 
 
 def capacity_checks(run: dict[str, Any], saturation: dict[int, float]) -> dict[str, Any]:
-    """Against `saturation` (measured here, or the simulated job's true capacity), the issue's goals: every tick's
+    """Against `saturation` (measured here, or the simulated job's true capacity), the goals: every tick's
     capacity within 20 % of it at its scale-out, the final table within 15 % at the observed scale-outs, and at
     most one no_valid_scaleout_use_max after the first capacity."""
     ticks = [(n, c) for n, c in run["capacity_by_tick"] if c is not None and math.isfinite(c)]

@@ -45,7 +45,7 @@ from daedalus_spark.tune.spark import WorkerCounts, run_tasks
 from daedalus_spark.tune.split import HOLDOUT, plan_windows
 from daedalus_spark.tune.task import process_counts, simulate_window
 
-# Suite traces (issue 17's: the bundled 6-h traces and the shapes of sim/suite.py) where the default controller
+# Suite traces (the suite's: the bundled 6-h traces and the shapes of sim/suite.py) where the default controller
 # leaves room above the optimum held to its budget (docs/planning.md: traffic 1.29 x, ysb 1.45 x, the shapes
 # 1.13-1.42 x), and fast_cycle, where it leaves 3 %: a 10 % saving there would be a sign of a violation-prone choice.
 TRACES = (

@@ -121,7 +121,7 @@ def baseline_wapes(
     loop_interval_s: float = 60,
     horizon_s: float = 900,
 ) -> list[float]:
-    """The yardstick of issue 9: plain pmdarima auto-ARIMA searched afresh on the latest `window_s` every
+    """The forecaster's yardstick: plain pmdarima auto-ARIMA searched afresh on the latest `window_s` every
     `refit_interval_s` (first at `first_fit_s`), pmdarima's `update` with each tick's buckets in between; WAPE of
     each forecast over its full horizon, scored like `evaluate_trace`. A numerical failure refits at once."""
     actual = _bucket_means(np.asarray(trace, dtype=float), resolution_s)

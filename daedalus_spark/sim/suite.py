@@ -256,7 +256,7 @@ def get_shape(name: str) -> WorkloadShape:
 
 
 def suite_workload(name: str, seed: int = 1) -> np.ndarray:
-    """A trace of issue 17's suite by name: a bundled trace by its file's stem (`simulate`'s reader), else the shape of
+    """A trace of the suite by name: a bundled trace by its file's stem (`simulate`'s reader), else the shape of
     that name generated with `seed`."""
     path = BUNDLED_TRACES_DIR / f"{name}.csv"
     return read_trace(path) if path.exists() else get_shape(name).generate(seed)

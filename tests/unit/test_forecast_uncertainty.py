@@ -1,4 +1,4 @@
-"""Unit tests of the forecaster's uncertainty, seasonality, periodic refits and stored version (issue 9 part 3)."""
+"""Unit tests of the forecaster's uncertainty, seasonality, periodic refits and stored version."""
 
 from __future__ import annotations
 

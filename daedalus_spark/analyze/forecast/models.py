@@ -43,7 +43,7 @@ _MAX_STORED_ORDER, _MAX_STORED_PARAMS = 6, 64
 MAX_STORED_VALUE = 1e17
 # The mean level (records/s) the ARIMA sees its series at, whatever the workload's own: the bundled traces' order of
 # magnitude, where its accuracy was measured. Unit level (or unit variance) fitted worse there: WordCount p90 WAPE
-# 7.4 % (5.1 %) against 0.9 % (docs/hardening.md, "Bad input, round 2").
+# 7.4 % (5.1 %) against 0.9 % (docs/hardening.md, "Bad input").
 MODEL_LEVEL = 1e4
 # Another candidate replaces the lowest-AIC one only below this share of its hold-out WAPE.
 _HOLDOUT_MARGIN_RATIO = 0.8
