@@ -18,8 +18,9 @@ SATURATED_PER_S = {1: 118_867.0, 2: 196_185.0, 3: 263_023.0, 4: 268_938.0}
 # section batch_size_2: steady_max.highest_bounded_per_s, first_unbounded_per_s; ramp cpu_ratio_mean
 BOUNDED_PER_S, UNBOUNDED_PER_S = 158_656.0, 240_376.0
 RAMP_CPU = {3_000.0: 0.884, 158_656.0: 0.941, 240_376.0: 0.961}
-# the live demo's runs (docs/demo.md; timeline.csv, wordcount.log): the query's first batch on 4 cold executors,
-# when it started (s after the load began: the trace's arrivals it read), its lines and how long it lasted
+# the live demo's runs (docs/results/2026-11-25-sim-vs-live.md; timeline.csv, wordcount.log): the query's first
+# batch on 4 cold executors, when it started (s after the load began: the trace's arrivals it read), its lines and
+# how long it lasted
 FIRST_BATCHES = {
     "sim-vs-live 2026-11-24 23:06": (14.1, 114_472, 28.439),
     "live_compare daedalus": (13.0, 111_840, 29.442),
