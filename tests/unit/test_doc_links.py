@@ -1,4 +1,4 @@
-"""Docs (no MAPE-K part): every relative link in README.md and docs/**/*.md names a file or folder that exists."""
+"""Docs (no MAPE-K part): every relative link in README.md and docs/**/*.md resolves; the README stays one page."""
 
 from __future__ import annotations
 
@@ -32,3 +32,12 @@ def test_the_link_pattern_finds_relative_links_and_skips_the_rest() -> None:
 def test_every_relative_link_resolves(doc: Path) -> None:
     missing = [t for t in relative_links(doc.read_text()) if not (doc.parent / t).exists()]
     assert not missing, f"{doc.relative_to(ROOT)}: links to missing files: {missing}"
+
+
+def test_the_readme_opens_with_the_two_commands_and_stays_one_page() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    fence = lines.index("```sh")
+    commands = [line.split("#", 1)[0].strip() for line in lines[fence + 1 : lines.index("```", fence + 1)]]
+    assert fence < 5 and commands == ["make demo", "make test"], "README must open with `make demo` and `make test`"
+    assert any("docs/attach.md" in line for line in lines[:50]), "attaching to your own job must be on the first screen"
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; the product page stays within 200"
