@@ -9,17 +9,14 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+# Only what every command needs loads here (no numpy, pandas, forecasting models, Spark or Kubernetes client):
+# each command imports its own modules when it runs, so `--help`, `--version` and `validate-config` start at once.
 from daedalus_spark.cliargs import OneLineParser, integer, number
 from daedalus_spark.config import ConfigError, load_config, render_yaml
-from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
-from daedalus_spark.knowledge.state import IncompatibleKnowledge
-from daedalus_spark.monitor.files import InputFileError
 from daedalus_spark.redact import redact
-from daedalus_spark.report.jsonout import strict_json
-from daedalus_spark.report.knowledge_report import register as register_report
-from daedalus_spark.sim.cli import register as register_simulate
-from daedalus_spark.sim.policies import PolicyNameError
-from daedalus_spark.tune.cli import register as register_tune
+from daedalus_spark.report.command import register as register_report
+from daedalus_spark.sim.command import register as register_simulate
+from daedalus_spark.tune.command import register as register_tune
 
 # Largest scale-out any command accepts: the config's own bound on controller.max_scaleout.
 MAX_SCALEOUT = 10_000
@@ -37,6 +34,7 @@ def _validate_config(args: argparse.Namespace) -> int:
 
 def _capacity(args: argparse.Namespace) -> int:
     from daedalus_spark.report.capacity_report import capacity_from_csv, format_text, to_json
+    from daedalus_spark.report.jsonout import strict_json
 
     if args.smooth_throughput is not None and args.utilization_window is not None:
         raise UsageError("--smooth-throughput and --utilization-window both set the throughput window: give one")
@@ -56,8 +54,9 @@ def _capacity(args: argparse.Namespace) -> int:
 
 
 def _forecast_evaluate(args: argparse.Namespace) -> int:
-    from daedalus_spark.monitor.files import read_trace
+    from daedalus_spark.monitor.files import InputFileError, read_trace
     from daedalus_spark.report.forecast_backtest import evaluate_trace, format_text
+    from daedalus_spark.report.jsonout import strict_json
 
     config = load_config(args.config)
     if args.horizon is not None and args.horizon < config.forecast.resolution_s:
@@ -89,6 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     """The sidecar: the loop against a live job until SIGTERM/SIGINT."""
     import os
 
+    from daedalus_spark.knowledge.state import IncompatibleKnowledge
     from daedalus_spark.runtime.logsetup import configure_logging
     from daedalus_spark.runtime.sidecar import build_sidecar
 
@@ -257,10 +257,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except ConfigError as exc:
         return _fail(exc.one_line())
-    except (InputFileError, UsageError, PolicyNameError, IncompatibleKnowledge, KnowledgeStoreError) as exc:
+    except _one_line_errors() as exc:
         return _fail(str(exc))
     except OSError as exc:  # an output that cannot be written: say which, without a traceback
         return _fail(f"{exc.filename or 'output'}: {exc.strerror or exc}")
+
+
+def _one_line_errors() -> tuple[type[Exception], ...]:
+    """The errors reported as their own message, imported only once a command has failed: no command loads their
+    modules (the forecasting models among them) just to start."""
+    from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
+    from daedalus_spark.knowledge.state import IncompatibleKnowledge
+    from daedalus_spark.monitor.files import InputFileError
+    from daedalus_spark.sim.policies import PolicyNameError
+
+    return (InputFileError, UsageError, PolicyNameError, IncompatibleKnowledge, KnowledgeStoreError)
 
 
 def _fail(message: str) -> int:

@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
-from daedalus_spark.buildcache import JarsMissing, cache_root
+from daedalus_spark.buildcache import JarsMissing, cache_root, fill_once, is_complete
 
 KAFKA_VERSION = "4.1.1"  # the local broker's Apache Kafka (KRaft); Spark's connector brings its own kafka-clients
 FETCH_COMMAND = "make kafka-jars"
 POM_DIR = Path(__file__).resolve().parents[2] / "deploy" / "jars"
-_COMPLETE = ".complete"  # written last: a folder without it is a fetch that did not finish
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+)-\d+(?:\.\d+)+(?:-[\w.]+)?\.jar$")  # a version has a dot
 
 
@@ -35,7 +34,7 @@ def broker_dir(kafka: str = KAFKA_VERSION) -> Path:
 
 
 def _complete(folder: Path, what: str) -> Path:
-    if not (folder / _COMPLETE).is_file():
+    if not is_complete(folder):
         raise JarsMissing(f"{what} not found in {folder}: run `{FETCH_COMMAND}` (Maven) first")
     return folder
 
@@ -78,26 +77,18 @@ def java() -> str:
 
 
 def fetch(pom: Path, folder: Path, properties: dict[str, str], *, mvn: str = "mvn") -> bool:
-    """Copy `pom`'s runtime dependencies into `folder` with Maven, unless a complete copy is there; True if fetched.
+    """Copy `pom`'s runtime dependencies into `folder` with Maven, unless a complete copy is there; True if fetched."""
 
-    Maven writes into a sibling folder renamed into place at the end, so an interrupted fetch leaves no half folder."""
-    if (folder / _COMPLETE).is_file():
-        return False
-    if shutil.which(mvn) is None:
-        raise JarsMissing(f"{mvn} not found on the PATH: `{FETCH_COMMAND}` fetches the jars with Maven")
-    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    defines = [f"-D{key}={value}" for key, value in properties.items()]
-    command = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies"]
-    command += ["-DincludeScope=runtime", f"-DoutputDirectory={partial}", *defines]
-    try:
+    def copy_dependencies(partial: Path) -> str:
+        if shutil.which(mvn) is None:
+            raise JarsMissing(f"{mvn} not found on the PATH: `{FETCH_COMMAND}` fetches the jars with Maven")
+        defines = [f"-D{key}={value}" for key, value in properties.items()]
+        command = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies"]
+        command += ["-DincludeScope=runtime", f"-DoutputDirectory={partial}", *defines]
         subprocess.run(command, check=True)  # noqa: S603 - our own arguments, no shell
-        (partial / _COMPLETE).write_text(" ".join(f"{k}={v}" for k, v in properties.items()) + "\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        partial.rename(folder)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return True
+        return " ".join(f"{k}={v}" for k, v in properties.items()) + "\n"
+
+    return fill_once(folder, copy_dependencies)
 
 
 def fetch_all(pom_dir: Path = POM_DIR) -> list[str]:

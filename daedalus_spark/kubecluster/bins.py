@@ -12,12 +12,11 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from daedalus_spark.buildcache import cache_root
+from daedalus_spark.buildcache import cache_root, fill_once, is_complete
 
 KUBERNETES_VERSION = "1.36.3"  # builds with Go 1.26 as published (its go.mod says go 1.26.0)
 ETCD_VERSION = "3.6.16"  # the newest 3.6 patch; Kubernetes 1.36 is built and tested against etcd 3.6
 BUILD_COMMAND = "make k8s-bins"
-_COMPLETE = ".complete"  # written last: a folder without it is a build that did not finish
 _STAGING = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/", re.MULTILINE)
 
 
@@ -38,7 +37,7 @@ def etcd_dir(etcd: str = ETCD_VERSION) -> Path:
 
 
 def _binary(folder: Path, name: str, what: str) -> Path:
-    if not (folder / _COMPLETE).is_file():
+    if not is_complete(folder):
         raise BinsMissing(f"{what} not found in {folder}: run `{BUILD_COMMAND}` (Go) first")
     return folder / name
 
@@ -81,19 +80,13 @@ def _go(args: list[str], cwd: Path, go: str) -> str:
 
 
 def _build(folder: Path, *, module: str, version: str, packages: dict[str, str], go: str, ldflags: str = "") -> bool:
-    """Build `packages` (binary name -> Go package) of `module`@`version` into `folder`, unless done; True if built.
+    """Build `packages` (binary name -> Go package) of `module`@`version` into `folder`, unless done; True if built."""
 
-    The throwaway module and the binaries go into a sibling folder renamed into place at the end, so an interrupted
-    build leaves no half folder."""
-    if (folder / _COMPLETE).is_file():
-        return False
-    if shutil.which(go) is None:
-        raise BinsMissing(f"{go} not found on the PATH: `{BUILD_COMMAND}` builds etcd and kube-apiserver with Go")
-    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    source = partial / "module"
-    source.mkdir(parents=True)
-    try:
+    def go_build(partial: Path) -> str:
+        if shutil.which(go) is None:
+            raise BinsMissing(f"{go} not found on the PATH: `{BUILD_COMMAND}` builds etcd and kube-apiserver with Go")
+        source = partial / "module"  # a throwaway module requiring `module`, removed once the binaries are built
+        source.mkdir()
         info = json.loads(_go(["mod", "download", "-json", f"{module}@v{version}"], partial, go))
         replaces = {name: f"v0.{version.split('.', 1)[1]}" for name in staging_modules(Path(info["GoMod"]).read_text())}
         (source / "go.mod").write_text(throwaway_go_mod(module, f"v{version}", replaces))
@@ -101,12 +94,9 @@ def _build(folder: Path, *, module: str, version: str, packages: dict[str, str],
         for name, package in packages.items():
             _go(["build", "-ldflags", f"-s -w {ldflags}".strip(), "-o", str(partial / name), package], source, go)
         shutil.rmtree(source)
-        (partial / _COMPLETE).write_text(f"{module} v{version}\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        partial.rename(folder)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return True
+        return f"{module} v{version}\n"
+
+    return fill_once(folder, go_build)
 
 
 def _version_ldflags(kubernetes: str) -> str:

@@ -8,8 +8,10 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads with the first file read: the command line lists the bundled traces without it
+    import numpy as np
 
 # The workload traces of the paper's evaluation, shipped in the repository (workloads/traces, with their README).
 BUNDLED_TRACES_DIR = Path(__file__).resolve().parents[2] / "workloads" / "traces"
@@ -57,6 +59,8 @@ def read_trace(path: str | Path) -> np.ndarray:
 
     A header line is optional; seconds must start anywhere but then increase by exactly one.
     """
+    import numpy as np
+
     counts: list[float] = []
     expected_second: int | None = None
     for number, line in enumerate(_read_lines(path), start=1):
@@ -156,6 +160,8 @@ def read_metric_csv(path: str | Path) -> MetricTable:
     if not values:
         raise InputFileError(path, None, "no data rows")
     _check_time_order(path, times, lines)
+    import numpy as np
+
     matrix = np.asarray(values, dtype=float)
     return MetricTable(
         times=tuple(times), columns={name: matrix[:, i] for i, name in enumerate(names)}, window_s=window_s
@@ -193,6 +199,8 @@ def time_step_s(times: tuple[str, ...] | list[str]) -> float | None:
     keys = _time_keys(list(times))
     if keys is None or len(keys) < 2:
         return None
+    import numpy as np
+
     return float(np.median(np.diff(keys)))
 
 

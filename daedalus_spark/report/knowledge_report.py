@@ -387,7 +387,8 @@ def write_report(knowledge_path: str | Path, out: Path, config: Config | None = 
     return write_html(build(load_knowledge(knowledge_path, config)), out)
 
 
-def _report(args: argparse.Namespace) -> int:
+def report(args: argparse.Namespace) -> int:
+    """The `report` subcommand (report/command.py)."""
     r = build(load_knowledge(args.knowledge, load_config(args.config)))
     if args.out:
         print(f"report written to {write_html(r, args.out)}")
@@ -396,13 +397,3 @@ def _report(args: argparse.Namespace) -> int:
     else:
         print(redact(format_text(r)))
     return 0
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser("report", help="what a live or stopped controller knows, from its knowledge store")
-    p.add_argument("--knowledge", type=Path, default=Path("daedalus-knowledge.sqlite"), help="the SQLite store")
-    p.add_argument("--config", type=Path, default=None, help="the controller's config (capacity settings)")
-    output = p.add_mutually_exclusive_group()  # --out writes report.json itself
-    output.add_argument("--json", action="store_true", help="one strict JSON object")
-    output.add_argument("--out", type=Path, default=None, help="write index.html, report.json and PNG plots here")
-    p.set_defaults(handler=_report)

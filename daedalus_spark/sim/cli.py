@@ -10,18 +10,17 @@ from typing import TextIO
 
 import numpy as np
 
-from daedalus_spark.cliargs import OneLineParser, integer, number
+from daedalus_spark.cliargs import OneLineParser
 from daedalus_spark.config import Config, ConfigError, load_config
-from daedalus_spark.monitor.files import BUNDLED_TRACES, BUNDLED_TRACES_DIR, InputFileError, read_trace
+from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR, InputFileError, read_trace
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.report.outfile import replace_file
+from daedalus_spark.sim.command import DEFAULT_POLICIES, DEFAULT_TRACE, register
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
-from daedalus_spark.sim.policies import KNOWN, PolicyNameError, is_offline, needs_microbatch, parse_policy_list
+from daedalus_spark.sim.policies import PolicyNameError, is_offline, needs_microbatch, parse_policy_list
 
 TRACES_DIR = BUNDLED_TRACES_DIR
-DEFAULT_TRACE = BUNDLED_TRACES["wordcount"]
-DEFAULT_POLICIES = "daedalus,static:12,hpa:0.8,hpa:0.85,flink,oracle,optimum"
 TABLE_COLUMNS = (
     ("avg_executors", "executors", "{:.2f}"),
     ("executor_hours", "executor-h", "{:.1f}"),
@@ -39,39 +38,6 @@ TABLE_COLUMNS = (
     ("latency_violation_s", "late s", "{}"),
     ("passes", "rule", "{}"),
 )
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add `simulate` to the CLI."""
-    p = subparsers.add_parser(
-        "simulate",
-        help="Run Daedalus and baselines side by side on workload traces (simulated job).",
-        description="Drives the real controller tick and baseline autoscalers over a simulated Spark job.",
-    )
-    p.add_argument(
-        "--trace", action="append", metavar="FILE", help=f"workload trace (repeatable; default {DEFAULT_TRACE.name})"
-    )
-    p.add_argument(
-        "--policies", default=DEFAULT_POLICIES, help=f"comma-separated, of: {KNOWN} (default {DEFAULT_POLICIES})"
-    )
-    p.add_argument("--config", metavar="YAML", help="controller settings (daedalus-spark config)")
-    p.add_argument(
-        "--job-model",
-        metavar="YAML|PROFILE",
-        help="simulated job: a YAML file (capacity, skew, engine, rescales, partitions) or a packaged profile: "
-        "local, kubernetes (Spark micro-batches, in-place rescales)",
-    )
-    p.add_argument("--seed", type=integer(0, 2**32 - 1), default=1, help="random seed, 0..2^32-1 (default 1)")
-    p.add_argument(
-        "--speedup",
-        type=number(1, 3600, whole=True),
-        default=1.0,
-        help="shorten each trace by this whole factor, 1..3600 (default 1)",
-    )
-    p.add_argument("--json", metavar="FILE", help="write metrics as JSON ('-' for stdout)")
-    p.add_argument("--out", metavar="DIR", help="write per-second CSVs, plots and an HTML report here")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.set_defaults(handler=run)
 
 
 class ProgressBar:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from daedalus_spark.config import Config
-from daedalus_spark.sim.job import SimulatedJob
 
 if TYPE_CHECKING:
     from daedalus_spark.sim.flink import FlinkSettings
+    from daedalus_spark.sim.job import SimulatedJob
 
 
 class Policy(Protocol):

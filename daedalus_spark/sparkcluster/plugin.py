@@ -18,14 +18,13 @@ from importlib.metadata import version
 from pathlib import Path
 from types import MappingProxyType
 
-from daedalus_spark.buildcache import JarsMissing, cache_root
+from daedalus_spark.buildcache import JarsMissing, cache_root, fill_once, is_complete
 
 BUILD_COMMAND = "make jvm-plugin"
 JVM_DIR = Path(__file__).resolve().parents[2] / "jvm"
 PLUGIN_CLASS = "daedalus.spark.plugin.DaedalusPlugin"
 EXAMPLE_JOB_CLASS = "daedalus.spark.example.RateCount"
 SPARK_35 = "3.5.9"  # the newest Spark 3.5 (Scala 2.12) whose PySpark distribution is served
-_COMPLETE = ".complete"
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ def plugin_jar(line_name: str = "4") -> Path:
     line = spark_lines()[line_name]
     folder = plugin_dir(line)
     jar = folder / "daedalus-spark-plugin.jar"
-    if not (folder / _COMPLETE).is_file() or not jar.is_file():
+    if not is_complete(folder) or not jar.is_file():
         raise JarsMissing(f"the agent plugin for Spark {line.spark} is not built in {folder}: run `{BUILD_COMMAND}`")
     return jar
 
@@ -79,51 +78,37 @@ def spark_home(line_name: str = "4") -> Path:
 
         return Path(pyspark.__file__).parent
     folder = runtime_dir()
-    if not (folder / _COMPLETE).is_file():
+    if not is_complete(folder):
         raise JarsMissing(f"the Spark {SPARK_35} runtime is not in {folder}: run `{BUILD_COMMAND}`")
     return folder / "pyspark"
 
 
 def build(line: SparkLine, *, jvm_dir: Path = JVM_DIR, mvn: str = "mvn") -> bool:
     """Build the plugin for one line into its cache folder, unless a complete build is there; True if built."""
-    folder = plugin_dir(line, jvm_dir)
-    if (folder / _COMPLETE).is_file():
-        return False
-    if shutil.which(mvn) is None:
-        raise JarsMissing(f"{mvn} not found on the PATH: `{BUILD_COMMAND}` builds the plugin with Maven")
-    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    command = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(jvm_dir / "pom.xml"), "-P", line.profile]
-    command += [f"-Dspark.version={line.spark}", f"-Ddaedalus.build.dir={partial / 'build'}", "package"]
-    try:
+
+    def package(partial: Path) -> str:
+        if shutil.which(mvn) is None:
+            raise JarsMissing(f"{mvn} not found on the PATH: `{BUILD_COMMAND}` builds the plugin with Maven")
+        command = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(jvm_dir / "pom.xml"), "-P", line.profile]
+        command += [f"-Dspark.version={line.spark}", f"-Ddaedalus.build.dir={partial / 'build'}", "package"]
         subprocess.run(command, check=True)  # noqa: S603 - our own arguments, no shell
         (jar,) = (partial / "build").glob("daedalus-spark-plugin-*.jar")
         shutil.copy2(jar, partial / "daedalus-spark-plugin.jar")
         shutil.rmtree(partial / "build")
-        (partial / _COMPLETE).write_text(f"spark={line.spark} profile={line.profile}\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        partial.rename(folder)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return True
+        return f"spark={line.spark} profile={line.profile}\n"
+
+    return fill_once(plugin_dir(line, jvm_dir), package)
 
 
 def install_runtime(spark: str = SPARK_35) -> bool:
     """PySpark `spark` (its bin/ and jars/ are a Spark distribution) into the cache, unless there; True if installed."""
-    folder = runtime_dir(spark)
-    if (folder / _COMPLETE).is_file():
-        return False
-    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(partial), f"pyspark=={spark}"]
-    try:
+
+    def pip_install(partial: Path) -> str:
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(partial), f"pyspark=={spark}"]
         subprocess.run(command, check=True)  # noqa: S603 - our own arguments, no shell
-        (partial / _COMPLETE).write_text(f"pyspark=={spark}\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        partial.rename(folder)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return True
+        return f"pyspark=={spark}\n"
+
+    return fill_once(runtime_dir(spark), pip_install)
 
 
 @dataclass

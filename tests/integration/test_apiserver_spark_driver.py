@@ -19,7 +19,7 @@ from tests.integration.kustomize import rendered
 from tests.integration.test_kubernetes_manifests import find
 from tests.integration.test_kubernetes_rbac import grants
 
-pytestmark = [pytest.mark.apiserver, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.apiserver, pytest.mark.spark]
 EXECUTORS = 2
 
 
