@@ -165,6 +165,7 @@ class _Problem:
     floor: np.ndarray  # caught up: the backlog within this, per second...
     floor_by_size: np.ndarray  # ...or within this at each scale-out (the latency objective's backlog; 0: none)
     lat_cap: float  # every second's latency within this (infinite under the latency objective: it binds elsewhere)
+    hold: int  # seconds latency holds within the objective that end a judged recovery (relaxed: see _held_ends)
     relaxed: bool
     # Column b of every state array: paths that have rescaled b times (one column when rescales are not limited).
     levels: int
@@ -214,6 +215,7 @@ class _Problem:
             floor=floor,
             floor_by_size=np.zeros(len(caps)) if objective is None else (objective - model.base_latency_s) * caps,
             lat_cap=target if objective is None else math.inf,
+            hold=1 if objective is None else math.ceil(objective),
             relaxed=model.relaxed,
             levels=1 if max_rescales is None else max(0, max_rescales) + 1,
             spent=0 if max_rescales is None else 1,
@@ -348,6 +350,10 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     caught = (lags <= _floors(p, g.t0, g.h1, p.floor_by_size[others][:, None])) & (offset >= downs[:, None])
     any_hit = caught.any(axis=1)
     hit = np.argmax(caught, axis=1)
+    gate_at = np.where(any_hit, g.t0 + hit + 1, p.total + 1)
+    if p.relaxed:
+        any_hit, first, hit = _held_ends(caught, p.hold, p.target)
+        gate_at = np.where(any_hit, g.t0 + first + 1, p.total + 1)
     rec_at = np.where(any_hit, g.t0 + hit + 1, p.total + 1)
     # once recovered, the lag must stay caught up for the rest of the interval
     behind = ~caught[:, : g.seg] & (g.secs[None, : g.seg] >= rec_at[:, None])
@@ -355,7 +361,7 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     # A recovery still under way where the load ends is refused, else a schedule would drop executors in the last
     # `target` seconds for free.
     ok_rec = any_hit & (hit + 1 <= p.target)
-    if s.recovered[i, b] > g.t0:  # still working off the start's backlog: a rescale does not move its deadline
+    if s.recovered[i, b] > g.t0 and not p.relaxed:  # still working off the start's backlog: its deadline stays
         ok_rec &= rec_at <= s.recovered[i, b] + 1
     # every feasible target at once (each appears once for this state)
     rows = np.flatnonzero(ok_lat & ok_rec)
@@ -365,7 +371,7 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     if p.relaxed:
         tails = _tails(backlog, g.arr, lags[rows, : g.seg], p.caps[js], downs[rows], p.ckpt)
         cheaper = c < new.cost[js, nb]
-        _merge(new, js, nb, c, end, tails, rec_at[rows], rec_at[rows], g.t0 + downs[rows])
+        _merge(new, js, nb, c, end, tails, rec_at[rows], gate_at[rows], g.t0 + downs[rows])
         parents[js[cheaper], nb] = i
         return
     better = (c < new.cost[js, nb]) | ((c == new.cost[js, nb]) & (end < new.backlog[js, nb]))
@@ -379,6 +385,20 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     new.gate[js, nb] = rec_at[rows]
     new.restart[js, nb] = g.t0 + downs[rows]
     parents[js, nb] = i
+
+
+def _held_ends(caught: np.ndarray, hold_s: int, target_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a rescale followed second by second: whether some second within the target starts a run of `hold_s`
+    caught-up seconds (to the row's end, where it ends sooner), the first such second and the last. A judge that ends
+    a recovery at the first second from which latency holds within the objective (sim/metrics.py) may see any earlier
+    dip within it as part of the recovery, and a fluid job reaches each such second no later than the judged one: the
+    relaxed DP lets the recovery end at the last of them and the next rescale start from the first."""
+    misses = np.concatenate([np.zeros((len(caught), 1), dtype=np.int64), np.cumsum(~caught, axis=1)], axis=1)
+    cols = np.arange(caught.shape[1])
+    ends = np.minimum(cols + max(1, hold_s), caught.shape[1])
+    held = (misses[:, ends] - misses[:, cols] == 0) & (cols < target_s)[None, :]
+    last = caught.shape[1] - 1 - np.argmax(held[:, ::-1], axis=1)
+    return held.any(axis=1), np.argmax(held, axis=1), last
 
 
 def _floors(p: _Problem, t0: int, t1: int, by_size: np.ndarray | float) -> np.ndarray:

@@ -54,7 +54,6 @@ def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> fl
 class RecoveryOutcome:
     rescale: Rescale
     recovery_s: float | None  # None: not recovered before the trace ended
-    observed_s: float  # how long it was watched
 
 
 def caught_up(result: RunResult) -> np.ndarray:
@@ -97,17 +96,16 @@ def recoveries(result: RunResult, target_latency_s: float | None = None) -> list
         start = min(r.time_s + math.ceil(effect_s(r)), total)
         hits = np.flatnonzero(caught[start:])
         rec = float(start + hits[0] + 1 - r.time_s) if len(hits) else None
-        out.append(RecoveryOutcome(r, rec, float(total - r.time_s)))
+        out.append(RecoveryOutcome(r, rec))
     return out
 
 
 def recovery_violations(result: RunResult, target_s: float, target_latency_s: float | None = None) -> int:
-    """Rescales that took longer than the target to recover (or had not when the target passed)."""
-    count = 0
-    for o in recoveries(result, target_latency_s):
-        if (o.recovery_s is not None and o.recovery_s > target_s) or (o.recovery_s is None and o.observed_s > target_s):
-            count += 1
-    return count
+    """Rescales that took longer than the target to recover, or had not when the run ended: latency was above the
+    objective at its last second (a recovery back within it there has held to the end, `held_for`). A run that ends
+    still behind after a rescale has not shown that it recovers; judged as passing, it would let a policy drop
+    executors in a trace's last `target_s` for free."""
+    return sum(1 for o in recoveries(result, target_latency_s) if o.recovery_s is None or o.recovery_s > target_s)
 
 
 def seconds_behind(result: RunResult, target_s: float) -> int:

@@ -14,9 +14,10 @@ replayed oracle, and the suite on every trace it runs):
   stalls; a leaving one's capacity is gone at once); a driver restart stops for its shortest downtime; nothing is
   replayed;
 - the DP relaxed (plan/schedule.py): each state carries the most lenient of every path into it;
-- the rule as the judges apply it: a recovery ends at the first second whose latency is within the objective, and
-  must end within the recovery target (and before the trace ends); no rescale before the previous one has
-  recovered (a policy that rescales during a recovery gains at most that interval's difference);
+- the rule as the judges apply it, at its most lenient: a recovery must end within the recovery target and before
+  the trace ends, at a second from which latency holds within the objective (plan/schedule.py `_held_ends`: the
+  last such second, the next rescale from the first); no rescale before the previous one has recovered (a policy
+  that rescales during a recovery gains at most that interval's difference);
 - objective: executor-seconds (scale-out summed per second, as metrics.summarize counts executor-hours);
 - optionally at most `max_rescales` rescales (policy `optimum:R`: R rescales per 20 minutes on average), the
   yardstick for a controller held to that rate.

@@ -54,6 +54,10 @@ LOW, HIGH = 1.0, 50.0
         ),
         # never back within the target: a recovery violation, the target's seconds excused, the rest counted
         pytest.param([LOW, LOW] + [HIGH] * 25 + [LOW] * 13, 5, False, id="not-recovered-in-time"),
+        # the run ends 10 s after the request, still above the objective: not shown to recover, a failure
+        pytest.param([LOW, LOW] + [HIGH] * 10, 0, False, id="not-recovered-when-the-run-ends"),
+        # back within the objective for its last 3 s, shorter than the hold: that holds to the end, recovered
+        pytest.param([LOW, LOW] + [HIGH] * 7 + [LOW] * 3, 0, True, id="recovered-at-the-run-end"),
     ],
 )
 def test_latency_is_excused_only_until_the_recovery(latency_s: list[float], violations: int, ok: bool) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from daedalus_spark.config import Config
@@ -59,7 +59,6 @@ def test_capacities_are_as_the_cases_assume() -> None:
         pytest.param(_levels((150.0, 1800)), {2}, 0, id="constant-load-holds-the-fewest-that-keep-up"),
         pytest.param(_levels((80.0, 1800)), {1}, 0, id="light-load-one-executor"),
         pytest.param(_levels((150.0, 1200), (350.0, 1200)), {2, 4}, 1, id="step-up-exactly-one-rescale"),
-        pytest.param(_levels((350.0, 1200), (80.0, 2400)), {4, 1}, 1, id="step-down-exactly-one-rescale"),
     ],
 )
 def test_optimum_schedule(workload: np.ndarray, scaleouts: set[int], rescales: int) -> None:
@@ -70,6 +69,14 @@ def test_optimum_schedule(workload: np.ndarray, scaleouts: set[int], rescales: i
     run = run_optimum(setup, schedule)
     assert len(run.rescales) == rescales
     assert float(run.scaleout.sum()) == pytest.approx(schedule.executor_seconds)
+
+
+def test_step_down_costs_no_more_than_dropping_at_the_step() -> None:
+    # The rule lets a rescale's latency run past the objective until it recovers (within the target), so the bound
+    # may scale in before the step and work the backlog off after it: no dearer than 4 executors, then 1 at the step.
+    schedule = solve_optimum(_setup(_levels((350.0, 1200), (80.0, 2400))))
+    assert schedule.scaleouts[0] == 4 and schedule.scaleouts[-1] == 1
+    assert schedule.executor_seconds <= 4 * 1200 + 1 * 2400
 
 
 def test_step_up_rescales_no_later_than_the_step() -> None:
@@ -135,6 +142,9 @@ def _rivals(setup: SimSetup) -> list[RunResult]:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# found by this test: a scale-in in the trace's last minutes that the trace ends before it recovers, and latency
+# dipping within the objective before a recovery is through
+@example(levels=[20.0, 20.0, 125.0], minutes=5, noise=0.25, seed=0)
 @given(
     levels=st.lists(st.floats(min_value=20.0, max_value=380.0), min_size=3, max_size=8),
     minutes=st.integers(min_value=5, max_value=15),
