@@ -1,7 +1,9 @@
-"""Shared test helpers: paths to the bundled data and a builder for observations."""
+"""Shared test helpers: paths to the bundled data, a builder for observations, a fake clock, a notebook runner."""
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +62,18 @@ class FakeTime:
         return self.t
 
     monotonic = now
+
+
+def execute_notebook(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
+    """A notebook's code cells run in order in one namespace, from the repository root; that namespace."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what a notebook writes for itself stays in the test's dir
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    namespace: dict[str, Any] = {}
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "code":
+            exec(compile("".join(cell["source"]), f"{path.name}", "exec"), namespace)
+    return namespace
 
 
 @pytest.fixture
