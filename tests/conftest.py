@@ -1,8 +1,9 @@
-"""Shared test helpers: paths to the bundled data, a builder for observations, a fake clock, a notebook runner."""
+"""Shared test helpers: bundled data paths, an observation builder, a fake clock, a process check, a notebook runner."""
 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -62,6 +63,15 @@ class FakeTime:
         return self.t
 
     monotonic = now
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie is gone, only not yet reaped
 
 
 def execute_notebook(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
