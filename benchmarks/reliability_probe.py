@@ -6,7 +6,8 @@ knowledge discarded, a capacity default that changes what the data means — eac
 
 `--tree` is the source tree probed (default: this one), so the same cases run against an older commit checked out
 elsewhere (`git archive <commit> | tar -x -C DIR`). Each case runs in a child process with the tree first on its
-path and a limit; the child prints its class and a detail.
+path (PYTHONPATH) and a limit; the child prints its class and a detail. The cases that run the scripted job or build
+tune rows take them from the probed tree's daedalus_spark/testing.py.
 
 Classes: ok (did the right thing), clear (refused: one line naming the problem), misleading (refused, but not
 naming the problem, or a good input refused), traceback, silent (went on with a wrong result), hang (no answer
