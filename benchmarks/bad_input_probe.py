@@ -2,7 +2,7 @@
 
 Run before and after a fix; the counts go to docs/hardening.md:
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bad_input_probe.py [--only PREFIX] [--verbose]
+    .venv/bin/python benchmarks/bad_input_probe.py [--only PREFIX] [--verbose]
 
 Classes: ok (good input did the right thing), clear (refused: exit 2, one line naming the problem), misleading
 (refused, but the line does not name the problem, or a good input refused), traceback, silent (exit 0 or went on
@@ -192,13 +192,12 @@ def report(prepare: Callable[[Path], list[str]], timeout_s: float = 60.0) -> Cal
 
 def saved_store(tmp: Path) -> Path:
     """A store as a controller leaves it after three ticks, one of them a rescale (built in-process)."""
-    sys.path.insert(0, str(ROOT))
     from daedalus_spark.clock import FakeClock
     from daedalus_spark.config import parse_config
     from daedalus_spark.controller import Controller
     from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
     from daedalus_spark.loop import Loop
-    from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
+    from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
     path = tmp / "k.sqlite"
     config = parse_config(base(tmp))
@@ -273,7 +272,7 @@ def resume_then_tick(make: Callable[[Path], Path], ticks: int = 2) -> Callable[[
         from daedalus_spark.clock import FakeClock
         from daedalus_spark.config import parse_config
         from daedalus_spark.runtime.sidecar import Sidecar
-        from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
+        from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
         make(tmp)
         config = parse_config(base(tmp, controller={"cooldown_s": 60}))
@@ -346,7 +345,7 @@ def store_fails_mid_run(how: str) -> Callable[[Path], Outcome]:
         from daedalus_spark.clock import FakeClock
         from daedalus_spark.config import parse_config
         from daedalus_spark.runtime.sidecar import Sidecar
-        from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
+        from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
         config = parse_config(base(tmp))
         actuator = ScriptedActuator()
@@ -551,7 +550,7 @@ def dry_run_count(tmp: Path) -> Outcome:
     from daedalus_spark.config import parse_config
     from daedalus_spark.execute import make_actuator
     from daedalus_spark.runtime.sidecar import Sidecar
-    from tests.unit.test_loop import ScriptedMonitor
+    from daedalus_spark.testing import ScriptedMonitor
 
     config = parse_config(base(tmp))
     actuator = make_actuator(config, dry_run=True, environ={})
@@ -575,7 +574,7 @@ def secret_in_records(tmp: Path) -> Outcome:
     from daedalus_spark.execute.port import Actuation
     from daedalus_spark.execute.port import Outcome as Result
     from daedalus_spark.runtime.sidecar import Sidecar
-    from tests.unit.test_loop import ScriptedMonitor
+    from daedalus_spark.testing import ScriptedMonitor
 
     class Leaky:
         def current(self) -> int:
@@ -973,5 +972,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     sys.exit(main())

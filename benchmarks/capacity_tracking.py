@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sim_vs_live import DemoPlan, demo_config, simulated
+from sim_vs_live import DemoPlan, demo_config, simulated  # the benchmarks' shared helpers, next to this file
 
 VARIANTS: dict[str, dict[str, float]] = {
     "all rules": {},

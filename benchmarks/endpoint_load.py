@@ -1,6 +1,6 @@
 """Benchmark: the sidecar's tick time while /metrics and /healthz serve concurrent scrapers and slow clients.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/endpoint_load.py [--seconds 20]
+    .venv/bin/python benchmarks/endpoint_load.py [--seconds 20]
 
 The sidecar (`Sidecar.step`: the real loop, SQLite store, decision log, metrics) ticks against the scripted
 overloaded job with an injected clock, back to back for `--seconds` of wall time per phase, while another process
@@ -23,9 +23,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 PHASES = {
     "idle": {"scrapers": 0, "rate_per_s": 0.0, "stalled": 0, "non_readers": 0},
     "bounded": {"scrapers": 20, "rate_per_s": 5.0, "stalled": 200, "non_readers": 5},
@@ -83,12 +81,11 @@ def load(port: int, spec: dict, stop: mp.Event, results: mp.Queue) -> None:  # t
 
 
 def run_phase(name: str, seconds: float) -> dict:
-    sys.path.insert(0, str(ROOT))
     from daedalus_spark.clock import FakeClock
     from daedalus_spark.config import parse_config
     from daedalus_spark.runtime.health import serve_health
     from daedalus_spark.runtime.sidecar import Sidecar
-    from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
+    from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
     with tempfile.TemporaryDirectory() as d:
         config = parse_config(

@@ -2,11 +2,12 @@
 hangs, tracebacks, a starved endpoint, a documented command that fails, ignored options, garbled logs, damaged
 knowledge discarded, a capacity default that changes what the data means — each case classified.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/reliability_probe.py [--tree DIR] [--only PREFIX] [--verbose]
+    .venv/bin/python benchmarks/reliability_probe.py [--tree DIR] [--only PREFIX] [--verbose]
 
 `--tree` is the source tree probed (default: this one), so the same cases run against an older commit checked out
 elsewhere (`git archive <commit> | tar -x -C DIR`). Each case runs in a child process with the tree first on its
-path and a limit; the child prints its class and a detail.
+path (PYTHONPATH) and a limit; the child prints its class and a detail. The cases that run the scripted job or build
+tune rows take them from the probed tree's daedalus_spark/testing.py.
 
 Classes: ok (did the right thing), clear (refused: one line naming the problem), misleading (refused, but not
 naming the problem, or a good input refused), traceback, silent (went on with a wrong result), hang (no answer
@@ -108,17 +109,17 @@ GRID = (
 @case("lost/tune-out-symlink")
 def _tune_symlink(tree: Path, tmp: Path) -> tuple[str, str]:
     from daedalus_spark.config import Config
+    from daedalus_spark.testing import tune_row
     from daedalus_spark.tune.grid import TuneGrid, candidates
     from daedalus_spark.tune.outputs import write_all
     from daedalus_spark.tune.result import decide, to_json
 
     config = Config()
     grid = TuneGrid.model_validate({"knobs": {"controller.cooldown_s": [60]}})
-    sys.path.insert(1, str(ROOT))  # the tune tests' rows
-    from tests.unit.test_tune_cli import _row
 
     rows = [
-        _row(c, p, h) for c, p, h in ((0, "select", 10.0), (0, "holdout", 8.0), (1, "select", 9.0), (1, "holdout", 7.0))
+        tune_row(c, p, h)
+        for c, p, h in ((0, "select", 10.0), (0, "holdout", 8.0), (1, "select", 9.0), (1, "holdout", 7.0))
     ]
     inputs = {"history": "h", "job": "j", "holdout_hours": 1.0, "select_hours": 1.0, "gaps": [], "candidates": 2}
     result = to_json(
@@ -268,11 +269,10 @@ def _run_sigterm(tree: Path, tmp: Path) -> tuple[str, str]:
 
 @case("silent/healthz-with-a-locked-store")
 def _healthz_locked(tree: Path, tmp: Path) -> tuple[str, str]:
-    sys.path.insert(1, str(ROOT))  # the scripted job of the loop tests
     from daedalus_spark.clock import FakeClock
     from daedalus_spark.config import parse_config
     from daedalus_spark.runtime.sidecar import Sidecar
-    from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
+    from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
     config = parse_config(
         {
@@ -602,7 +602,6 @@ def _capacity_default(tree: Path, tmp: Path) -> tuple[str, str]:
 
 
 def child(name: str, tree: Path) -> None:
-    sys.path.insert(0, str(tree))
     with tempfile.TemporaryDirectory(prefix="probe-") as d:
         try:
             verdict = CASES[name](tree, Path(d))
@@ -618,7 +617,7 @@ def run_case(name: str, tree: Path) -> tuple[str, str]:
             capture_output=True,
             text=True,
             timeout=LIMITS[name],
-            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            env={**os.environ, "PYTHONPATH": str(tree)},  # the tree probed comes before the installed package
         )
     except subprocess.TimeoutExpired:
         return "hang", f"no verdict within {LIMITS[name]:g} s"

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sparkbench as sb  # the benchmarks' shared helpers, next to this file
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.types import StructType
@@ -58,9 +59,6 @@ from daedalus_spark.workloads import traffic, wordcount, ysb
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.records import MAKERS
 from daedalus_spark.workloads.source import LocalLogDataSource, LocalLogStreamReader, read_values, write_stream
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sparkbench as sb  # the benchmarks' shared helpers, next to this file
 
 PIPELINES = {"wordcount": wordcount.PIPELINE, "ysb": ysb.PIPELINE, "traffic": traffic.PIPELINE}
 PARTITIONS = 4

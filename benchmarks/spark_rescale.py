@@ -34,13 +34,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import sparkbench as sb  # the benchmarks' shared helpers, next to this file
+
 from daedalus_spark import metricnames as names
 from daedalus_spark.workloads import wordcount
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.source import read_values, write_stream
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sparkbench as sb  # the benchmarks' shared helpers, next to this file
 
 
 def sampler_for(job: sb.DemoJob, log: LocalLog, topic: str, t0: float, interval_s: float) -> sb.Sampler:

@@ -1,7 +1,10 @@
-"""Shared test helpers: paths to the bundled data and a builder for observations."""
+"""Shared test helpers: bundled data paths, an observation builder, a fake clock, a process check, a notebook runner."""
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +63,27 @@ class FakeTime:
         return self.t
 
     monotonic = now
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie is gone, only not yet reaped
+
+
+def execute_notebook(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
+    """A notebook's code cells run in order in one namespace, from the repository root; that namespace."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what a notebook writes for itself stays in the test's dir
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    namespace: dict[str, Any] = {}
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "code":
+            exec(compile("".join(cell["source"]), f"{path.name}", "exec"), namespace)
+    return namespace
 
 
 @pytest.fixture

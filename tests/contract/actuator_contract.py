@@ -1,12 +1,19 @@
-"""The actuator contract: what every implementation of the Execute port must do, run over each by a harness."""
+"""The actuator contract: what every implementation of the Execute port must do, run over each by a harness; the
+agent's harness (the real agent server before a fake driver)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from daedalus_spark.agent.server import Routes, serve
+from daedalus_spark.config import ActuatorConfig
+from daedalus_spark.execute.agent import AgentActuator
 from daedalus_spark.execute.port import Actuation, Actuator, ActuatorError, Outcome
+from tests.conftest import FakeTime
 
 
 class ActuatorHarness(Protocol):
@@ -24,6 +31,62 @@ class ActuatorHarness(Protocol):
     def break_connection(self) -> None:
         """Make the system unreachable (server stopped, API down)."""
         ...
+
+
+TOKEN = "s3cret"
+
+
+@dataclass
+class FakeDriver:
+    """Stands in for the driver behind the agent: executors join `join_polls` status reads after a target is set."""
+
+    live: int = 2
+    target: int | None = None
+    join_polls: int = 0
+    _polls_left: int = 0
+
+    def status(self) -> dict[str, object]:
+        if self.target is not None and self.live != self.target:
+            if self._polls_left <= 0:
+                self.live = self.target
+            self._polls_left -= 1
+        return {"current": self.live, "target": self.target}
+
+    def apply(self, target: int) -> dict[str, object]:
+        if target != self.target:
+            self._polls_left = self.join_polls
+        self.target = target
+        return {"current": self.live, "target": target}
+
+
+class AgentHarness:
+    """The real agent HTTP server (`daedalus_spark.agent.server`) in front of a fake driver."""
+
+    changes_the_job = True
+    max_target = 8
+
+    def __init__(self, driver: FakeDriver | None = None, **settings: float) -> None:
+        self.driver = driver or FakeDriver()
+        routes = Routes(CollectorRegistry(), self.driver.status, self.driver.apply, 1, self.max_target, TOKEN)
+        self.server = serve(routes, "127.0.0.1", 0)
+        self.time = FakeTime()
+        defaults = {"timeout_s": 2.0, "retries": 2, "backoff_s": 0.5, "confirm_timeout_s": 30.0}
+        self.settings = ActuatorConfig(
+            agent_url=f"http://127.0.0.1:{self.server.server_port}", **{**defaults, **settings}
+        )
+
+    def actuator(self, token: str | None = TOKEN) -> AgentActuator:
+        return AgentActuator(self.settings, token, sleep=self.time.sleep, monotonic=self.time.monotonic)
+
+    def live(self) -> int:
+        return self.driver.live
+
+    def break_connection(self) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def check_apply_sets_an_absolute_target(h: ActuatorHarness) -> None:

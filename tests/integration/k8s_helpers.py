@@ -1,4 +1,5 @@
-"""Shared pieces of the Kubernetes tests: a fake time, and actuators wired to the fake API server."""
+"""Shared pieces of the Kubernetes tests: a fake time, actuators wired to the fake API server, a step's result, RBAC
+grants."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from typing import Any
 from kubernetes import client as k8s
 
 from daedalus_spark.config import KubernetesConfig
+from daedalus_spark.domain import Decision, Reason
+from daedalus_spark.evidence import Evidence
 from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
+from daedalus_spark.execute.port import Actuation, Outcome
+from daedalus_spark.loop import StepResult
 from tests.conftest import FakeTime as SharedFakeTime
 from tests.integration.fake_apiserver import FakeApiServer
 
@@ -37,3 +42,38 @@ def scale_actuator(
         sleep=time.sleep,
         monotonic=time.now,
     )
+
+
+EVIDENCE = {
+    "workload_avg_per_s": 1200.5,
+    "capacity_current_per_s": 1000.0,
+    "capacity_target_per_s": 1500.0,
+    "predicted_recovery_s": 240.0,
+    "forecast_model": "arima",
+}
+
+
+def step(
+    outcome: Outcome | None, *, current=2, target=3, reason=Reason.SCALE_OUT_SMALLEST_VALID, detail=""
+) -> StepResult:
+    actuation = None if outcome is None else Actuation(target, outcome, detail)
+    decision = Decision(0.0, current, target, reason, Evidence.from_fields(EVIDENCE), actuation=actuation)
+    return StepResult(0.0, decision, None, None)
+
+
+Grant = tuple[str, str, str, str]  # (API group, resource, resource name or '*', verb)
+
+
+def grants(rules: list[Any]) -> set[Grant]:
+    """Rules (Role rules, or a rules review's resourceRules) as single grants."""
+    out = set()
+    for rule in rules:
+        if not isinstance(rule, dict):  # the client's model of a review's rule
+            model = rule
+            rule = {"apiGroups": model.api_groups, "resources": model.resources, "resourceNames": model.resource_names}
+            rule["verbs"] = model.verbs
+        names = rule.get("resourceNames") or ["*"]
+        for group in rule.get("apiGroups") or [""]:
+            for resource in rule["resources"]:
+                out |= {(group, resource, name, verb) for name in names for verb in rule["verbs"]}
+    return out

@@ -37,3 +37,9 @@ def render(folder: Path) -> tuple[dict[str, Any], ...]:
 @cache
 def rendered(target: str) -> tuple[dict[str, Any], ...]:
     return render(TARGETS[target])
+
+
+def find(docs: tuple[dict[str, Any], ...], kind: str, name: str | None = None) -> dict[str, Any]:
+    hits = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(hits) == 1, f"expected one {kind} {name or ''}, found {len(hits)}"
+    return hits[0]

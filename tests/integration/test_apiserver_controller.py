@@ -16,9 +16,8 @@ from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from daedalus_spark.runtime.kubernetes_events import EventPublisher
 from daedalus_spark.runtime.sidecar import build_sidecar
 from tests.integration.k8s_backends import Real
-from tests.integration.kustomize import rendered
-from tests.integration.test_kubernetes_events import step
-from tests.integration.test_kubernetes_manifests import find
+from tests.integration.k8s_helpers import step
+from tests.integration.kustomize import find, rendered
 
 pytestmark = pytest.mark.apiserver
 

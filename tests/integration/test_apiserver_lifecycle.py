@@ -16,9 +16,8 @@ from kubernetes.client.exceptions import ApiException
 
 from daedalus_spark.kubecluster.bins import KUBERNETES_VERSION
 from daedalus_spark.waiting import wait_until
-from tests.conftest import ROOT
+from tests.conftest import ROOT, alive
 from tests.integration.k8s_cluster import CONTROLLER
-from tests.integration.test_kafka_broker import alive
 
 pytestmark = pytest.mark.apiserver
 

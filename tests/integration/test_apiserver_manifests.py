@@ -15,8 +15,7 @@ from kubernetes.dynamic import DynamicClient
 
 from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from tests.integration.k8s_cluster import JOB_NAMESPACE
-from tests.integration.kustomize import DEPLOY, TARGETS, render, rendered
-from tests.integration.test_kubernetes_manifests import find
+from tests.integration.kustomize import DEPLOY, TARGETS, find, render, rendered
 
 pytestmark = pytest.mark.apiserver
 

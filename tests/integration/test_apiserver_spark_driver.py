@@ -15,9 +15,8 @@ from daedalus_spark.demo.processes import Processes
 from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from daedalus_spark.waiting import wait_until
 from tests.integration.k8s_backends import CONTROLLER_SA, Real
-from tests.integration.kustomize import rendered
-from tests.integration.test_kubernetes_manifests import find
-from tests.integration.test_kubernetes_rbac import grants
+from tests.integration.k8s_helpers import grants
+from tests.integration.kustomize import find, rendered
 
 pytestmark = [pytest.mark.apiserver, pytest.mark.spark]
 EXECUTORS = 2

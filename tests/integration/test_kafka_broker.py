@@ -28,6 +28,7 @@ from daedalus_spark.waiting import wait_until
 from daedalus_spark.workloads.generator import Generator, KafkaSink
 from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
 from daedalus_spark.workloads.records import wordcount_line
+from tests.conftest import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,14 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def kafka() -> Iterator[LocalKafka]:
     with LocalKafka() as broker:
         yield broker
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie is gone, only not yet reaped
 
 
 OWNER = textwrap.dedent(

@@ -14,8 +14,7 @@ from daedalus_spark.execute.port import ActuatorError, Outcome
 from daedalus_spark.runtime.kubernetes_events import ObjectRef
 from tests.integration.fake_apiserver import FakeApiServer, executor_pod
 from tests.integration.k8s_backends import MAX_REPLICAS, Real, StandIn
-from tests.integration.k8s_helpers import FakeTime
-from tests.integration.test_kubernetes_events import step
+from tests.integration.k8s_helpers import FakeTime, step
 
 
 @pytest.fixture(params=["stand-in", pytest.param("real", marks=pytest.mark.apiserver)])

@@ -11,10 +11,8 @@ import pytest
 from kubernetes import client as k8s
 
 from daedalus_spark.config import Config
-from daedalus_spark.domain import Decision, Reason
-from daedalus_spark.evidence import Evidence
+from daedalus_spark.domain import Reason
 from daedalus_spark.execute.port import Actuation, Outcome
-from daedalus_spark.loop import StepResult
 from daedalus_spark.runtime.kubernetes_events import (
     EventPublisher,
     EventSpec,
@@ -23,23 +21,7 @@ from daedalus_spark.runtime.kubernetes_events import (
     make_event_publisher,
 )
 from tests.integration.fake_apiserver import FakeApiServer
-from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator
-
-EVIDENCE = {
-    "workload_avg_per_s": 1200.5,
-    "capacity_current_per_s": 1000.0,
-    "capacity_target_per_s": 1500.0,
-    "predicted_recovery_s": 240.0,
-    "forecast_model": "arima",
-}
-
-
-def step(
-    outcome: Outcome | None, *, current=2, target=3, reason=Reason.SCALE_OUT_SMALLEST_VALID, detail=""
-) -> StepResult:
-    actuation = None if outcome is None else Actuation(target, outcome, detail)
-    decision = Decision(0.0, current, target, reason, Evidence.from_fields(EVIDENCE), actuation=actuation)
-    return StepResult(0.0, decision, None, None)
+from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator, step
 
 
 @pytest.mark.parametrize(

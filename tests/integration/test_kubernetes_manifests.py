@@ -16,7 +16,7 @@ import yaml
 
 from daedalus_spark.config import parse_config
 from tests.conftest import ROOT
-from tests.integration.kustomize import DEPLOY, OVERLAYS, kubectl_command, rendered
+from tests.integration.kustomize import DEPLOY, OVERLAYS, find, kubectl_command, rendered
 
 KUBERNETES_VERSION = "1.32.0"  # the kubectl on the machines is 1.32; kubernetes-validate ships its schemas
 CRDS = ROOT / "tests" / "data" / "crd"
@@ -45,12 +45,6 @@ def kubectl_problem() -> str:
 KUBECTL_PROBLEM = kubectl_problem()
 needs_kubectl = pytest.mark.skipif(bool(KUBECTL_PROBLEM), reason=KUBECTL_PROBLEM or "kubectl usable")
 kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate (test extra)")
-
-
-def find(docs: tuple[dict[str, Any], ...], kind: str, name: str | None = None) -> dict[str, Any]:
-    hits = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
-    assert len(hits) == 1, f"expected one {kind} {name or ''}, found {len(hits)}"
-    return hits[0]
 
 
 def pod_template() -> dict[str, Any]:

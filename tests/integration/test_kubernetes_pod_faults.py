@@ -26,12 +26,11 @@ from daedalus_spark.execute.kubernetes_pods import (
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore
 from daedalus_spark.loop import Loop
-from tests.contract.test_actuators import AgentHarness, FakeDriver
+from daedalus_spark.testing import CAPACITY, CONFIG, Recorder
+from tests.contract.actuator_contract import AgentHarness, FakeDriver
 from tests.integration.fake_apiserver import FakeApiServer
 from tests.integration.fake_apiserver import executor_pod as pod_json
 from tests.integration.k8s_helpers import NAMESPACE
-from tests.unit.test_controller import CAPACITY, CONFIG
-from tests.unit.test_loop import Recorder
 
 NOW = 1_800_000_000.0
 

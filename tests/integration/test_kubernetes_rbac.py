@@ -5,7 +5,6 @@ its duties (read and set the scale, write and count an event, list the executor 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -15,9 +14,8 @@ from daedalus_spark.execute.port import ActuatorError, Outcome
 from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from daedalus_spark.runtime.kubernetes_events import ObjectRef, event_for
 from tests.integration.k8s_backends import Real
-from tests.integration.k8s_helpers import FakeTime
+from tests.integration.k8s_helpers import FakeTime, Grant, grants, step
 from tests.integration.kustomize import OVERLAYS, rendered
-from tests.integration.test_kubernetes_events import step
 
 pytestmark = pytest.mark.apiserver
 
@@ -26,23 +24,6 @@ pytestmark = pytest.mark.apiserver
 # sidecar) uses `list` on pods; the other verbs are Spark's, which no duty of the controller exercises here.
 SPARK_DRIVER_ROLE = "spark-driver"
 CONTROLLER_RULES = {("", "pods"): {"list"}}  # of the spark-driver Role, what the sidecar itself calls
-
-Grant = tuple[str, str, str, str]  # (API group, resource, resource name or '*', verb)
-
-
-def grants(rules: list[Any]) -> set[Grant]:
-    """Rules (Role rules, or a rules review's resourceRules) as single grants."""
-    out = set()
-    for rule in rules:
-        if not isinstance(rule, dict):  # the client's model of a review's rule
-            model = rule
-            rule = {"apiGroups": model.api_groups, "resources": model.resources, "resourceNames": model.resource_names}
-            rule["verbs"] = model.verbs
-        names = rule.get("resourceNames") or ["*"]
-        for group in rule.get("apiGroups") or [""]:
-            for resource in rule["resources"]:
-                out |= {(group, resource, name, verb) for name in names for verb in rule["verbs"]}
-    return out
 
 
 def reviewed_grants(client: k8s.ApiClient, namespace: str) -> set[Grant]:

@@ -6,13 +6,11 @@ import json
 import os
 import socket
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
 import pytest
 
 pytest.importorskip("pyspark")
@@ -24,15 +22,12 @@ from pyspark.sql.streaming import StreamingQuery
 from daedalus_spark.agent import Agent, AgentConfig, start_agent
 from daedalus_spark.sparkcluster import LocalCluster
 from daedalus_spark.workloads import wordcount
-from daedalus_spark.workloads.generator import Generator, LocalLogSink
 from daedalus_spark.workloads.locallog import LocalLog
-from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
-from daedalus_spark.workloads.records import wordcount_line
 from daedalus_spark.workloads.source import read_values, write_stream
 from tests.spark.helpers import request, scrape, total, wait_until
+from tests.spark.jobs import TOPIC, gen_stop, generate
 
 pytestmark = pytest.mark.spark
-TOPIC = "words"
 QUERY = "wordcount"
 
 
@@ -70,14 +65,6 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
             if agent is not None:
                 agent.stop()
             spark.stop()
-
-
-def generate(log: LocalLog, seconds: int, rate: float, seed: int) -> tuple[Generator, threading.Thread]:
-    pacer = Pacer(np.full(seconds, rate))
-    gen = Generator(PaceKeeper(pacer), LocalLogSink(log, TOPIC, 2), wordcount_line, TOPIC, tick_s=0.1, seed=seed)
-    thread = threading.Thread(target=gen.run, kwargs={"report": lambda _: None}, daemon=True)
-    thread.start()
-    return gen, thread
 
 
 def executors(job: Job) -> int:
@@ -187,11 +174,6 @@ def test_target_1_2_1_rescales_live_without_losing_records(job: Job) -> None:
         gen_stop(thread, gen)
     drain(job)
     assert counted(job) == dict(expected_counts(job.log))
-
-
-def gen_stop(thread: threading.Thread, gen: Generator) -> None:
-    gen.keeper.pacer = Pacer(np.zeros(0))  # nothing more is due: run() finishes at its next tick
-    thread.join(timeout=10)
 
 
 def test_bad_targets_are_rejected_and_change_nothing(job: Job) -> None:

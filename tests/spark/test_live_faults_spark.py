@@ -50,7 +50,7 @@ from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
 from daedalus_spark.workloads.records import wordcount_line
 from daedalus_spark.workloads.source import read_values, write_stream
 from tests.spark.helpers import request, scrape, total, wait_until
-from tests.spark.test_live_loop_spark import decisions, live_config
+from tests.spark.jobs import decisions, live_config
 
 pytestmark = pytest.mark.spark
 TOPIC, QUERY, PARTITIONS = "words", "wordcount_faults", 2

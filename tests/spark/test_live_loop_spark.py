@@ -11,7 +11,6 @@ counts are checked against every record in the log or the topic.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sqlite3
@@ -34,14 +33,7 @@ from pyspark.sql import SparkSession
 
 from daedalus_spark.agent import AgentConfig, start_agent
 from daedalus_spark.config import (
-    ActuatorConfig,
-    CapacityConfig,
     Config,
-    ControllerConfig,
-    ForecastConfig,
-    MonitorConfig,
-    RecoveryConfig,
-    RuntimeConfig,
     render_yaml,
 )
 from daedalus_spark.controller import Controller
@@ -59,9 +51,10 @@ from daedalus_spark.workloads.records import wordcount_line
 from daedalus_spark.workloads.source import read_values, write_stream
 from tests.spark.helpers import request as agent_request
 from tests.spark.helpers import scrape, total, wait_until
+from tests.spark.jobs import PARTITIONS, decisions, live_config
 
 pytestmark = pytest.mark.spark
-TOPIC, QUERY, PARTITIONS = "words", "wordcount_live", 2
+TOPIC, QUERY = "words", "wordcount_live"
 CPUS = 0.25
 # lines/s: one 0.25-CPU executor carries LOW easily and HIGH not at all; two carry HIGH (docs/demo.md sizing)
 LOW, HIGH = 250.0, 1100.0
@@ -71,55 +64,6 @@ LOW_S, HIGH_S, TAIL_S = 30, 70, 75
 # a clock would leave nothing to scale out for. Each wait below names its condition and has a deadline with room.
 HIGH_MAX_S = 420
 START_S = 240  # the runtime's first tick, from its start: imports and a first window on a busy 2-core machine
-
-
-def live_config(root: Path, agent_url: str, exporter_url: str, assignment: str = "any_core") -> Config:
-    return Config(
-        controller=ControllerConfig(
-            loop_interval_s=5,
-            max_scaleout=2,
-            target_recovery_s=40,
-            # compressed like the loop: under the 30-s default one executor carries the step's high load at a
-            # latency of seconds (larger batches), and the test is about a scale-out and a scale-in happening
-            target_latency_s=2,
-            checkpoint_interval_s=1,
-            recent_rescale_window_s=20,
-            scale_in_lookback_s=20,  # compressed like the other windows (the default 600 s outlasts the whole test)
-            # the budget compressed like the loop and more: a fresh controller earns it from empty (3 an hour would
-            # allow the first scale-in 20 minutes in; here 72 an hour, the scale-in ~75 s after the scale-out)
-            max_rescales_per_hour=72,
-            cooldown_s=10,
-            warmup_s=5,
-            knowledge_path=str(root / "knowledge.sqlite"),
-        ),
-        # the source's placement (any_core: the local log); the query's 1-s trigger lets the batches' line size the
-        # job (docs/capacity.md)
-        capacity=CapacityConfig(
-            partitions=PARTITIONS,
-            partition_assignment=assignment,  # type: ignore[arg-type]
-            trigger_interval_s=1,
-        ),
-        forecast=ForecastConfig(
-            horizon_s=60,
-            resolution_s=2,
-            history_window_s=300,
-            min_history_s=60,
-            linear_window_s=15,
-            poor_forecasts_before_refit=3,
-        ),
-        recovery=RecoveryConfig(
-            initial_downtime_scale_out_s=10,
-            initial_downtime_scale_in_s=5,
-            anomaly_halflife_s=10,
-            stable_samples=3,
-            max_recovery_s=60,
-        ),
-        monitor=MonitorConfig(
-            scrape_urls=[f"{agent_url}/metrics", exporter_url], step_s=1, rate_window_s=3, timeout_s=3
-        ),
-        actuator=ActuatorConfig(agent_url=agent_url, timeout_s=5, retries=2, backoff_s=0.5, confirm_timeout_s=45),
-        runtime=RuntimeConfig(metrics_port=free_port(), decision_log=str(root / "decisions.jsonl")),
-    )
 
 
 class Runtime:
@@ -157,18 +101,6 @@ class Runtime:
         if self.process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-
-
-def decisions(path: Path) -> list[dict[str, object]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # the last line of a killed runtime may be cut short
-    return out
 
 
 def applied(records: list[dict[str, object]], direction: int) -> list[dict[str, object]]:

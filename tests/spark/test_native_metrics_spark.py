@@ -32,7 +32,7 @@ from daedalus_spark.workloads import logexporter, wordcount
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.source import read_values, write_stream
 from tests.spark.helpers import wait_until
-from tests.spark.test_agent_spark import TOPIC, gen_stop, generate
+from tests.spark.jobs import TOPIC, gen_stop, generate
 
 pytestmark = [
     pytest.mark.spark,

@@ -14,7 +14,7 @@ from daedalus_spark.agent.queries import BoundedOffsets, OffsetsUnavailable, Que
 from daedalus_spark.monitor.assemble import Window, build_observation
 from daedalus_spark.monitor.port import MonitorError
 from daedalus_spark.waiting import wait_until
-from tests.unit.test_monitor_assemble import GRID, results, series
+from tests.unit.query_results import GRID, results, series
 
 
 class SlowReader:

@@ -16,7 +16,7 @@ from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Observation, Reason
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore
-from tests.unit.test_controller import CONFIG, window
+from daedalus_spark.testing import CONFIG, window
 
 
 def of(obs: Observation, application_id: str = "", agent_target: int | None = None) -> Observation:

@@ -12,8 +12,7 @@ import pytest
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Reason
 from daedalus_spark.loop import Loop, window_start
-from tests.unit.test_controller import CONFIG
-from tests.unit.test_loop import Recorder, ScriptedActuator, ScriptedMonitor
+from daedalus_spark.testing import CONFIG, Recorder, ScriptedActuator, ScriptedMonitor
 
 INTERVAL_S = CONFIG.controller.loop_interval_s
 HOUR_S = 3600.0

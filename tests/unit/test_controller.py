@@ -12,35 +12,8 @@ from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore, restore, snapshot
 from daedalus_spark.plan.budget import rescale_tokens
+from daedalus_spark.testing import CAPACITY, CONFIG, step, window
 from tests.conftest import observation
-
-CAPACITY = 500.0  # records/s per executor at full utilization
-# Budget off: these ticks are a fresh controller's first, which a budget holds until it has earned a token (tested
-# apart in test_a_fresh_controller_earns_its_budget).
-CONFIG = parse_config(
-    {"controller": {"max_scaleout": 12, "max_rescales_per_hour": 0}, "forecast": {"min_history_s": 600}}
-)
-
-
-def window(t_end, workload, scaleout, *, rng, lag=0.0, uptime_s=1e6, samples=60):
-    """60 one-second samples of a job carrying `workload` evenly on `scaleout` executors with a 10 % idle floor."""
-    load = np.asarray(workload, dtype=float) if np.ndim(workload) else np.full(samples, float(workload))
-    per_executor = np.minimum(load / scaleout, CAPACITY)
-    executors = {}
-    for i in range(scaleout):
-        thr = per_executor * rng.uniform(0.97, 1.03, samples)
-        util = np.clip(0.1 + 0.9 * thr / CAPACITY + rng.normal(0, 0.005, samples), 0, 1)
-        executors[f"exec-{i}"] = (thr, util)
-    return Observation.of(
-        time_s=t_end, workload_per_s=load, executors=executors, consumer_lag_records=lag, uptime_s=uptime_s
-    )
-
-
-def step(controller, obs, t):
-    """tick, then conclude as if the actuator applied every rescale (the loop's part, without a loop)."""
-    decision = controller.tick(obs, t)
-    applied = Actuation(decision.target_scaleout, Outcome.APPLIED) if decision.rescale else None
-    return controller.conclude(decision, applied)
 
 
 def drive(controller, ticks, *, workload=1000.0, scaleout=4, start=60.0, seed=0):

@@ -15,7 +15,7 @@ from daedalus_spark.evidence import Evidence, SkipEvidence, TargetEvidence, Tick
 from daedalus_spark.knowledge.state import decision_from_json, decision_to_json
 from daedalus_spark.loop import StepResult
 from daedalus_spark.runtime.publishers import ControllerMetrics
-from tests.unit import test_plan, test_plan_cost, test_plan_horizon
+from tests.unit.plan_cases import COST_CASES, COST_SETTINGS, HORIZON_CASES, HORIZON_SETTINGS, PAPER_CASES
 
 ROWS = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "decision_rows_v1.jsonl").open()]
 
@@ -23,12 +23,17 @@ ROWS = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "deci
 def _decisions() -> dict[str, Decision]:
     """Every planner over the planner tests' cases, named as in the stored rows."""
     out = {}
-    for module in (test_plan, test_plan_cost, test_plan_horizon):
-        for case in module.CASES:
+    tables = {  # named as the planner tests that run them
+        "test_plan": (PAPER_CASES, None),  # each case carries its settings
+        "test_plan_cost": (COST_CASES, COST_SETTINGS),
+        "test_plan_horizon": (HORIZON_CASES, HORIZON_SETTINGS),
+    }
+    for table, (cases, shared) in tables.items():
+        for case in cases:
             inputs = case.values[0]
-            settings = case.values[1] if module is test_plan else module.SETTINGS
+            settings = case.values[1] if shared is None else shared
             for name in sorted(PLANNERS):
-                out[f"{module.__name__.split('.')[-1]}/{case.id}/{name}"] = PLANNERS[name](inputs, settings)
+                out[f"{table}/{case.id}/{name}"] = PLANNERS[name](inputs, settings)
     return out
 
 

@@ -14,7 +14,7 @@ from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import snapshot
 from daedalus_spark.plan.horizon import headroom_per_s, planning_objective_s
 from daedalus_spark.report.knowledge_report import build, iso, load_knowledge, scored_forecast
-from tests.unit.test_controller import CONFIG
+from daedalus_spark.testing import CONFIG
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def store(tmp_path_factory):
     workload = 1500 + 900 * np.sin(np.arange(60 * 40) / 400.0)
     scaleout = 6
     rng = np.random.default_rng(5)
-    from tests.unit.test_controller import step, window
+    from daedalus_spark.testing import step, window
 
     for k in range(40):
         t = 60.0 * (k + 1)

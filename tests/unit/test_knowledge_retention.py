@@ -18,7 +18,7 @@ from daedalus_spark.loop import Loop, StepResult
 from daedalus_spark.plan.budget import rescale_tokens
 from daedalus_spark.report.knowledge_report import build
 from daedalus_spark.runtime.publishers import DecisionLog
-from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
+from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
 LIMIT = 10  # HISTORY_LIMIT, made small so the tests stay short
 COMPONENTS = {"capacity": "{}", "recovery": "{}", "controller": "{}"}

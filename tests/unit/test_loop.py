@@ -4,58 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import pytest
 
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.controller import Controller
-from daedalus_spark.domain import Observation, Reason
+from daedalus_spark.domain import Reason
 from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
 from daedalus_spark.knowledge.state import InMemoryKnowledgeStore
-from daedalus_spark.loop import Loop, StepResult
+from daedalus_spark.loop import Loop
 from daedalus_spark.monitor.port import MonitorError
-from tests.unit.test_controller import CONFIG, window
-
-
-@dataclass
-class ScriptedMonitor:
-    """Serves an overloaded 4-executor job (3,000/s on 4 x 500/s) unless told to fail; records the windows asked for."""
-
-    scaleout: int = 4
-    workload_per_s: float = 3000.0
-    fail_with: MonitorError | None = None
-    windows: list[tuple[float, float]] = field(default_factory=list)
-    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
-
-    def observe(self, *, start_s: float, end_s: float) -> Observation:
-        self.windows.append((start_s, end_s))
-        if self.fail_with is not None:
-            raise self.fail_with
-        return window(end_s, self.workload_per_s, self.scaleout, rng=self.rng)
-
-    def close(self) -> None:
-        return None
-
-
-@dataclass
-class ScriptedActuator:
-    outcome: Outcome = Outcome.APPLIED
-    requested: list[int] = field(default_factory=list)
-
-    def current(self) -> int:
-        return 4
-
-    def apply(self, target: int) -> Actuation:
-        self.requested.append(target)
-        return Actuation(target, self.outcome, f"scripted {self.outcome.value}")
-
-
-@dataclass
-class Recorder:
-    results: list[StepResult] = field(default_factory=list)
-
-    def publish(self, result: StepResult) -> None:
-        self.results.append(result)
+from daedalus_spark.testing import CONFIG, Recorder, ScriptedActuator, ScriptedMonitor
 
 
 def make_loop(monitor=None, actuator=None):

@@ -10,7 +10,7 @@ from daedalus_spark.analyze.recovery_measurement import PendingRecovery
 from daedalus_spark.analyze.restart import ApplicationWatch
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Observation, Reason
-from tests.unit.test_controller import CONFIG, window
+from daedalus_spark.testing import CONFIG, window
 
 RESTART_WITHIN_S = 180.0
 

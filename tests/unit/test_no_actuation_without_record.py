@@ -14,8 +14,7 @@ from daedalus_spark.execute.port import Outcome
 from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.runtime.publishers import DecisionLog
 from daedalus_spark.runtime.sidecar import FAILING_TICKS, Sidecar
-from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
-from tests.unit.test_runtime import config_in
+from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor, config_in
 
 
 def sidecar(tmp_path: Path, actuator: ScriptedActuator | None = None, **runtime) -> Sidecar:

@@ -1,41 +1,30 @@
 """The inspection notebooks run top to bottom (their code cells, in order, in one namespace)."""
 
-import json
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, execute_notebook
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-
-def execute(path: Path, monkeypatch, tmp_path: Path) -> dict:
-    monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what a notebook writes for itself stays in the test's dir
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    namespace: dict = {}
-    for cell in json.loads(path.read_text())["cells"]:
-        if cell["cell_type"] == "code":
-            exec(compile("".join(cell["source"]), f"{path.name}", "exec"), namespace)
-    return namespace
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.delenv("DAEDALUS_KNOWLEDGE", raising=False)
-    execute(path, monkeypatch, tmp_path)
+    execute_notebook(path, monkeypatch, tmp_path)
 
 
 def test_knowledge_notebook_reads_the_store_it_is_given(tmp_path, monkeypatch):
     monkeypatch.delenv("DAEDALUS_KNOWLEDGE", raising=False)
-    built = execute(ROOT / "notebooks" / "knowledge.ipynb", monkeypatch, tmp_path)  # no path: builds its own store
+    built = execute_notebook(
+        ROOT / "notebooks" / "knowledge.ipynb", monkeypatch, tmp_path
+    )  # no path: builds its own store
     given = tmp_path / "given.sqlite"
     given.write_bytes(Path(built["KNOWLEDGE"]).read_bytes())
     monkeypatch.setenv("DAEDALUS_KNOWLEDGE", str(given))
-    read = execute(ROOT / "notebooks" / "knowledge.ipynb", monkeypatch, tmp_path)
+    read = execute_notebook(ROOT / "notebooks" / "knowledge.ipynb", monkeypatch, tmp_path)
     assert read["KNOWLEDGE"] == str(given) and read["report"] == built["report"]
     refused = [r for r in read["report"]["decisions"]["rescales"] if r["actuation"] == "refused"]
     assert len(refused) == 1 and read["report"]["capacity"] is not None

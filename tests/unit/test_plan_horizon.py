@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Reason
 from daedalus_spark.plan.horizon import (
     describe,
@@ -26,119 +25,10 @@ from daedalus_spark.plan.schedule import (
     cheapest_schedule,
     lindley,
 )
+from tests.unit.plan_cases import BUDGET, steps
+from tests.unit.plan_cases import HORIZON_CASES as CASES
+from tests.unit.plan_cases import HORIZON_SETTINGS as SETTINGS
 from tests.unit.plan_inputs import plan_inputs as inputs
-
-# 100 records/s per executor, 60-s loop, 600-s target, 10-s checkpoints (replay: 10 s of the recent load), no budget;
-# a 1-s latency objective: caught up = the backlog within a second of capacity.
-SETTINGS = ControllerConfig(
-    max_scaleout=12,
-    target_recovery_s=600,
-    target_latency_s=1,
-    checkpoint_interval_s=10,
-    loop_interval_s=60,
-    cooldown_s=180,
-    max_rescales_per_hour=0,
-    planner="horizon",
-    horizon_target_share_ratio=1.0,
-    horizon_upper_weight_ratio=1.0,
-)
-BUDGET = SETTINGS.model_copy(update={"max_rescales_per_hour": 3})
-
-
-def steps(*runs: tuple[float, int]) -> list[float]:
-    """A forecast of 10-s steps: (value, seconds) runs."""
-    return [v for v, seconds in runs for _ in range(seconds // 10)]
-
-
-CASES = [
-    # 250/s fits 3 executors; nothing in the forecast needs more.
-    pytest.param(inputs(workload=250), SETTINGS, 3, Reason.PLAN_SCALES_IN, id="flat-load-scales-in-to-the-smallest"),
-    # A 60-s dip to 150/s: a scale-in to 2 at second 0 has not recovered (15 s down, 1,500 + 5,250 records at
-    # 50/s spare) by second 60, when 350/s needs 4 again, so the plan holds through it.
-    pytest.param(
-        inputs(workload=350, forecast=steps((150, 60), (350, 840))),
-        SETTINGS,
-        4,
-        Reason.PLAN_HOLDS,
-        id="holds-through-a-dip-the-forecast-says-is-short",
-    ),
-    # 300/s now, 700/s from second 60: holding 4 (400/s) would fall behind at 60, so it scales out now; 7 carries
-    # 700/s and works off the 30-s downtime's 9,000 + 3,000 replayed records by second 60 (400/s spare).
-    pytest.param(
-        inputs(workload=300, forecast=steps((300, 60), (700, 840))),
-        SETTINGS,
-        7,
-        Reason.PLAN_SCALES_OUT,
-        id="scales-out-ahead-of-a-forecast-ramp",
-    ),
-    # 150/s fits 2, but 100,000 records of lag: at 3 (150/s spare) they take (100,000 + 15 x 150 + 1,500) / 150 =
-    # 692 s > 600; at 4 (250/s spare) 400 s. It holds.
-    pytest.param(
-        inputs(workload=150, lag=100_000), SETTINGS, 4, Reason.PLAN_HOLDS, id="never-below-what-the-lag-needs"
-    ),
-    # Without the lag the same load goes to 2.
-    pytest.param(inputs(workload=150), SETTINGS, 2, Reason.PLAN_SCALES_IN, id="same-load-without-lag-scales-in"),
-    # 200,000 records of lag: holding 4 (250/s spare) takes 800 s > 600. Scaling out now is not needed yet: 4 for
-    # 240 s leaves 140,000, and 6 from then ((140,000 + 4,500 down + 1,500 replay) / 450 + 30 = 354 s) is done by
-    # second 594. It holds now, with the scale-out in its plan (re-planned every tick).
-    pytest.param(inputs(workload=150, lag=200_000), SETTINGS, 4, Reason.PLAN_HOLDS, id="lag-needs-a-scale-out-in-time"),
-    # The budget has 0.2 tokens: 0.2 + 3 x 900 / 3600 = 0.95, no rescale over the horizon, so no scale-in.
-    pytest.param(inputs(workload=150, tokens=0.2), BUDGET, 4, Reason.PLAN_HOLDS, id="budget-spent-holds"),
-    pytest.param(inputs(workload=150, tokens=1.0), BUDGET, 2, Reason.PLAN_SCALES_IN, id="budget-left-scales-in"),
-    # Safety before budget: no rescale allowed, but 450/s does not fit 4; the schedule with one scale-out beyond
-    # the budget decides (a scale-out never waits for a token), not Algorithm 1.
-    pytest.param(
-        inputs(workload=450, tokens=0.0), BUDGET, 5, Reason.PLAN_SCALES_OUT, id="budget-spent-still-scales-out"
-    ),
-    # 1,500/s is more than 12 executors carry: no schedule; Algorithm 1 says use the maximum.
-    pytest.param(inputs(workload=1500), SETTINGS, 12, Reason.NO_VALID_SCALEOUT_USE_MAX, id="load-above-max-uses-max"),
-    pytest.param(inputs(workload=150, since_rescale=60), SETTINGS, 4, Reason.COOLDOWN, id="cooldown"),
-    # A forecast falling to 0 after a minute: 1 executor works the minute's 21,000 extra records off in time, but
-    # the first step always carries the 450/s observed now: 5.
-    pytest.param(
-        inputs(current=8, workload=450, forecast=steps((450, 60), (0, 840))),
-        SETTINGS,
-        5,
-        Reason.PLAN_SCALES_IN,
-        id="scale-in-carries-the-load-now",
-    ),
-    pytest.param(
-        inputs(current=2, workload=450, forecast=steps((450, 60), (0, 840))),
-        SETTINGS,
-        5,
-        Reason.PLAN_SCALES_OUT,
-        id="scale-out-carries-the-load-now",
-    ),
-    # Provisioning must also work off the rescale's own backlog (30 s down + 10 s replayed) within the target: at
-    # the upper bound (900/s) 9 executors have no spare capacity, 10 have 100/s; at the point forecast (500/s) 5
-    # have none, 6 have 100/s.
-    pytest.param(
-        inputs(workload=500, upper=[900] * 90), SETTINGS, 10, Reason.PLAN_SCALES_OUT, id="upper-bound-weight-1"
-    ),
-    pytest.param(
-        inputs(workload=500, upper=[900] * 90),
-        SETTINGS.model_copy(update={"horizon_upper_weight_ratio": 0.0}),
-        6,
-        Reason.PLAN_SCALES_OUT,
-        id="point-forecast-weight-0",
-    ),
-    # An upper bound above what 12 carry (1,200/s): planned at 95 % of that (1,140/s), which needs 12 now.
-    pytest.param(
-        inputs(workload=500, upper=[5000] * 90),
-        SETTINGS,
-        12,
-        Reason.NO_VALID_SCALEOUT_USE_MAX,
-        id="unreachable-bound-capped",
-    ),
-    # Above max only later: hold now (4 carries 300/s), the plan reaches 12 in time for the overload.
-    pytest.param(
-        inputs(workload=300, forecast=steps((300, 300), (5000, 600))),
-        SETTINGS,
-        4,
-        Reason.PLAN_HOLDS,
-        id="overload-later-is-planned-at-max",
-    ),
-]
 
 
 @pytest.mark.parametrize(("plan_inputs", "settings_", "target", "reason"), CASES)

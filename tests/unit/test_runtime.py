@@ -22,28 +22,13 @@ from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import StepResult
 from daedalus_spark.runtime.publishers import DecisionLog, result_record
 from daedalus_spark.runtime.sidecar import Sidecar, build_sidecar
-from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
+from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor, config_in
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def config_in(tmp_path, **runtime):
-    return parse_config(
-        {
-            # budget off: a fresh controller's first ticks would wait for their first token
-            "controller": {
-                "loop_interval_s": 5,
-                "knowledge_path": str(tmp_path / "k.sqlite"),
-                "max_rescales_per_hour": 0,
-            },
-            "forecast": {"background_refit": False},
-            "runtime": {"decision_log": str(tmp_path / "decisions.jsonl"), "metrics_port": 0, **runtime},
-        }
-    )
 
 
 def wait_until(condition, timeout_s=30.0):

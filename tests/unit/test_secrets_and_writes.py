@@ -20,8 +20,7 @@ from daedalus_spark.execute.dry_run import DryRunActuator
 from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
 from daedalus_spark.redact import RedactingFilter, bearer_token, redact
 from daedalus_spark.runtime.sidecar import Sidecar
-from tests.unit.test_loop import ScriptedMonitor
-from tests.unit.test_runtime import config_in
+from daedalus_spark.testing import ScriptedMonitor, config_in, saved_store
 
 TOKEN = "tok-8d1f0c2e"  # a marker to look for, not a credential
 
@@ -98,8 +97,6 @@ def test_no_secret_reaches_the_decision_log_the_store_the_log_or_the_report(tmp_
 
 
 def test_report_out_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:
-    from tests.unit.test_stored_damage import saved_store
-
     store = saved_store(tmp_path)
     out = tmp_path / "out"
     out.mkdir()

@@ -12,27 +12,12 @@ import pytest
 
 from daedalus_spark.cli import main
 from daedalus_spark.clock import FakeClock
-from daedalus_spark.config import parse_config
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Reason
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import IncompatibleKnowledge, restore
 from daedalus_spark.loop import Loop
-from tests.unit.test_loop import ScriptedActuator, ScriptedMonitor
-
-START_S = 1_700_000_000.0
-CONFIG = parse_config({"controller": {"loop_interval_s": 5, "cooldown_s": 60}, "forecast": {"background_refit": False}})
-
-
-def saved_store(tmp_path: Path) -> Path:
-    """Three ticks of the scripted overloaded job, the first a rescale (applied)."""
-    path = tmp_path / "k.sqlite"
-    clock = FakeClock(START_S)
-    loop = Loop(Controller(CONFIG), ScriptedMonitor(), ScriptedActuator(), SqliteKnowledgeStore(path), clock)
-    for _ in range(3):
-        loop.step()
-        clock.advance(5)
-    return path
+from daedalus_spark.testing import SAVED_CONFIG, SAVED_START_S, ScriptedActuator, ScriptedMonitor, saved_store
 
 
 def _every_row(table: str, change) -> callable:
@@ -85,10 +70,10 @@ DAMAGED_ROWS = [
 def test_damaged_rows_are_left_out_named_and_the_controller_goes_on(tmp_path: Path, caplog, damage, named) -> None:
     path = saved_store(tmp_path)
     damage(path)
-    controller = Controller.resume(CONFIG, SqliteKnowledgeStore(path), now_s=START_S + 60)
+    controller = Controller.resume(SAVED_CONFIG, SqliteKnowledgeStore(path), now_s=SAVED_START_S + 60)
     assert any(named in line for line in controller.knowledge.damage), controller.knowledge.damage
     assert named in caplog.text  # said in the log, once per row
-    clock = FakeClock(START_S + 600)
+    clock = FakeClock(SAVED_START_S + 600)
     loop = Loop(controller, ScriptedMonitor(workload_per_s=6000), ScriptedActuator(), SqliteKnowledgeStore(path), clock)
     for _ in range(2):
         clock.advance(5)
@@ -120,40 +105,40 @@ def _component(name: str, key: str, value) -> callable:
 
 def test_a_last_rescale_ahead_of_the_clock_holds_no_cool_down(tmp_path: Path) -> None:
     path = saved_store(tmp_path)
-    _component("controller", "last_rescale_s", START_S + 10 * 86400)(path)
-    controller = Controller.resume(CONFIG, SqliteKnowledgeStore(path), now_s=START_S + 600)
+    _component("controller", "last_rescale_s", SAVED_START_S + 10 * 86400)(path)
+    controller = Controller.resume(SAVED_CONFIG, SqliteKnowledgeStore(path), now_s=SAVED_START_S + 600)
     assert controller.knowledge.last_rescale_s is None
     assert any(
         "controller.last_rescale_s" in line and "ahead of the clock" in line for line in controller.knowledge.damage
     )
-    clock = FakeClock(START_S + 600)
+    clock = FakeClock(SAVED_START_S + 600)
     loop = Loop(controller, ScriptedMonitor(workload_per_s=6000), ScriptedActuator(), None, clock)
     assert loop.step().decision.reason is not Reason.COOLDOWN
 
 
 def test_rows_and_a_pending_recovery_ahead_of_the_clock_are_left_out(tmp_path: Path) -> None:
     path = saved_store(tmp_path)
-    _every_row("decision", _set("time_s", START_S + 86400))(path)
+    _every_row("decision", _set("time_s", SAVED_START_S + 86400))(path)
     with sqlite3.connect(path) as conn:
         raw = json.loads(conn.execute("SELECT json FROM component WHERE name = 'recovery'").fetchone()[0])
-        raw["pending"]["rescale_time_s"] = START_S + 86400
+        raw["pending"]["rescale_time_s"] = SAVED_START_S + 86400
         conn.execute("UPDATE component SET json = ? WHERE name = 'recovery'", (json.dumps(raw),))
     saved = SqliteKnowledgeStore(path).load()
     assert saved is not None
-    knowledge = restore(saved, CONFIG, now_s=START_S + 600)
+    knowledge = restore(saved, SAVED_CONFIG, now_s=SAVED_START_S + 600)
     assert not knowledge.decisions  # no rescale "tomorrow" eats today's rescale budget
     assert any("3 decision(s) from the future" in line for line in knowledge.damage)
     assert knowledge.recovery.pending is None  # it would never end: its elapsed time stays negative
     assert any("pending recovery's rescale time" in line for line in knowledge.damage)
     # Without a clock (a test, the simulator) nothing is judged against one.
-    assert len(restore(saved, CONFIG).decisions) == 3
+    assert len(restore(saved, SAVED_CONFIG).decisions) == 3
 
 
 def test_within_a_loop_interval_of_the_clock_is_not_the_future(tmp_path: Path) -> None:
     path = saved_store(tmp_path)
     saved = SqliteKnowledgeStore(path).load()
     assert saved is not None
-    knowledge = restore(saved, CONFIG, now_s=START_S)  # the last row is 10 s later: a clock a little behind
+    knowledge = restore(saved, SAVED_CONFIG, now_s=SAVED_START_S)  # the last row is 10 s later: a clock a little behind
     assert len(knowledge.decisions) == 3 and not knowledge.damage
 
 
@@ -161,7 +146,7 @@ def test_a_damaged_learned_value_is_still_refused_at_start(tmp_path: Path) -> No
     path = saved_store(tmp_path)
     _component("controller", "last_rescale_s", "x")(path)
     with pytest.raises(IncompatibleKnowledge, match=r"controller\.last_rescale_s: expected a number"):
-        Controller.resume(CONFIG, SqliteKnowledgeStore(path), now_s=START_S)
+        Controller.resume(SAVED_CONFIG, SqliteKnowledgeStore(path), now_s=SAVED_START_S)
 
 
 def test_report_says_a_last_rescale_is_ahead_of_the_clock(tmp_path: Path, capsys) -> None:

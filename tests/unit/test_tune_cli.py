@@ -15,18 +15,13 @@ from daedalus_spark.domain import CapacityTable, Recovery
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import Knowledge, snapshot
 from daedalus_spark.monitor.promserver import free_port
+from daedalus_spark.testing import TUNE_GRID, TUNE_INPUTS, TUNE_TRACE, tune_row
 from daedalus_spark.tune.grid import SplitSettings, TuneGrid, candidates
 from daedalus_spark.tune.outputs import summary, write_all
 from daedalus_spark.tune.profile import KnowledgeTooYoung, job_model_from_knowledge
 from daedalus_spark.tune.result import decide, to_json
 from daedalus_spark.tune.split import HOLDOUT, SELECT
-from tests.conftest import ROOT
-from tests.unit.test_notebooks import execute
-
-GRID = (
-    "split: {holdout_s: 600, window_s: 600, lead_in_s: 0, min_window_s: 300}\nknobs:\n  controller.cooldown_s: [120]\n"
-)
-TRACE = "second|count\n" + "".join(f"{i}|{1000 + i % 7}\n" for i in range(2400))
+from tests.conftest import ROOT, execute_notebook
 
 
 def _store(path: Path, *, table: bool, recoveries: tuple[str, ...]) -> Path:
@@ -100,12 +95,12 @@ def _run(
 
 @pytest.mark.parametrize(("files", "argv", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, monkeypatch, capsys, files, argv, expected) -> None:
-    files = {"g.yaml": GRID, "t.csv": TRACE, **files} if "--grid" in argv or "--trace" in argv else files
+    files = {"g.yaml": TUNE_GRID, "t.csv": TUNE_TRACE, **files} if "--grid" in argv or "--trace" in argv else files
     for name, content in files.items():
         (tmp_path / name).write_text(content)
     defaults = [] if "--grid" in argv or expected.startswith("deploy/") else ["--grid", "g.yaml"]
     if defaults:
-        (tmp_path / "g.yaml").write_text(GRID)
+        (tmp_path / "g.yaml").write_text(TUNE_GRID)
     before = sorted(p.name for p in tmp_path.iterdir())
     job = ["--job-model", "local"] if "--trace" in argv or "--prometheus-url" in argv or not argv else []
     code, err = _run(tmp_path, monkeypatch, capsys, [*defaults, *job, *argv, "--out", "out/tune"])
@@ -133,7 +128,7 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, monkeypatch, capsys
 )
 def test_prometheus_url_from_the_command_line(tmp_path, monkeypatch, capsys, monitor, expected) -> None:
     """--prometheus-url is checked with the config's monitor settings, as if the config had it."""
-    (tmp_path / "g.yaml").write_text(GRID)
+    (tmp_path / "g.yaml").write_text(TUNE_GRID)
     (tmp_path / "c.yaml").write_text(f"monitor: {monitor}\n")
     url = f"http://127.0.0.1:{free_port()}"
     argv = ["--grid", "g.yaml", "--config", "c.yaml", "--job-model", "local", "--prometheus-url", url]
@@ -161,8 +156,8 @@ def test_prometheus_url_from_the_command_line(tmp_path, monkeypatch, capsys, mon
     ],
 )
 def test_knowledge_store_that_cannot_give_a_profile(tmp_path, monkeypatch, capsys, store, expected) -> None:
-    (tmp_path / "g.yaml").write_text(GRID)
-    (tmp_path / "t.csv").write_text(TRACE)
+    (tmp_path / "g.yaml").write_text(TUNE_GRID)
+    (tmp_path / "t.csv").write_text(TUNE_TRACE)
     path = store(tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir())
     code, err = _run(tmp_path, monkeypatch, capsys, ["--grid", "g.yaml", "--trace", "t.csv", "--knowledge", str(path)])
@@ -186,28 +181,6 @@ def test_profile_from_knowledge(tmp_path: Path) -> None:
         job_model_from_knowledge(k, config, "k.sqlite")
 
 
-INPUTS = {"history": "h", "job": "j", "holdout_hours": 1.0, "select_hours": 1.0, "gaps": [], "candidates": 3}
-
-
-def _row(candidate: int, part: str, wh: float, *, viol: int = 0, resc: int = 0) -> dict[str, object]:
-    return {
-        "candidate": candidate,
-        "window": 0 if part == SELECT else 1,
-        "part": part,
-        "start_s": 0,
-        "end_s": 3600,
-        "hours": 1.0,
-        "executor_hours": wh,
-        "avg_executors": wh,
-        "rescales": resc,
-        "recovery_violations": viol,
-        "behind_s": 0,
-        "behind_episodes": 0,
-        "violations": viol,
-        "latency_p95_s": 1.0,
-    }
-
-
 def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Candidate 2 is cheapest on the older part without violations; 1 is cheaper but violates: 2 is recommended,
     its held-out saving is against candidate 0 (the config as it is)."""
@@ -215,12 +188,12 @@ def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     grid = TuneGrid.model_validate({"knobs": {"controller.cooldown_s": [60, 120]}})
     cands = candidates(grid, config)
     rows = [
-        _row(0, SELECT, 10.0),
-        _row(0, HOLDOUT, 8.0),
-        _row(1, SELECT, 7.0, viol=1),
-        _row(1, HOLDOUT, 6.0),
-        _row(2, SELECT, 9.0, resc=2),
-        _row(2, HOLDOUT, 6.8, resc=1),
+        tune_row(0, SELECT, 10.0),
+        tune_row(0, HOLDOUT, 8.0),
+        tune_row(1, SELECT, 7.0, viol=1),
+        tune_row(1, HOLDOUT, 6.0),
+        tune_row(2, SELECT, 9.0, resc=2),
+        tune_row(2, HOLDOUT, 6.8, resc=1),
     ]
     answer = decide(rows, cands, grid, config)
     assert answer.chosen == 2 and answer.changes == {"controller.cooldown_s": 120}
@@ -229,7 +202,7 @@ def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         answer,
         recommended_yaml="controller:\n  cooldown_s: 120\n",
         diff="+  cooldown_s: 120\n",
-        inputs=INPUTS,
+        inputs=TUNE_INPUTS,
     )
     write_all(tmp_path, result, rows)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
@@ -251,7 +224,7 @@ def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert page.count("<tr") == 4 and "<tr style='font-weight:bold'><td>2</td>" in page  # header + 3, 2 in bold
     assert "+  cooldown_s: 120" in page and "<img src='pareto.png'" in page
     monkeypatch.setenv("DAEDALUS_TUNE", str(tmp_path / "tune.json"))  # the notebook reads what was written
-    notebook = execute(ROOT / "notebooks" / "tune.ipynb", monkeypatch, tmp_path)
+    notebook = execute_notebook(ROOT / "notebooks" / "tune.ipynb", monkeypatch, tmp_path)
     assert notebook["rec"]["candidate"] == 2 and notebook["best"]["candidate"] == 2
 
 

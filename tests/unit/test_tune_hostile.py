@@ -16,12 +16,12 @@ import pytest
 from daedalus_spark.cli import main
 from daedalus_spark.config import Config
 from daedalus_spark.monitor.promserver import free_port
+from daedalus_spark.testing import TUNE_GRID, TUNE_INPUTS, TUNE_TRACE, tune_row
 from daedalus_spark.tune.grid import TuneGrid, candidates
 from daedalus_spark.tune.outputs import write_all
 from daedalus_spark.tune.result import decide, to_json
 from daedalus_spark.tune.split import HOLDOUT, SELECT
 from tests.conftest import ROOT
-from tests.unit.test_tune_cli import GRID, INPUTS, _row
 
 TOKEN = "tok-5be71a9c"  # a marker to look for, not a credential
 Answer = Callable[[str, dict[str, list[str]]], tuple[int, str]]
@@ -66,7 +66,7 @@ def prometheus() -> Iterator[Callable[[Answer], tuple[str, list[dict[str, Any]]]
 
 def _tune(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "g.yaml").write_text(GRID)
+    (tmp_path / "g.yaml").write_text(TUNE_GRID)
     try:
         code = main(["tune", "--grid", "g.yaml", "--job-model", "local", *argv])
     except SystemExit as exc:
@@ -80,8 +80,8 @@ def test_tune_out_replaces_a_symlink_and_never_writes_through_it(tmp_path: Path)
     config = Config()
     grid = TuneGrid.model_validate({"knobs": {"controller.cooldown_s": [60]}})
     cands = candidates(grid, config)
-    rows = [_row(0, SELECT, 10.0), _row(0, HOLDOUT, 8.0), _row(1, SELECT, 9.0), _row(1, HOLDOUT, 7.0)]
-    result = to_json(decide(rows, cands, grid, config), recommended_yaml="a: 1\n", diff="+a\n", inputs=INPUTS)
+    rows = [tune_row(0, SELECT, 10.0), tune_row(0, HOLDOUT, 8.0), tune_row(1, SELECT, 9.0), tune_row(1, HOLDOUT, 7.0)]
+    result = to_json(decide(rows, cands, grid, config), recommended_yaml="a: 1\n", diff="+a\n", inputs=TUNE_INPUTS)
     out = tmp_path / "out"
     out.mkdir()
     names = ["tune.json", "rows.csv", "recommended.yaml", "recommended.diff", "pareto.png", "index.html"]
@@ -124,7 +124,7 @@ def test_since_that_is_empty_or_absurd_is_refused_before_any_query(
         lambda path, q: (200, '{"status": "success", "data": {"resultType": "matrix", "result": []}}')
     )
     (tmp_path / "c.yaml").write_text("monitor: {scrape_interval_s: 1}\n")
-    grid = GRID.replace("knobs:", "history: {step_s: 1}\nknobs:")
+    grid = TUNE_GRID.replace("knobs:", "history: {step_s: 1}\nknobs:")
     (tmp_path / "g.yaml").write_text(grid)
     now = ["--now", "86400"] if since == "30d" else []
     monkeypatch.chdir(tmp_path)
@@ -193,8 +193,6 @@ def test_a_config_written_for_prometheus_with_a_short_rate_window_is_still_refus
 
 
 def test_since_with_a_trace_is_refused_not_ignored(tmp_path, monkeypatch, capsys) -> None:
-    from tests.unit.test_tune_cli import TRACE
-
-    (tmp_path / "t.csv").write_text(TRACE)
+    (tmp_path / "t.csv").write_text(TUNE_TRACE)
     code, _, err = _tune(tmp_path, monkeypatch, capsys, ["--trace", "t.csv", "--since", "1d"])
     assert code == 2 and "--since applies to a history read from Prometheus" in err, err
