@@ -1,7 +1,6 @@
 """The horizon planner as a table (hand-computed cases), the shared schedule DP against hand-computed queues, and a
 property: without rescale costs its first step is the optimum's (the smallest scale-out carrying the interval)."""
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
