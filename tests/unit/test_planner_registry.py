@@ -1,6 +1,9 @@
 """The planner registry: a planner added with one entry (a trivial one, defined here) is named in the YAML, checked
-by the config, and decides the controller's tick, given the rescale budget the YAML's rate built."""
+by the config, and decides the controller's tick, given the rescale budget the YAML's rate built; checking a name
+imports no planner."""
 
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,3 +81,15 @@ def test_the_registry_entry_says_what_a_planner_provisions_for(one_more: OneMore
     yaml.write_text("controller:\n  planner: one_more\n")
     forecast = Forecast(0.0, 10.0, (300.0, 500.0), "arima", (450.0, 800.0))
     assert provisioned_per_s(forecast, load_config(yaml).controller) == (300.0, 500.0)  # the default: the point
+
+
+def test_checking_a_planner_name_imports_no_planner() -> None:
+    """The config checks `controller.planner` on every load; the registry answers from its entries alone."""
+    code = (
+        "import sys; from daedalus_spark.config import parse_config; "
+        "parse_config({'controller': {'planner': 'cost_aware'}}); "
+        "print(sorted(m for m in sys.modules if m.startswith('daedalus_spark.plan.') or m == 'numpy'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    loaded = out.stdout.strip()
+    assert loaded == "['daedalus_spark.plan.budget', 'daedalus_spark.plan.port', 'daedalus_spark.plan.registry']"
