@@ -129,7 +129,8 @@ def _demo(args: argparse.Namespace) -> int:
         from daedalus_spark.sim.cli import demo
 
         return demo(args.out, args.config)
-    from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
+    from daedalus_spark.demo.live import run_demo
+    from daedalus_spark.demo.plan import DEMO_CONFIG, DemoPlan
 
     sized = load_config(args.config or DEMO_CONFIG).demo
     plan = DemoPlan(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Literal
 
 from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
 from daedalus_spark.analyze.losses import LossWatch
@@ -19,11 +19,10 @@ from daedalus_spark.evidence import Evidence, SkipEvidence
 from daedalus_spark.execute.port import Actuation
 from daedalus_spark.knowledge.history import forecast_record
 from daedalus_spark.knowledge.state import Knowledge, KnowledgeStore, restore, snapshot
-from daedalus_spark.plan.algorithm import PlanInputs, plan
-from daedalus_spark.plan.batchratio import BatchRatioInputs, plan_batch_ratio
-from daedalus_spark.plan.budget import rescale_tokens
-from daedalus_spark.plan.cost import CostAwareInputs, plan_cost_aware
-from daedalus_spark.plan.horizon import HorizonInputs, plan_horizon, planned_per_step, planning_objective_s
+from daedalus_spark.plan.budget import RescaleBudget
+from daedalus_spark.plan.horizon import planning_objective_s
+from daedalus_spark.plan.port import PlanInputs, TickContext
+from daedalus_spark.plan.registry import planner_named
 from daedalus_spark.redact import redact
 
 log = logging.getLogger(__name__)
@@ -201,7 +200,8 @@ class Controller:
         return replace(decision, notes=notes + decision.notes) if notes else decision
 
     def _plan(self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast) -> Decision:
-        """The configured planner on what this tick analyzed, each planner given what it reads."""
+        """The configured planner on what this tick analyzed: the shared inputs with the rescale budget built once,
+        and the tick it may read more from."""
         k, settings = self.knowledge, self.config.controller
         inputs = PlanInputs(
             now_s=now_s,
@@ -216,36 +216,15 @@ class Controller:
             last_rescale_s=k.last_rescale_s,
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
+            budget=self._rescale_budget(now_s),
         )
-        if settings.planner == "cost_aware":
-            return plan_cost_aware(
-                inputs.extended(
-                    CostAwareInputs,
-                    lookback_workload_per_s=_since(k.history.workload, now_s - settings.scale_in_lookback_s),
-                    lookback_step_s=self.config.forecast.resolution_s,
-                    rescale_tokens=self._rescale_tokens(now_s),
-                ),
-                settings,
-            )
-        if settings.planner == "horizon":
-            return plan_horizon(inputs.extended(HorizonInputs, rescale_tokens=self._rescale_tokens(now_s)), settings)
-        if settings.planner == "batch_ratio":
-            batches = obs.batches
-            return plan_batch_ratio(
-                inputs.extended(
-                    BatchRatioInputs,
-                    batches_completed=batches.batches if batches is not None else 0.0,
-                    batch_seconds=batches.duration_s if batches is not None else 0.0,
-                    trigger_interval_s=self.config.capacity.trigger_interval_s,
-                ),
-                settings,
-            )
-        return plan(inputs, settings)
+        tick = TickContext(observation=obs, config=self.config, workload_history=k.history.workload)
+        return planner_named(settings.planner).plan(inputs, tick)
 
-    def _rescale_tokens(self, now_s: float) -> float:
-        """The rescale budget's bucket now, over the rescales remembered that changed the job."""
+    def _rescale_budget(self, now_s: float) -> RescaleBudget:
+        """The rescale budget now, over the rescales remembered that changed the job."""
         decisions = self.knowledge.decisions
-        return rescale_tokens(
+        return RescaleBudget.at(
             [d.time_s for d in decisions if d.rescale and _changed_the_job(d)],
             now_s,
             per_hour=self.config.controller.max_rescales_per_hour,
@@ -304,38 +283,12 @@ class Controller:
 
 
 def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
-    """The load per forecast step the configured planner provisions for: the point forecast (paper, and batch_ratio,
-    which reads no forecast), the interval's upper bound (cost_aware), or the point plus the headroom a miss would
-    need (horizon)."""
-    if settings.planner in ("paper", "batch_ratio"):
-        return forecast.values_per_s
-    if settings.planner == "cost_aware":
-        return forecast.upper_bound().values_per_s
-    planned = planned_per_step(
-        forecast,
-        settings.horizon_upper_weight_ratio,
-        interval_s=settings.loop_interval_s,
-        objective_s=planning_objective_s(settings),
-    )
-    return tuple(planned.tolist())
-
-
-# Each planner takes its own inputs (PlanInputs extended with what it alone reads), as Controller._plan builds them.
-PLANNERS: dict[str, Callable[[Any, ControllerConfig], Decision]] = {
-    "paper": plan,
-    "cost_aware": plan_cost_aware,
-    "horizon": plan_horizon,
-    "batch_ratio": plan_batch_ratio,
-}
+    """The load per forecast step the configured planner provisions for (its registry entry says)."""
+    return planner_named(settings.planner).provisions(forecast, settings)
 
 
 def _changed_the_job(decision: Decision) -> bool:
     return decision.actuation is not None and decision.actuation.outcome.changed_the_job
-
-
-def _since(workload: Iterable[tuple[float, float]], since_s: float) -> tuple[float, ...]:
-    """Observed workload (per forecast-resolution step) stamped after `since_s`, oldest first."""
-    return tuple(value for t, value in workload if t > since_s)
 
 
 def _missing(obs: Observation) -> str:

@@ -22,7 +22,7 @@ from daedalus_spark.execute.port import (
     SeesObstacles,
 )
 from daedalus_spark.knowledge.state import KnowledgeStore
-from daedalus_spark.monitor.port import MetricsSource, MonitorError
+from daedalus_spark.monitor.port import MAX_WINDOW_INTERVALS, MetricsSource, MonitorError
 from daedalus_spark.redact import redact
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class Loop:
     store: KnowledgeStore | None  # None: nothing persisted (the simulator)
     clock: Clock
     publishers: Sequence[Publisher] = ()
-    max_window_intervals: int = 5  # after monitor outages, observe at most this many intervals back
+    max_window_intervals: int = MAX_WINDOW_INTERVALS  # after monitor outages, observe at most this many back
     _window_end_s: float | None = None
     _last_scaleout: int = 0
     _pending: PendingTarget | None = None  # the accepted target not yet seen live

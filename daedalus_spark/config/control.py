@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import field_validator
 
-from daedalus_spark.config.fields import _field, _nonblank, _openable_path, _Section
+from daedalus_spark.config.fields import OneOf, _field, _nonblank, _openable_path, _Section
+
+
+def _planner_names() -> tuple[str, ...]:
+    """The planners plan/registry.py names (read when a value is checked: the registry sits above the configuration,
+    and is the one list of them)."""
+    from daedalus_spark.plan.registry import PLANNERS
+
+    return tuple(PLANNERS)
+
+
+_PLANNER = OneOf(_planner_names, "planner")
+
+
+def _registered_planner(value: str) -> str:
+    return _PLANNER.check(value)
 
 
 class ControllerConfig(_Section):
@@ -52,7 +67,7 @@ class ControllerConfig(_Section):
         ge=0,
         le=86400,
     )
-    planner: Literal["paper", "cost_aware", "horizon", "batch_ratio"] = _field(
+    planner: Annotated[str, _PLANNER] = _field(
         "horizon",
         "-",
         "paper: Algorithm 1 as published. cost_aware: Algorithm 1 on the forecast's upper bound, and a scale-in only "
@@ -119,6 +134,7 @@ class ControllerConfig(_Section):
         le=30 * 86400,
     )
 
+    _planner = field_validator("planner")(_registered_planner)
     _path = field_validator("knowledge_path")(_nonblank)
     _path_chars = field_validator("knowledge_path")(_openable_path)
 

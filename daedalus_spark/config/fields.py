@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -13,6 +15,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
     return Field(default, description=description, json_schema_extra={"unit": unit}, **bounds)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A string field's allowed names, read when a value is checked or the YAML is rendered: for names listed above
+    the configuration (the planners of plan/registry.py). Put it in the field's Annotated metadata."""
+
+    names: Callable[[], Sequence[str]]
+    what: str
+
+    def check(self, value: str) -> str:
+        names = self.names()
+        if value not in names:
+            raise ValueError(f"unknown {self.what} {value!r} (one of {', '.join(names)})")
+        return value
 
 
 class _Section(BaseModel):

@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from daedalus_spark.config.fields import OneOf
 from daedalus_spark.config.model import Config
 from daedalus_spark.redact import redact
 
@@ -152,6 +153,8 @@ def _bounds(info: Any) -> str:
             value = getattr(m, attr, None)
             if value is not None:
                 parts.append(f"{sym} {value}")
+        if isinstance(m, OneOf):
+            parts.append("one of " + ", ".join(m.names()))
     args = getattr(info.annotation, "__args__", None)
     if args and all(isinstance(a, str) for a in args):
         parts.append("one of " + ", ".join(args))

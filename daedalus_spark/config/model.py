@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from daedalus_spark.config.actuation import ActuatorConfig, AgentSettings, KubernetesConfig, RuntimeConfig
 from daedalus_spark.config.control import CapacityConfig, ControllerConfig, ForecastConfig, RecoveryConfig
@@ -83,7 +83,8 @@ def _retention_problem(config: Config) -> str:
 
 
 class Config(_Section):
-    controller: ControllerConfig = ControllerConfig()
+    # built when a Config is: its planner is checked against plan/registry.py, which imports the configuration
+    controller: ControllerConfig = Field(default_factory=ControllerConfig)
     capacity: CapacityConfig = CapacityConfig()
     forecast: ForecastConfig = ForecastConfig()
     recovery: RecoveryConfig = RecoveryConfig()

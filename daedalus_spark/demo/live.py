@@ -10,7 +10,6 @@ failure. `out/demo/` receives the decision log, the knowledge store, its report,
 from __future__ import annotations
 
 import errno
-import functools
 import json
 import math
 import shutil
@@ -24,59 +23,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daedalus_spark.config import Config, ConfigError, DemoConfig, load_config, render_yaml
+from daedalus_spark.config import Config, ConfigError, load_config, render_yaml
 from daedalus_spark.demo.counts import WordCounts, kafka_word_counts, word_counts
+from daedalus_spark.demo.plan import AUTOSCALERS as AUTOSCALERS
+from daedalus_spark.demo.plan import DEMO_CONFIG as DEMO_CONFIG
+from daedalus_spark.demo.plan import SOURCES as SOURCES
+from daedalus_spark.demo.plan import TRACE as TRACE
+from daedalus_spark.demo.plan import DemoPlan as DemoPlan
 from daedalus_spark.demo.processes import Processes
 from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, summarize
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.kafkacluster.broker import LocalKafka
-from daedalus_spark.monitor.files import BUNDLED_TRACES
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
 from daedalus_spark.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
-DEMO_CONFIG = ROOT / "deploy" / "demo.yaml"
-TRACE = BUNDLED_TRACES["wordcount"]
 TOPIC = "wordcount"  # the pipeline's and the generator's default topic
 GROUP = "daedalus-wordcount"  # the consumer group the job commits its batches' end offsets for (Kafka)
-SOURCES = ("kafka", "local")
-
-
-@functools.cache
-def shipped_demo() -> DemoConfig:
-    """The `demo:` section of deploy/demo.yaml: the job and load sized by the calibration in docs/demo.md."""
-    return load_config(DEMO_CONFIG).demo
-
-
-@dataclass(frozen=True)
-class DemoPlan:
-    """Sizes measured on this machine (docs/demo.md; the defaults are deploy/demo.yaml's `demo:` section): one
-    1-core executor per standalone worker, each worker under a CPU quota."""
-
-    max_scaleout: int = 4  # standalone workers started, one executor each
-    cpus_per_executor: float = field(default_factory=lambda: shipped_demo().cpus_per_executor)
-    record_cost_rounds: int = field(default_factory=lambda: shipped_demo().record_cost_rounds)
-    partitions: int = 8
-    trace: Path = TRACE
-    trace_start_s: int = field(default_factory=lambda: shipped_demo().trace_start_s)
-    trace_seconds: int = 10800  # one 3-hour load cycle of the WordCount trace...
-    duration_s: float = field(default_factory=lambda: shipped_demo().load_cycle_s)  # ...played in 8 minutes
-    scale: float = field(default_factory=lambda: shipped_demo().trace_scale)
-    initial_executors: int = 2
-    use_prometheus: bool = True
-    autoscaler: str = "daedalus"  # one of AUTOSCALERS
-    drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
-    source: str = "kafka"  # one of SOURCES: a local Kafka broker, or the local partitioned log
-    static_executors: int = 0  # autoscaler static: this many held (0: max_scaleout)
-
-    @property
-    def compression(self) -> float:
-        return self.trace_seconds / self.duration_s
-
-
-AUTOSCALERS = ("daedalus", "spark-da", "batch-ratio", "static")
 
 
 def autoscaler_job_args(plan: DemoPlan) -> list[str]:
@@ -155,7 +119,12 @@ def controller_config(
     )
 
 
-def run_demo(out: Path, plan: DemoPlan = DemoPlan(), config_path: Path = DEMO_CONFIG, log: Any = print) -> int:
+def run_demo(
+    out: Path,
+    plan: DemoPlan = DemoPlan(),  # noqa: B008 - a frozen dataclass, never changed
+    config_path: Path = DEMO_CONFIG,
+    log: Any = print,
+) -> int:
     if plan.autoscaler not in AUTOSCALERS:
         raise ValueError(f"autoscaler {plan.autoscaler!r}: expected one of {', '.join(AUTOSCALERS)}")
     if plan.source not in SOURCES:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from daedalus_spark.demo.counts import WordCounts
+from daedalus_spark.demo.plan import DemoPlan
 from daedalus_spark.demo.sizing import load_extremes
-
-if TYPE_CHECKING:
-    from daedalus_spark.demo.live import DemoPlan
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,9 @@ from collections.abc import Mapping
 
 from daedalus_spark.clock import Clock
 from daedalus_spark.config import Config
-from daedalus_spark.monitor.port import MetricsSource, MonitorError
+from daedalus_spark.monitor.port import MAX_WINDOW_INTERVALS, MetricsSource, MonitorError
 
 __all__ = ["MetricsSource", "MonitorError", "make_monitor"]
-
-# Loop.max_window_intervals: after outages the loop asks for at most this many intervals back.
-_MAX_WINDOW_INTERVALS = 5
 
 
 def make_monitor(config: Config, clock: Clock, environ: Mapping[str, str] | None = None) -> MetricsSource:
@@ -24,7 +21,7 @@ def make_monitor(config: Config, clock: Clock, environ: Mapping[str, str] | None
         return PrometheusMonitor(config.monitor, signal, environ)
     from daedalus_spark.monitor.scrape import ScrapeMonitor
 
-    horizon_s = _MAX_WINDOW_INTERVALS * config.controller.loop_interval_s + config.monitor.step_s
+    horizon_s = MAX_WINDOW_INTERVALS * config.controller.loop_interval_s + config.monitor.step_s
     monitor = ScrapeMonitor(config.monitor, signal, clock, horizon_s=horizon_s)
     monitor.start()
     return monitor

@@ -6,6 +6,10 @@ from typing import Protocol
 
 from daedalus_spark.domain import Observation
 
+# After monitor outages (or a clock stepped forward) the loop observes at most this many loop intervals back, so a
+# source that keeps its own history (the scrape monitor) keeps at least that much.
+MAX_WINDOW_INTERVALS = 5
+
 
 class MonitorError(Exception):
     """The window cannot be observed; `kind` classifies it for counting, the message says what is missing.

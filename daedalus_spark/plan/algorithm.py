@@ -3,37 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
-from typing import Any, TypeVar
+from dataclasses import dataclass, replace
 
 from daedalus_spark.analyze.recovery_prediction import predict_recovery_s
 from daedalus_spark.config import ControllerConfig
-from daedalus_spark.domain import CapacityTable, Decision, Forecast, Reason
+from daedalus_spark.domain import Decision, Reason
 from daedalus_spark.evidence import Evidence, TargetEvidence, TickEvidence
-
-
-@dataclass(frozen=True)
-class PlanInputs:
-    """Everything Algorithm 1 looks at, already analyzed; every planner reads these (each planner's own inputs
-    extend them: plan/cost.py, plan/horizon.py, plan/batchratio.py)."""
-
-    now_s: float
-    current_scaleout: int
-    capacities: CapacityTable
-    workload_avg_per_s: float
-    replay_records: float  # what a restart replays from the last checkpoint (analyze.recovery_prediction)
-    forecast: Forecast
-    consumer_lag_records: float
-    last_rescale_s: float | None
-    downtime_scale_out_s: float
-    downtime_scale_in_s: float
-
-    def extended(self, planner_inputs: type[Extended], **only_it_reads: Any) -> Extended:
-        """These inputs as a planner's own (a subclass), with what that planner alone reads."""
-        return planner_inputs(**{f.name: getattr(self, f.name) for f in fields(PlanInputs)}, **only_it_reads)
-
-
-Extended = TypeVar("Extended", bound=PlanInputs)
+from daedalus_spark.plan.port import PlanInputs, Planner, shared_only
 
 
 @dataclass(frozen=True)
@@ -158,3 +134,7 @@ def _reject(inputs: PlanInputs, cand: Candidate, forecast_max: float, target_rec
             f"{peak_while_recovering:.0f}/s while recovering"
         )
     return None
+
+
+# Its registry entry (plan/registry.py): Algorithm 1 reads the shared inputs and provisions for the point forecast.
+PLANNER = Planner(plan, shared_only)

@@ -22,7 +22,8 @@ import numpy as np
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Reason
 from daedalus_spark.evidence import BatchRatioEvidence, Evidence
-from daedalus_spark.plan.algorithm import PlanInputs, candidate, target_evidence, tick_evidence
+from daedalus_spark.plan.algorithm import candidate, target_evidence, tick_evidence
+from daedalus_spark.plan.port import PlanInputs, Planner, TickContext
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,17 @@ class BatchRatioInputs(PlanInputs):
     trigger_interval_s: float = 0.0
 
 
+def batch_ratio_inputs(inputs: PlanInputs, tick: TickContext) -> BatchRatioInputs:
+    """The tick's inputs, and the batches its observation's window completed."""
+    batches = tick.observation.batches
+    return inputs.extended(
+        BatchRatioInputs,
+        batches_completed=batches.batches if batches is not None else 0.0,
+        batch_seconds=batches.duration_s if batches is not None else 0.0,
+        trigger_interval_s=tick.config.capacity.trigger_interval_s,
+    )
+
+
 def plan_batch_ratio(inputs: BatchRatioInputs, settings: ControllerConfig) -> Decision:
     """One scaling round of the batch-duration rule on the tick's batches; the evidence says what it saw."""
     current = inputs.current_scaleout
@@ -96,3 +108,6 @@ def plan_batch_ratio(inputs: BatchRatioInputs, settings: ControllerConfig) -> De
     evidence = replace(evidence, target=target_evidence(chosen))
     reason = Reason.BATCH_RATIO_SCALES_OUT if target > current else Reason.BATCH_RATIO_SCALES_IN
     return Decision(inputs.now_s, current, target, reason, evidence)
+
+
+PLANNER = Planner(plan_batch_ratio, batch_ratio_inputs)  # its registry entry (plan/registry.py)

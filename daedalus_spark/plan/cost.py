@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
 from daedalus_spark.evidence import CostAwareEvidence, ScaleInEvidence
-from daedalus_spark.plan.algorithm import PlanInputs, plan
+from daedalus_spark.plan.algorithm import plan
+from daedalus_spark.plan.port import PlanInputs, Planner, TickContext
 
 COST_MODEL = (
     "saved = (current - n) * hold_s; "
@@ -24,7 +25,21 @@ class CostAwareInputs(PlanInputs):
     # Observed workload over the last `scale_in_lookback_s`, oldest first, one average per forecast-resolution step.
     lookback_workload_per_s: tuple[float, ...] = ()
     lookback_step_s: float = 10.0
-    rescale_tokens: float = math.inf  # the rescale budget's bucket now (plan/budget.py)
+
+
+def cost_aware_inputs(inputs: PlanInputs, tick: TickContext) -> CostAwareInputs:
+    """The tick's inputs, and the workload observed over the last `scale_in_lookback_s`."""
+    since_s = inputs.now_s - tick.config.controller.scale_in_lookback_s
+    return inputs.extended(
+        CostAwareInputs,
+        lookback_workload_per_s=tuple(value for t, value in tick.workload_history if t > since_s),
+        lookback_step_s=tick.config.forecast.resolution_s,
+    )
+
+
+def provisioned_upper_bound(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
+    """cost_aware plans on the forecast's upper bound."""
+    return forecast.upper_bound().values_per_s
 
 
 @dataclass(frozen=True)
@@ -81,7 +96,7 @@ def plan_cost_aware(inputs: CostAwareInputs, settings: ControllerConfig) -> Deci
     if held is not None:
         reason, note = held
         if reason is Reason.SCALE_IN_RESCALE_BUDGET:
-            bound = replace(bound, rescale_tokens=round(inputs.rescale_tokens, 3))
+            bound = replace(bound, rescale_tokens=round(inputs.budget.tokens, 3))
         evidence = replace(evidence, cost_aware=bound)
         return replace(safe, target_scaleout=current, reason=reason, evidence=evidence, notes=(*safe.notes, note))
     evidence = replace(evidence, cost_aware=bound)
@@ -129,12 +144,11 @@ def _held(
     inputs: CostAwareInputs, settings: ControllerConfig, weighed: _Weighed, proposed: int
 ) -> tuple[Reason, str] | None:
     """Why the scale-in Algorithm 1 proposed is held, with a note for people; None: it goes ahead."""
-    best = weighed.best
-    if settings.max_rescales_per_hour and inputs.rescale_tokens < 1.0:
-        wait_s = (1.0 - inputs.rescale_tokens) / settings.max_rescales_per_hour * 3600.0
+    best, budget = weighed.best, inputs.budget
+    if not budget.has_token:
         return Reason.SCALE_IN_RESCALE_BUDGET, (
-            f"{proposed}: the rescale budget ({settings.max_rescales_per_hour:g} per hour) has "
-            f"{inputs.rescale_tokens:.2f} tokens, a whole one in {wait_s:.0f} s"
+            f"{proposed}: the rescale budget ({budget.per_hour:g} per hour) has "
+            f"{budget.tokens:.2f} tokens, a whole one in {budget.wait_s():.0f} s"
         )
     if not weighed.carrying:
         return Reason.SCALE_IN_RECENTLY_OUTGROWN, (
@@ -217,3 +231,6 @@ def _hold_s(forecast: Forecast, capacity_per_s: float, now_s: float) -> float:
         if value >= capacity_per_s:
             return lead_s + k * forecast.step_s
     return lead_s + forecast.horizon_s
+
+
+PLANNER = Planner(plan_cost_aware, cost_aware_inputs, provisioned_upper_bound)  # its registry entry (plan/registry.py)

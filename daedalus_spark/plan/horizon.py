@@ -4,21 +4,15 @@ within the target (plan/schedule.py, the offline optimum's DP), of which only th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
 from daedalus_spark.evidence import Evidence, HorizonEvidence, PlanScheduleEvidence
-from daedalus_spark.plan.algorithm import (
-    PlanInputs,
-    candidate,
-    plan,
-    seconds_since_rescale,
-    target_evidence,
-    tick_evidence,
-)
+from daedalus_spark.plan.algorithm import candidate, plan, seconds_since_rescale, target_evidence, tick_evidence
+from daedalus_spark.plan.port import PlanInputs, Planner, shared_only
 from daedalus_spark.plan.schedule import QueueModel, Schedule, ScheduleInfeasible, Start, Stop, cheapest_schedule
 
 # Where the forecast exceeds the largest scale-out's capacity, the plan takes it as this share of that capacity.
@@ -94,13 +88,6 @@ def planning_objective_s(settings: ControllerConfig) -> float:
     return settings.target_latency_s * settings.horizon_target_share_ratio
 
 
-def rescale_allowance(tokens: float, per_hour: float, horizon_s: float) -> int | None:
-    """Rescales the plan may make over the horizon: the budget's tokens now plus its refill (None: no budget)."""
-    if math.isinf(tokens) or per_hour <= 0:
-        return None
-    return max(0, math.floor(tokens + per_hour * horizon_s / 3600.0 + 1e-9))
-
-
 def describe(schedule: Schedule) -> str:
     """The plan for people: scale-out and how long, in order."""
     runs: list[list[int]] = []
@@ -112,14 +99,18 @@ def describe(schedule: Schedule) -> str:
     return ", then ".join(f"{n} for {s} s" for n, s in runs)
 
 
-@dataclass(frozen=True)
-class HorizonInputs(PlanInputs):
-    """Algorithm 1's inputs (its fallback), and the rescale budget the schedule keeps to."""
+def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
+    """The load per forecast step horizon plans for: the point plus the headroom a miss would need."""
+    planned = planned_per_step(
+        forecast,
+        settings.horizon_upper_weight_ratio,
+        interval_s=settings.loop_interval_s,
+        objective_s=planning_objective_s(settings),
+    )
+    return tuple(planned.tolist())
 
-    rescale_tokens: float = math.inf  # the rescale budget's bucket now (plan/budget.py)
 
-
-def plan_horizon(inputs: HorizonInputs, settings: ControllerConfig) -> Decision:
+def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     """Solve the offline optimum's problem over the forecast from the job as it is now (scale-out, consumer lag,
     learned capacities and downtimes, the rescale budget left) and apply its first interval. Where no schedule
     keeps the target within the budget, a scale-out beyond it (scale-outs never wait for a token) is planned the
@@ -149,13 +140,13 @@ def _outgrown(inputs: PlanInputs, settings: ControllerConfig) -> bool:
     return inputs.workload_avg_per_s > capacity and lag_s > planning_objective_s(settings)
 
 
-def _plan_horizon(inputs: HorizonInputs, settings: ControllerConfig, evidence: Evidence) -> Decision:
+def _plan_horizon(inputs: PlanInputs, settings: ControllerConfig, evidence: Evidence) -> Decision:
     """The cheapest schedule's first step, else a scale-out beyond the budget, else Algorithm 1's fallback."""
     current = inputs.current_scaleout
     lo, hi = settings.min_scaleout, settings.max_scaleout
     problem = f"the current scale-out {current} is outside {lo}..{hi}"
     horizon_s = len(inputs.forecast.values_per_s) * inputs.forecast.seconds_per_step
-    allowance = rescale_allowance(inputs.rescale_tokens, settings.max_rescales_per_hour, horizon_s)
+    allowance = inputs.budget.allowance(horizon_s)
     horizon = HorizonEvidence(
         plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance
     )
@@ -178,7 +169,7 @@ def _plan_horizon(inputs: HorizonInputs, settings: ControllerConfig, evidence: E
 
 
 def _plan_within(
-    inputs: HorizonInputs, settings: ControllerConfig, evidence: Evidence, allowance: int | None
+    inputs: PlanInputs, settings: ControllerConfig, evidence: Evidence, allowance: int | None
 ) -> Decision | str:
     """The first step of the cheapest schedule that makes at most `allowance` rescales over the planned load (capped
     at what the largest scale-out carries where it exceeds that), or why there is none."""
@@ -219,7 +210,7 @@ def _plan_within(
 
 
 def _solve(
-    inputs: HorizonInputs,
+    inputs: PlanInputs,
     settings: ControllerConfig,
     load: np.ndarray,
     interval: int,
@@ -287,3 +278,6 @@ def _first_step(
         chosen = candidate(inputs, target, inputs.forecast.per_second())
         evidence = replace(evidence, target=target_evidence(chosen))
     return Decision(inputs.now_s, current, target, reason, evidence, tuple(notes))
+
+
+PLANNER = Planner(plan_horizon, shared_only, provisioned_per_s)  # its registry entry (plan/registry.py)

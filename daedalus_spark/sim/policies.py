@@ -114,7 +114,7 @@ def make_policy(name: str, config: Config) -> Policy:
     if kind in MICROBATCH_ONLY:
         return _spark_policy(name, kind, arg, config)
     if kind == "daedalus":  # daedalus:PLANNER runs the controller with that planner
-        from daedalus_spark.controller import PLANNERS
+        from daedalus_spark.plan.registry import PLANNERS
         from daedalus_spark.sim.daedalus import DaedalusPolicy
 
         if arg and arg not in PLANNERS:

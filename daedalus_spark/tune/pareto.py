@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from daedalus_spark.plan.budget import RescaleBudget
+
 
 @dataclass(frozen=True)
 class Totals:
@@ -23,7 +25,7 @@ class Totals:
         """At most what the controller's token bucket allows (0: no budget, infinite): each window's scored part
         starts with at most a full bucket of `per_hour` tokens (earned from empty in its lead-in since the budget
         change of 2026-11-24), refilled at `per_hour` an hour."""
-        return per_hour * (self.hours + self.windows) if per_hour > 0 else float("inf")
+        return RescaleBudget(per_hour).allowed_over(hours=self.hours, fresh_buckets=self.windows)
 
     def within_budget(self, per_hour: float) -> bool:
         return self.rescales <= self.allowed_rescales(per_hour) + 1e-9

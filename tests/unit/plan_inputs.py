@@ -5,14 +5,14 @@ from dataclasses import dataclass
 from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
 from daedalus_spark.domain import CapacityTable, Forecast
 from daedalus_spark.plan.batchratio import BatchRatioInputs
+from daedalus_spark.plan.budget import RescaleBudget
 from daedalus_spark.plan.cost import CostAwareInputs
-from daedalus_spark.plan.horizon import HorizonInputs
 
 NOW = 10_000.0
 
 
 @dataclass(frozen=True)
-class AnyPlannerInputs(CostAwareInputs, HorizonInputs, BatchRatioInputs):
+class AnyPlannerInputs(CostAwareInputs, BatchRatioInputs):
     """Inputs every planner accepts (each reads its own part), so one situation can be planned by all."""
 
 
@@ -32,11 +32,12 @@ def plan_inputs(
     downtime_out=30.0,
     downtime_in=15.0,
     tokens=float("inf"),
+    per_hour=3.0,
     checkpoint_s=10.0,
 ):
     """Capacities `per_executor * n` for n = 1..max_n (or `caps`), a flat forecast at `workload` over `steps` 10-s
     buckets (or `forecast`, with `upper` as its upper bound), observed at the current scale-out only; a restart
-    replays `checkpoint_s` of the workload."""
+    replays `checkpoint_s` of the workload; the rescale budget holds `tokens` of `per_hour`."""
     caps = tuple(caps) if caps is not None else tuple(per_executor * n for n in range(1, max_n + 1))
     table = CapacityTable(current, caps[current - 1], caps, frozenset({current}), ())
     values = forecast if forecast is not None else [workload] * steps
@@ -52,5 +53,5 @@ def plan_inputs(
         downtime_scale_out_s=downtime_out,
         downtime_scale_in_s=downtime_in,
         lookback_workload_per_s=tuple(float(v) for v in lookback),
-        rescale_tokens=tokens,
+        budget=RescaleBudget(per_hour, tokens),
     )

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from daedalus_spark.controller import PLANNERS
 from daedalus_spark.domain import Actuation, CapacityTable, Decision, Outcome, Reason
 from daedalus_spark.evidence import Evidence, SkipEvidence, TargetEvidence, TickEvidence
 from daedalus_spark.knowledge.state import decision_from_json, decision_to_json
 from daedalus_spark.loop import StepResult
+from daedalus_spark.plan.budget import RescaleBudget
+from daedalus_spark.plan.registry import PLANNERS
 from daedalus_spark.runtime.publishers import ControllerMetrics
 from tests.unit.plan_cases import COST_CASES, COST_SETTINGS, HORIZON_CASES, HORIZON_SETTINGS, PAPER_CASES
 
@@ -30,8 +32,10 @@ def _decisions() -> dict[str, Decision]:
     }
     for table, (cases, shared) in tables.items():
         for case in cases:
-            inputs = case.values[0]
             settings = case.values[1] if shared is None else shared
+            # the case's tokens, at the rate its settings name (as the controller builds the budget)
+            budget = RescaleBudget(settings.max_rescales_per_hour, case.values[0].budget.tokens)
+            inputs = replace(case.values[0], budget=budget)
             for name in sorted(PLANNERS):
                 out[f"{table}/{case.id}/{name}"] = PLANNERS[name](inputs, settings)
     return out

@@ -1,8 +1,6 @@
 """The horizon planner as a table (hand-computed cases), the shared schedule DP against hand-computed queues, and a
 property: without rescale costs its first step is the optimum's (the smallest scale-out carrying the interval)."""
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,7 +11,6 @@ from daedalus_spark.plan.horizon import (
     describe,
     headroom_per_s,
     plan_horizon,
-    rescale_allowance,
     schedule_scaleouts,
 )
 from daedalus_spark.plan.schedule import (
@@ -104,21 +101,6 @@ def test_no_schedule_says_why_in_the_notes_and_algorithm_1_decides():
     decision = plan_horizon(inputs(workload=150, lag=10_000_000), SETTINGS)
     assert "no schedule" in decision.notes[0] and "Algorithm 1" in decision.notes[0]
     assert (decision.target_scaleout, decision.reason) == (12, Reason.NO_VALID_SCALEOUT_USE_MAX)
-
-
-@pytest.mark.parametrize(
-    ("tokens", "per_hour", "horizon_s", "allowed"),
-    [
-        pytest.param(math.inf, 3.0, 900, None, id="no-bucket"),
-        pytest.param(2.0, 0.0, 900, None, id="budget-off"),
-        pytest.param(0.2, 3.0, 900, 0, id="refill-short-of-one"),
-        pytest.param(0.25, 3.0, 900, 1, id="refill-makes-one"),
-        pytest.param(-2.0, 3.0, 900, 0, id="debt"),
-        pytest.param(3.0, 3.0, 1200, 4, id="full-bucket-and-refill"),
-    ],
-)
-def test_rescale_allowance(tokens, per_hour, horizon_s, allowed):
-    assert rescale_allowance(tokens, per_hour, horizon_s) == allowed
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,51 @@
+"""Demo: what one demo run is sized as (DemoPlan: executors, load, autoscaler, source), apart from the run itself
+(demo/live.py) so that the summary and the CLI read it without importing the run."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from daedalus_spark.config import DemoConfig, load_config
+from daedalus_spark.monitor.files import BUNDLED_TRACES
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_CONFIG = ROOT / "deploy" / "demo.yaml"
+TRACE = BUNDLED_TRACES["wordcount"]
+SOURCES = ("kafka", "local")
+
+
+@functools.cache
+def shipped_demo() -> DemoConfig:
+    """The `demo:` section of deploy/demo.yaml: the job and load sized by the calibration in docs/demo.md."""
+    return load_config(DEMO_CONFIG).demo
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """Sizes measured on this machine (docs/demo.md; the defaults are deploy/demo.yaml's `demo:` section): one
+    1-core executor per standalone worker, each worker under a CPU quota."""
+
+    max_scaleout: int = 4  # standalone workers started, one executor each
+    cpus_per_executor: float = field(default_factory=lambda: shipped_demo().cpus_per_executor)
+    record_cost_rounds: int = field(default_factory=lambda: shipped_demo().record_cost_rounds)
+    partitions: int = 8
+    trace: Path = TRACE
+    trace_start_s: int = field(default_factory=lambda: shipped_demo().trace_start_s)
+    trace_seconds: int = 10800  # one 3-hour load cycle of the WordCount trace...
+    duration_s: float = field(default_factory=lambda: shipped_demo().load_cycle_s)  # ...played in 8 minutes
+    scale: float = field(default_factory=lambda: shipped_demo().trace_scale)
+    initial_executors: int = 2
+    use_prometheus: bool = True
+    autoscaler: str = "daedalus"  # one of AUTOSCALERS
+    drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
+    source: str = "kafka"  # one of SOURCES: a local Kafka broker, or the local partitioned log
+    static_executors: int = 0  # autoscaler static: this many held (0: max_scaleout)
+
+    @property
+    def compression(self) -> float:
+        return self.trace_seconds / self.duration_s
+
+
+AUTOSCALERS = ("daedalus", "spark-da", "batch-ratio", "static")
