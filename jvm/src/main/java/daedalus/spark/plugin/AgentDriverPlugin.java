@@ -198,9 +198,12 @@ public final class AgentDriverPlugin implements DriverPlugin, AgentHttp.Agent {
         .add(scaler.current(), appId)
         .end();
     Integer target = scaler.target();
-    out.gauge(PREFIX + "executors_target", "Executor target last applied (-1 = none)", "application_id")
-        .add(target == null ? -1 : target, appId)
-        .end();
+    Exposition.Family targets =
+        out.gauge(PREFIX + "executors_target", "Executor target last applied (no sample before the first)", "application_id");
+    if (target != null) {
+      targets.add(target, appId);
+    }
+    targets.end();
     out.gauge(PREFIX + "uptime_seconds", "Seconds since the agent started with the app", "application_id")
         .add((System.currentTimeMillis() - startedMs) / 1000.0, appId)
         .end();
@@ -236,9 +239,9 @@ public final class AgentDriverPlugin implements DriverPlugin, AgentHttp.Agent {
     Exposition.Family lag =
         out.gauge(PREFIX + "source_lag_records", "Offsets behind latest per source partition (consumer lag)", byPartition);
     Exposition.Family latest =
-        out.gauge(PREFIX + "source_latest_offset", "Latest (end) offset of the source partition", byPartition);
+        out.counter(PREFIX + "source_latest_offset", "Latest (end) offset of the source partition", byPartition);
     Exposition.Family committed =
-        out.gauge(PREFIX + "source_committed_offset", "End offset of the last completed batch", byPartition);
+        out.counter(PREFIX + "source_committed_offset", "End offset of the last completed batch", byPartition);
     Exposition.Family total =
         out.gauge(PREFIX + "lag_records", "Offsets behind latest over all partitions (consumer lag)", byQuery);
     for (DriverState.Query q : queries) {
