@@ -121,6 +121,25 @@ def test_every_metric_the_dashboard_names_is_exported():
     assert {n for n in exported if n.startswith("daedalus_controller_") and not n.endswith(("_count", "_sum"))} <= named
 
 
+def controller_names() -> set[str]:
+    from daedalus_spark.config import Config
+    from daedalus_spark.controller import Controller
+    from daedalus_spark.runtime.publishers import ControllerMetrics
+
+    registry = ControllerMetrics(Controller(Config())).registry
+    return {series for name, kind in families(registry) for series in exposed(name, kind)}
+
+
+def test_the_namespace_variable_comes_from_the_controller_present_in_both_metric_modes():
+    """The agent's series exist with `monitor.metrics: agent` only; the controller's own, before its first tick and in
+    either mode. The namespace variable (every other variable and panel is filtered by it) must not need the agent."""
+    (namespace,) = [v for v in dashboard()["templating"]["list"] if v["name"] == "namespace"]
+    assert re.fullmatch(r"label_values\(.*,\s*namespace\)", namespace["query"]["query"]), namespace["query"]
+    (selector,) = [expr for where, expr in variable_queries(dashboard()) if where == "variable namespace"]
+    assert metric_names(selector) and metric_names(selector) <= controller_names(), selector
+    assert namespace["definition"] == namespace["query"]["query"]
+
+
 @needs_promtool
 def test_every_dashboard_query_parses_with_promtool(tmp_path):
     board = dashboard()
