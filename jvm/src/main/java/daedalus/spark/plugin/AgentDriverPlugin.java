@@ -197,13 +197,7 @@ public final class AgentDriverPlugin implements DriverPlugin, AgentHttp.Agent {
     out.gauge(PREFIX + "executors", "Live executors (driver excluded)", "application_id")
         .add(scaler.current(), appId)
         .end();
-    Integer target = scaler.target();
-    Exposition.Family targets =
-        out.gauge(PREFIX + "executors_target", "Executor target last applied (no sample before the first)", "application_id");
-    if (target != null) {
-      targets.add(target, appId);
-    }
-    targets.end();
+    targetMetric(out, appId, scaler.target());
     out.gauge(PREFIX + "uptime_seconds", "Seconds since the agent started with the app", "application_id")
         .add((System.currentTimeMillis() - startedMs) / 1000.0, appId)
         .end();
@@ -211,7 +205,18 @@ public final class AgentDriverPlugin implements DriverPlugin, AgentHttp.Agent {
     return out.text();
   }
 
-  private static void queryMetrics(Exposition out, String appId, List<DriverState.Query> queries) {
+  /** The executor target last applied; no sample (not -1) before the first. */
+  static void targetMetric(Exposition out, String appId, Integer target) {
+    String help = "Executor target last applied (no sample before the first)";
+    Exposition.Family targets = out.gauge(PREFIX + "executors_target", help, "application_id");
+    if (target != null) {
+      targets.add(target, appId);
+    }
+    targets.end();
+  }
+
+  /** Per query: its progress, and per source partition its lag and its two offsets, counters as they only grow. */
+  static void queryMetrics(Exposition out, String appId, List<DriverState.Query> queries) {
     String[] byQuery = {"application_id", "query"};
     String[] byPartition = {"application_id", "query", "topic", "partition"};
     Exposition.Family input = out.gauge(PREFIX + "query_input_records_per_second", "Arrival rate of the last batch", byQuery);
