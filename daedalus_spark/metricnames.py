@@ -16,13 +16,14 @@ EXECUTOR_CPU_SECONDS = PREFIX + "executor_cpu_seconds"  # counter: CPU of its cg
 EXECUTOR_CPU_LIMIT_CORES = PREFIX + "executor_cpu_limit_cores"
 
 # Per source partition (labels `topic`, `partition`) and for the job.
-SOURCE_LATEST_OFFSET = PREFIX + "source_latest_offset"
-SOURCE_COMMITTED_OFFSET = PREFIX + "source_committed_offset"
+# Offsets only grow (per partition), so they are counters: rate() over them is the records/s produced or consumed.
+SOURCE_LATEST_OFFSET = PREFIX + "source_latest_offset"  # counter: end offset of the partition
+SOURCE_COMMITTED_OFFSET = PREFIX + "source_committed_offset"  # counter: end offset of the last completed batch
 SOURCE_LAG_RECORDS = PREFIX + "source_lag_records"
 LAG_RECORDS = PREFIX + "lag_records"
 SOURCE_OFFSETS_FAILURES = PREFIX + "source_offsets_failures"  # counter: failed reads of a topic's live end offsets
 EXECUTORS = PREFIX + "executors"  # live executors, the driver excluded: the scale-out
-EXECUTORS_TARGET = PREFIX + "executors_target"
+EXECUTORS_TARGET = PREFIX + "executors_target"  # absent until the agent applies a first target
 UPTIME_SECONDS = PREFIX + "uptime_seconds"
 
 # Per streaming query (label `query`): its progress events, summed.

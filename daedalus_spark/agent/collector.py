@@ -108,10 +108,10 @@ class AgentCollector(Collector):
         per = GaugeMetricFamily(
             names.SOURCE_LAG_RECORDS, "Offsets behind latest per source partition (consumer lag)", labels=labels
         )
-        latest = GaugeMetricFamily(
+        latest = CounterMetricFamily(
             names.SOURCE_LATEST_OFFSET, "Latest (end) offset of the source partition", labels=labels
         )
-        committed = GaugeMetricFamily(
+        committed = CounterMetricFamily(
             names.SOURCE_COMMITTED_OFFSET, "End offset of the last completed batch", labels=labels
         )
         total = GaugeMetricFamily(
@@ -143,9 +143,11 @@ class AgentCollector(Collector):
         live = len(self.serving(view.executors))
         executors = GaugeMetricFamily(names.EXECUTORS, "Live executors (driver excluded)", labels=labels)
         executors.add_metric([self.app_id], float(live))
-        target = GaugeMetricFamily(names.EXECUTORS_TARGET, "Executor target last applied (-1 = none)", labels=labels)
-        applied = self.target()
-        target.add_metric([self.app_id], float(-1 if applied is None else applied))
+        target = GaugeMetricFamily(
+            names.EXECUTORS_TARGET, "Executor target last applied (no sample before the first)", labels=labels
+        )
+        if (applied := self.target()) is not None:
+            target.add_metric([self.app_id], float(applied))
         uptime = GaugeMetricFamily(names.UPTIME_SECONDS, "Seconds since the agent started with the app", labels=labels)
         uptime.add_metric([self.app_id], self.clock() - self.started_at)
         errors = CounterMetricFamily(P + "agent_poll_errors", "Failed polls of the driver UI", labels=labels)

@@ -95,7 +95,7 @@ class MonitorConfig(_Section):
     )
     executor_label: str = _field("executor_id", "-", "Label that names the executor in per-executor series.")
     query_workload: str = _field(
-        f"sum(rate({names.SOURCE_LATEST_OFFSET}{{$selector}}[$rate_window]))",
+        f"sum(rate({names.total(names.SOURCE_LATEST_OFFSET)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s arriving at the source: growth of the topic's end offsets, whoever produces.",
     )
@@ -117,7 +117,7 @@ class MonitorConfig(_Section):
         "Busy fraction per executor (task time per core) — utilization_signal busy_time.",
     )
     query_partition_workload: str = _field(
-        f"sum by (topic, partition) (rate({names.SOURCE_LATEST_OFFSET}{{$selector}}[$rate_window]))",
+        f"sum by (topic, partition) (rate({names.total(names.SOURCE_LATEST_OFFSET)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s arriving at each source partition (labels topic and partition): their skew decides the "
         "capacity of scale-outs never observed. Optional: without it, partitions are taken as equal.",
@@ -154,9 +154,9 @@ class MonitorConfig(_Section):
         "application_id). Optional: without it, a restart is told by the uptime falling.",
     )
     query_agent_target: str = _field(
-        f"max({names.EXECUTORS_TARGET}{{$selector}} >= 0)",
+        f"max({names.EXECUTORS_TARGET}{{$selector}})",
         "PromQL",
-        "Executors the agent is asking Spark for (its last applied target; its -1, none yet, is filtered out). "
+        "Executors the agent is asking Spark for (its last applied target; no sample before its first). "
         "Optional: without it, executors lost by themselves hold the tick once instead of until replaced.",
     )
 

@@ -17,7 +17,7 @@ from daedalus_spark import metricnames as names
 from daedalus_spark.domain import SPARK_DRIVER_ID
 from daedalus_spark.report.outfile import replace_file
 
-OFFSETS, RECORDS = names.SOURCE_LATEST_OFFSET, names.total(names.EXECUTOR_RECORDS)
+OFFSETS, RECORDS = names.total(names.SOURCE_LATEST_OFFSET), names.total(names.EXECUTOR_RECORDS)
 QUERY_RECORDS = names.total(names.QUERY_INPUT_RECORDS)
 
 
@@ -77,14 +77,13 @@ class Sampler:
                     return math.nan
                 return max(0.0, now[name] - before[name]) / dt
 
-            target = now.get(names.EXECUTORS_TARGET, -1.0)
             self.samples.append(
                 Sample(
                     t_s=round(t_s, 2),
                     workload_per_s=rate(OFFSETS),
                     throughput_per_s=rate(RECORDS),
                     executors=now.get(names.EXECUTORS, math.nan),
-                    target=target if target >= 0 else math.nan,
+                    target=now.get(names.EXECUTORS_TARGET, math.nan),
                     lag_records=now.get(names.LAG_RECORDS, math.nan),
                     records_in=now.get(OFFSETS, math.nan),
                     records_out=now.get(QUERY_RECORDS, math.nan),

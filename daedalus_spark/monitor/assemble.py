@@ -146,8 +146,8 @@ def _application_id(matrix: Matrix, last: int, window: Window) -> str:
 
 
 def _agent_target(matrix: Matrix, last: int, window: Window) -> int | None:
-    """The agent's executor target at the observation's time; None (unknown) when it has none there (the agent's
-    -1, filtered by the default query), several series answer, or the value is not a whole number of executors."""
+    """The agent's executor target at the observation's time; None (unknown) when it has none there (no sample before
+    the agent's first target), several series answer, or the value is not a whole number of executors."""
     values = [value for series in matrix if (value := _at(series, last, window)) is not None]
     if not values:
         return None

@@ -27,7 +27,7 @@ from daedalus_spark.monitor.port import MonitorError
 
 log = logging.getLogger(__name__)
 
-OFFSETS = names.SOURCE_LATEST_OFFSET
+OFFSETS = names.total(names.SOURCE_LATEST_OFFSET)
 RECORDS = names.total(names.EXECUTOR_RECORDS)
 BUSY, CORES = names.total(names.EXECUTOR_BUSY_SECONDS), names.EXECUTOR_CORES
 CPU, CPU_LIMIT = names.total(names.EXECUTOR_CPU_SECONDS), names.EXECUTOR_CPU_LIMIT_CORES
@@ -267,8 +267,8 @@ class _Evaluator:
         return out
 
     def _agent_target(self, t: float) -> float | None:
-        """max(target >= 0): the agent's -1 (no target yet) is no target."""
-        values = [v for s in self._matching(TARGET, None) if (v := self._instant(s, t)) is not None and v >= 0]
+        """max(target): no sample before the agent's first target."""
+        values = [v for s in self._matching(TARGET, None) if (v := self._instant(s, t)) is not None]
         return max(values) if values else None
 
     def _scalar(self, times: list[float], value: Callable[[float], float | None]) -> list[dict[str, Any]]:

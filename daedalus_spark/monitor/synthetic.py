@@ -71,7 +71,7 @@ class SyntheticJob(Collector):
         records.add_metric([SPARK_DRIVER_ID], 0.0)
         busy.add_metric([SPARK_DRIVER_ID], BASE + 0.05 * elapsed)
         yield from (records, cpu, limit, busy, cores)
-        offsets = GaugeMetricFamily(names.SOURCE_LATEST_OFFSET, "end offset", labels=["topic", "partition"])
+        offsets = CounterMetricFamily(names.SOURCE_LATEST_OFFSET, "end offset", labels=["topic", "partition"])
         for p in range(self.partitions):
             offsets.add_metric(["events", str(p)], BASE + self.workload_per_s() / self.partitions * elapsed)
         yield offsets

@@ -36,7 +36,7 @@ class SyntheticHistory:
     def openmetrics(self, start_s: int) -> Iterator[str]:
         """The lines of the exposition, family by family, the samples stamped from `start_s` on."""
         families = (
-            (names.SOURCE_LATEST_OFFSET, "gauge"),
+            (names.SOURCE_LATEST_OFFSET, "counter"),
             (names.EXECUTOR_RECORDS, "counter"),
             (names.EXECUTOR_CPU_SECONDS, "counter"),
             (names.EXECUTOR_CPU_LIMIT_CORES, "gauge"),
@@ -67,7 +67,7 @@ class SyntheticHistory:
         share = offset / self.executors
         batches = self.batches_per_s * t
         if name == names.SOURCE_LATEST_OFFSET:
-            return [f'{{topic="events",partition="0"}} {offset:.3f} {ts}']
+            return [f'_total{{topic="events",partition="0"}} {offset:.3f} {ts}']
         if name == names.EXECUTOR_RECORDS:
             return [f'_total{{executor_id="{e}"}} {share:.3f} {ts}' for e in ids]
         if name == names.EXECUTOR_CPU_SECONDS:

@@ -1,4 +1,5 @@
-"""Runtime (publisher): a Kubernetes Event per rescale and failed rescale, aggregated as `kubectl describe` shows."""
+"""Runtime (publisher): a Kubernetes Event per rescale, failed rescale and (advisor mode) recommended rescale, on the
+scaled object or the SparkApplication (else the driver pod), aggregated as `kubectl describe` shows them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 import os
 import socket
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -35,11 +36,12 @@ EVIDENCE_KEYS = (
     "consumer_lag_records",
 )
 MAX_REMEMBERED = 256  # distinct (reason, message, type) kept for aggregation
+SPARK_OPERATOR_GROUP, SPARK_APPLICATION = "sparkoperator.k8s.io", "SparkApplication"
 
 
 @dataclass(frozen=True)
 class ObjectRef:
-    """The object the events are about (the scaled StatefulSet/Deployment, or the driver pod)."""
+    """The object the events are about (the scaled StatefulSet/Deployment, the SparkApplication, or the driver pod)."""
 
     api_version: str
     kind: str
@@ -53,6 +55,12 @@ class EventSpec:
     type: str  # Normal or Warning
     reason: str
     message: str
+    repeats: str = ""  # what a repeat of this event shares, when not the whole message (its numbers then updated)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """Events with the same key are one Event, its count raised."""
+        return (self.type, self.reason, self.repeats or self.message)
 
 
 # Stable reasons, as the HorizontalPodAutoscaler writes them, so that alerts and `kubectl get events
@@ -74,18 +82,22 @@ def event_for(result: StepResult) -> EventSpec | None:
     ok = actuation.outcome in (Outcome.ACCEPTED, Outcome.APPLIED, Outcome.DRY_RUN)
     rendered = decision.evidence.fields()  # as the decision log writes them
     numbers = " ".join(f"{k}={rendered[k]}" for k in EVIDENCE_KEYS if rendered.get(k) is not None)
-    message = (
+    head = (
         f"{decision.reason.value}: scale-out {decision.current_scaleout} -> {decision.target_scaleout} "
-        f"{actuation.outcome.value}"
-        + (f": {actuation.detail}" if actuation.detail else "")
-        + (f"; {numbers}" if numbers else "")
+        f"{actuation.outcome.value}" + (f": {actuation.detail}" if actuation.detail else "")
     )
-    if len(message) > MAX_MESSAGE_CHARS:
-        message = message[: MAX_MESSAGE_CHARS - 3] + "..."
+    message = _cut(head + (f"; {numbers}" if numbers else ""))
     reason = {Outcome.DRY_RUN: RECOMMENDED, Outcome.UNCONFIRMED: UNCONFIRMED}.get(
         actuation.outcome, SUCCESSFUL if ok else FAILED
     )
-    return EventSpec("Normal" if ok else "Warning", reason, message)
+    # Advisor mode recommends the same rescale every tick while nobody applies it: one Event, counted, whose numbers
+    # are the latest (as Flink's autoscaler does), not a new Event a tick.
+    repeats = _cut(head) if actuation.outcome is Outcome.DRY_RUN else ""
+    return EventSpec("Normal" if ok else "Warning", reason, message, repeats)
+
+
+def _cut(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
 def _confirmation_event(confirmation: Actuation) -> EventSpec:
@@ -102,7 +114,7 @@ class Seen:
 
 def next_write(seen: Mapping[tuple[str, str, str], Seen], spec: EventSpec) -> tuple[str, int]:
     """'create' (count 1) or 'patch' (the existing event's count + 1) for this event."""
-    previous = seen.get((spec.type, spec.reason, spec.message))
+    previous = seen.get(spec.key)
     return ("create", 1) if previous is None else ("patch", previous.count + 1)
 
 
@@ -144,7 +156,7 @@ class EventPublisher:
 
     def record(self, spec: EventSpec) -> None:
         now_s = self.clock()
-        key = (spec.type, spec.reason, spec.message)
+        key = spec.key
         action, count = next_write(self._seen, spec)
         if action == "patch":
             name = self._seen[key].name
@@ -152,7 +164,7 @@ class EventPublisher:
                 self.core.patch_namespaced_event(
                     name,
                     self.ref.namespace,
-                    {"count": count, "lastTimestamp": _timestamp(now_s)},
+                    {"count": count, "lastTimestamp": _timestamp(now_s), "message": spec.message},
                     _content_type="application/merge-patch+json",
                     _request_timeout=self.request_timeout_s,
                 )
@@ -193,6 +205,28 @@ class EventPublisher:
         )
 
 
+def driver_events_object(pod: ObjectRef, owners: Iterable[k8s.V1OwnerReference]) -> ObjectRef:
+    """The SparkApplication that owns the driver pod, named by the pod's ownerReferences (no read of it: the
+    reference carries its uid), so that `kubectl describe sparkapplication` lists the events and they outlive the
+    driver; the pod itself when no SparkApplication owns it (spark-submit)."""
+    for owner in owners:
+        group = owner.api_version.partition("/")[0]
+        if owner.kind == SPARK_APPLICATION and group == SPARK_OPERATOR_GROUP and owner.name:
+            return ObjectRef(owner.api_version, owner.kind, owner.name, pod.namespace, owner.uid or "")
+    return pod
+
+
+def _driver_owners(core: k8s.CoreV1Api, pod: ObjectRef, timeout_s: float) -> list[k8s.V1OwnerReference]:
+    """The driver pod's ownerReferences; none (events on the pod) when it cannot be read."""
+    try:
+        read = core.read_namespaced_pod(pod.name, pod.namespace, _request_timeout=timeout_s)
+    except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+        status = getattr(exc, "status", None) or type(exc).__name__
+        log.warning("events on pod %s: its owner is unknown (reading the pod: %s)", pod.name, status)
+        return []
+    return list(read.metadata.owner_references or []) if read.metadata else []
+
+
 def _timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -207,7 +241,8 @@ def make_event_publisher(
     """The events publisher for the configured mode (None when kubernetes.events is off).
 
     actuator.kind kubernetes: events on the object `scaler` scales, through its API client. Otherwise (driver
-    sidecar): on the driver pod named by kubernetes.pod_name_env (downward API); without it, no events.
+    sidecar): on the SparkApplication that owns the driver pod named by kubernetes.pod_name_env (downward API), else
+    on that pod; without the name, no events.
     """
     import time
 
@@ -228,5 +263,8 @@ def make_event_publisher(
         log.warning("no Kubernetes events: %s is not set (downward API metadata.name)", settings.pod_name_env)
         return None
     api_client, namespace = load_api_client(settings, environ)
-    ref = ObjectRef("v1", "Pod", pod, namespace, environ.get(settings.pod_uid_env, ""))
-    return EventPublisher(k8s.CoreV1Api(api_client), ref, clock or time.time, settings.request_timeout_s)
+    core = k8s.CoreV1Api(api_client)
+    driver = ObjectRef("v1", "Pod", pod, namespace, environ.get(settings.pod_uid_env, ""))
+    ref = driver_events_object(driver, _driver_owners(core, driver, settings.request_timeout_s))
+    log.info("Kubernetes events on %s %s/%s", ref.kind, ref.namespace, ref.name)
+    return EventPublisher(core, ref, clock or time.time, settings.request_timeout_s)

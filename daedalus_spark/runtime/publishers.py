@@ -6,11 +6,14 @@ import json
 import logging
 import math
 import stat
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Reason
@@ -162,27 +165,47 @@ class LogPublisher:
         )
 
 
+class LateGauge(Collector):
+    """A gauge with no sample until its first value: a 0 before it would read as a measurement (a dashboard's
+    `time() - last_good_tick` of 56 years, an alert dividing a lag by a capacity of 0)."""
+
+    def __init__(self, name: str, documentation: str, registry: CollectorRegistry) -> None:
+        self.name, self.documentation = name, documentation
+        self.value: float | None = None
+        registry.register(self)
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(self.name, self.documentation)
+        if (value := self.value) is not None:
+            family.add_metric([], value)
+        yield family
+
+
 class ControllerMetrics:
-    """The controller's own Prometheus metrics, in a registry of their own."""
+    """The controller's own Prometheus metrics, in a registry of their own; a tick's gauges have no sample before
+    the first tick that sets them."""
 
     def __init__(self, controller: Controller | None = None, registry: CollectorRegistry | None = None) -> None:
         self.controller = controller
         self.registry = registry or CollectorRegistry()
         r, p = self.registry, "daedalus_controller_"
-        self.current = Gauge(p + "scaleout_current", "Executors the job ran at the last tick", registry=r)
-        self.target = Gauge(p + "scaleout_target", "Executors the last tick decided on", registry=r)
+        self.current = LateGauge(p + "scaleout_current", "Executors the job ran at the last tick", registry=r)
+        self.target = LateGauge(p + "scaleout_target", "Executors the last tick decided on", registry=r)
         self.capacity = Gauge(
             p + "capacity_records_per_second", "Learned capacity per scale-out", ["scaleout", "observed"], registry=r
         )
-        self.capacity_current = Gauge(
+        self.capacity_current = LateGauge(
             p + "capacity_current_records_per_second", "Learned capacity at the current scale-out", registry=r
         )
-        self.recovery_target = Gauge(
+        self.recovery_target = LateGauge(
             p + "recovery_target_seconds", "controller.target_recovery_s: longest acceptable recovery", registry=r
         )
-        self.workload = Gauge(p + "workload_records_per_second", "Average workload of the last window", registry=r)
-        self.lag = Gauge(p + "consumer_lag_records", "Consumer lag at the last tick", registry=r)
-        self.forecast_peak = Gauge(
+        self.workload = LateGauge(p + "workload_records_per_second", "Average workload of the last window", registry=r)
+        self.lag = LateGauge(p + "consumer_lag_records", "Consumer lag at the last tick", registry=r)
+        self.forecast_peak = LateGauge(
             p + "forecast_peak_records_per_second", "Highest forecast workload over the horizon", registry=r
         )
         self.forecast_model = Gauge(
@@ -203,7 +226,7 @@ class ControllerMetrics:
             registry=r,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
         )
-        self.last_good = Gauge(
+        self.last_good = LateGauge(
             p + "last_good_tick_timestamp_seconds", "When a tick last observed and decided", registry=r
         )
         if controller is not None:

@@ -253,7 +253,9 @@ def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
     """The sidecar with the monitor, actuator and publishers the config names (environment passed in by the caller).
 
     In a driver pod on Kubernetes (the pod name in `kubernetes.pod_name_env`), the agent actuator also watches the
-    executor pods, so targets that stay Pending are reported unreachable, and rescales become Kubernetes Events.
+    executor pods, so targets that stay Pending are reported unreachable, and rescales become Kubernetes Events. In
+    advisor mode (`--dry-run`, or actuator.kind dry_run) nothing is actuated and the decided rescales become
+    RescaleRecommended events, on the same object.
     """
     from daedalus_spark.execute import make_actuator, require_kubernetes_client
     from daedalus_spark.monitor import make_monitor
@@ -261,16 +263,20 @@ def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) 
     redact_logs()
     clock = SystemClock()
     actuator = make_actuator(config, dry_run=dry_run, environ=environ)
+    advisor = dry_run or config.actuator.kind == "dry_run"
     on_kubernetes = config.actuator.kind == "kubernetes" or bool(environ.get(config.kubernetes.pod_name_env))
     publishers: list[Publisher] = []
-    if on_kubernetes and not dry_run:
-        require_kubernetes_client(f"running in a pod (${config.kubernetes.pod_name_env} is set)")
+    if on_kubernetes:
+        in_pod = f"running in a pod (${config.kubernetes.pod_name_env} is set)"
+        require_kubernetes_client("actuator.kind kubernetes" if config.actuator.kind == "kubernetes" else in_pod)
         from daedalus_spark.execute.kubernetes_pods import PendingAwareActuator, make_pod_watcher
-        from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
+        from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator, make_kubernetes_actuator
         from daedalus_spark.runtime.kubernetes_events import make_event_publisher
 
         scaler = actuator if isinstance(actuator, KubernetesScaleActuator) else None
-        if config.actuator.kind == "agent":
+        if scaler is None and config.actuator.kind == "kubernetes":  # advisor: only read, for the object's uid
+            scaler = make_kubernetes_actuator(config, environ)
+        if config.actuator.kind == "agent" and not advisor:
             actuator = PendingAwareActuator(actuator, make_pod_watcher(config, environ))
         events = make_event_publisher(config, environ, scaler=scaler)
         publishers += [events] if events is not None else []

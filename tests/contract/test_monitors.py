@@ -40,8 +40,8 @@ def _ramp(t: float, after_s: float) -> float:
 
 # (metric name, labels) -> counter or gauge value at time t. Executor 1's records reset at 1100.
 SCENARIO: dict[tuple[str, tuple[tuple[str, str], ...]], Callable[[float], float]] = {
-    ("daedalus_spark_source_latest_offset", (("topic", "events"), ("partition", "0"))): lambda t: 150 * t,
-    ("daedalus_spark_source_latest_offset", (("topic", "events"), ("partition", "1"))): lambda t: (
+    ("daedalus_spark_source_latest_offset_total", (("topic", "events"), ("partition", "0"))): lambda t: 150 * t,
+    ("daedalus_spark_source_latest_offset_total", (("topic", "events"), ("partition", "1"))): lambda t: (
         250 * t + 100 * _ramp(t, 1090)
     ),
     ("daedalus_spark_executor_records_processed_total", (("executor_id", "1"),)): lambda t: (
@@ -123,7 +123,7 @@ def oracle(signal: str, grid: np.ndarray, only: str | None = None) -> dict[str, 
         if signal == "cpu"
         else ("daedalus_spark_executor_busy_seconds_total", "daedalus_spark_executor_cores")
     )
-    offsets, records = "daedalus_spark_source_latest_offset", "daedalus_spark_executor_records_processed_total"
+    offsets, records = "daedalus_spark_source_latest_offset_total", "daedalus_spark_executor_records_processed_total"
 
     def utilization(e: str) -> np.ndarray:
         return oracle_rate(counter, grid, e) / counter_at(limit, grid[-1], e)

@@ -17,6 +17,7 @@ from daedalus_spark.runtime.kubernetes_events import (
     EventPublisher,
     EventSpec,
     ObjectRef,
+    driver_events_object,
     event_for,
     make_event_publisher,
 )
@@ -70,6 +71,18 @@ from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator, s
             id="accepted",
         ),
         pytest.param(
+            step(Outcome.DRY_RUN, detail="dry run: would set 3 executors"),
+            EventSpec(
+                "Normal",
+                "RescaleRecommended",
+                "scale_out_smallest_valid: scale-out 2 -> 3 dry_run: dry run: would set 3 executors; "
+                "workload_avg_per_s=1200.5 capacity_current_per_s=1000.0 capacity_target_per_s=1500.0 "
+                "predicted_recovery_s=240.0",
+                repeats="scale_out_smallest_valid: scale-out 2 -> 3 dry_run: dry run: would set 3 executors",
+            ),
+            id="advisor-recommends-one-event-for-its-repeats",
+        ),
+        pytest.param(
             replace(step(None), confirmation=Actuation(3, Outcome.APPLIED, "3 executors live after 60 s", 3, 60.0)),
             EventSpec("Normal", "RescaleApplied", "scale-out target 3 applied: 3 executors live after 60 s"),
             id="confirmed-later",
@@ -83,6 +96,35 @@ from tests.integration.k8s_helpers import NAMESPACE, FakeTime, scale_actuator, s
 )
 def test_event_for(result, expected):
     assert event_for(result) == expected
+
+
+DRIVER_POD = ObjectRef("v1", "Pod", "wordcount-driver", NAMESPACE, "pod-uid")
+
+
+def owner(api_version: str, kind: str, name: str = "wordcount", uid: str = "app-uid") -> k8s.V1OwnerReference:
+    return k8s.V1OwnerReference(api_version=api_version, kind=kind, name=name, uid=uid)
+
+
+@pytest.mark.parametrize(
+    "owners,expected",
+    [
+        pytest.param([], DRIVER_POD, id="no-owner-the-pod"),
+        pytest.param(
+            [owner("sparkoperator.k8s.io/v1beta2", "SparkApplication")],
+            ObjectRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "wordcount", NAMESPACE, "app-uid"),
+            id="the-spark-application",
+        ),
+        pytest.param(
+            [owner("v1", "ConfigMap", "x", "cm-uid"), owner("sparkoperator.k8s.io/v1beta2", "SparkApplication")],
+            ObjectRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "wordcount", NAMESPACE, "app-uid"),
+            id="the-spark-application-among-others",
+        ),
+        pytest.param([owner("apps/v1", "ReplicaSet", "rs")], DRIVER_POD, id="another-owner-the-pod"),
+        pytest.param([owner("example.com/v1", "SparkApplication")], DRIVER_POD, id="another-groups-kind-the-pod"),
+    ],
+)
+def test_driver_events_go_on_the_spark_application_that_owns_the_pod(owners, expected):
+    assert driver_events_object(DRIVER_POD, owners) == expected
 
 
 def test_long_details_are_cut_to_the_message_limit():

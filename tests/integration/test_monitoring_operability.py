@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client import generate_latest
 from prometheus_client.registry import Collector
 
 from tests.conftest import ROOT
@@ -119,6 +120,33 @@ def test_every_metric_the_dashboard_names_is_exported():
     # the controller's and the agent's signals are all on it
     assert {"daedalus_controller_scaleout_target", "daedalus_spark_executor_records_processed_total"} <= named
     assert {n for n in exported if n.startswith("daedalus_controller_") and not n.endswith(("_count", "_sum"))} <= named
+
+
+def controller_names() -> set[str]:
+    from daedalus_spark.config import Config
+    from daedalus_spark.controller import Controller
+    from daedalus_spark.runtime.publishers import ControllerMetrics
+
+    registry = ControllerMetrics(Controller(Config())).registry
+    return {series for name, kind in families(registry) for series in exposed(name, kind)}
+
+
+def test_the_namespace_variable_comes_from_the_controller_present_in_both_metric_modes():
+    """The agent's series exist with `monitor.metrics: agent` only; the controller's decisions counter, before its
+    first tick and in either mode. The namespace variable (every other variable and panel is filtered by it) must not
+    need the agent, nor a tick."""
+    (namespace,) = [v for v in dashboard()["templating"]["list"] if v["name"] == "namespace"]
+    assert re.fullmatch(r"label_values\(.*,\s*namespace\)", namespace["query"]["query"]), namespace["query"]
+    (selector,) = [expr for where, expr in variable_queries(dashboard()) if where == "variable namespace"]
+    assert metric_names(selector) and metric_names(selector) <= controller_names(), selector
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from daedalus_spark.runtime.publishers import ControllerMetrics
+
+    before_a_tick = generate_latest(ControllerMetrics().registry).decode()
+    sampled = {s.name for f in text_string_to_metric_families(before_a_tick) for s in f.samples}
+    assert metric_names(selector) <= sampled, "the namespace variable's series has no sample before a tick"
+    assert namespace["definition"] == namespace["query"]["query"]
 
 
 @needs_promtool

@@ -32,13 +32,13 @@ GAP = (4500, 5400)  # seconds after the start without samples
 
 
 def _openmetrics(start_s: int) -> str:
-    lines = [f"# TYPE {names.SOURCE_LATEST_OFFSET} gauge"]
+    lines = [f"# TYPE {names.SOURCE_LATEST_OFFSET} counter"]
     offset = 0.0
     for t in range(0, HOURS * 3600 + 1, STEP_S):
         if t:
             offset += STEP_S * (1000.0 if t <= 3600 else 2000.0)
         if not GAP[0] <= t < GAP[1]:
-            lines.append(f'{names.SOURCE_LATEST_OFFSET}{{topic="events"}} {offset:.0f} {start_s + t}')
+            lines.append(f'{names.total(names.SOURCE_LATEST_OFFSET)}{{topic="events"}} {offset:.0f} {start_s + t}')
     return "\n".join([*lines, "# EOF", ""])
 
 

@@ -91,8 +91,8 @@ def lag(job: Job) -> dict[str, tuple[float, float, float]]:
     return {
         dict(ls)["partition"]: (
             s[("daedalus_spark_source_lag_records", ls)],
-            s[("daedalus_spark_source_latest_offset", ls)],
-            s[("daedalus_spark_source_committed_offset", ls)],
+            s[("daedalus_spark_source_latest_offset_total", ls)],
+            s[("daedalus_spark_source_committed_offset_total", ls)],
         )
         for ls in parts
     }

@@ -92,7 +92,7 @@ def test_spark_the_committer_and_the_agent_read_a_sasl_ssl_listener_and_every_re
 
                 def agent_sees_the_brokers_end_offsets() -> bool:
                     ends = sum(plain.latest_offsets(TOPIC).values())
-                    seen = total(scrape(agent_url), names.SOURCE_LATEST_OFFSET)
+                    seen = total(scrape(agent_url), names.total(names.SOURCE_LATEST_OFFSET))
                     return ends > 0 and abs(seen - ends) <= RATE_PER_S * 3  # a poll (1 s) and a scrape apart
 
                 wait_until(agent_sees_the_brokers_end_offsets, "the agent's end offsets (over SASL_SSL)", 240, 1.0)

@@ -112,3 +112,23 @@ def test_collector_exports_the_batch_counters_next_to_the_existing_query_metrics
     assert value(names.total(names.QUERY_INPUT_RECORDS)) == 20.0  # unchanged: every event's numInputRows
     assert value(names.PREFIX + "query_last_batch_id") == 1.0
     assert value(names.PREFIX + "query_batch_duration_seconds") == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize(
+    ("applied", "exported"),
+    [pytest.param(None, None, id="no-target-yet-no-sample"), pytest.param(3, 3.0, id="a-target-applied")],
+)
+def test_offsets_are_counters_and_an_unapplied_target_is_absent(applied: int | None, exported: float | None) -> None:
+    tracker = ProgressTracker()
+    tracker.update(progress(0))  # batch 0 ended at offset 10 of partition 0; Spark saw 20 at its end
+    collector = AgentCollector(app_id="app-1", started_at=0.0, latest={}, target=lambda: applied, clock=lambda: 5.0)
+    collector.publish(DriverView(queries=tracker.snapshot()))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    kinds = {family.name: family.type for family in collector.collect()}
+    assert kinds[names.SOURCE_LATEST_OFFSET] == kinds[names.SOURCE_COMMITTED_OFFSET] == "counter"
+    partition = {"application_id": "app-1", "query": "wordcount", "topic": "events", "partition": "0"}
+    assert registry.get_sample_value(names.total(names.SOURCE_LATEST_OFFSET), partition) == 20.0
+    assert registry.get_sample_value(names.total(names.SOURCE_COMMITTED_OFFSET), partition) == 10.0
+    assert registry.get_sample_value(names.SOURCE_LATEST_OFFSET, partition) is None  # no gauge of the same name
+    assert registry.get_sample_value(names.EXECUTORS_TARGET, {"application_id": "app-1"}) == exported

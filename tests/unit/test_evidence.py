@@ -117,6 +117,21 @@ def test_the_outcome_is_stored_as_its_value_and_read_back_as_the_enum():
     assert decision_from_json(row).actuation == Actuation(3, Outcome.UNCONFIRMED, "2 live after 90 s")
 
 
+def test_a_tick_gauge_has_no_sample_before_a_tick_sets_it():
+    metrics = ControllerMetrics()
+    value = metrics.registry.get_sample_value
+    late = ("scaleout_current", "scaleout_target", "workload_records_per_second", "consumer_lag_records")
+    late += ("capacity_current_records_per_second", "forecast_peak_records_per_second")
+    late += ("last_good_tick_timestamp_seconds", "recovery_target_seconds")
+    assert {name: value(f"daedalus_controller_{name}") for name in late} == dict.fromkeys(late)
+    assert value("daedalus_controller_decisions_total", {"reason": "skip_missing_data"}) == 0.0  # counters: 0 is true
+    decision = Decision(5.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, Evidence())
+    metrics.publish(StepResult(5.0, decision, None, None))
+    assert (value("daedalus_controller_scaleout_current"), value("daedalus_controller_scaleout_target")) == (2, 3)
+    assert value("daedalus_controller_last_good_tick_timestamp_seconds") == 5.0
+    assert value("daedalus_controller_workload_records_per_second") is None  # no tick evidence: still none
+
+
 def test_the_metrics_read_the_step_result_alone():
     """No controller handed to the metrics: the tick's gauges come from the decision's evidence, the capacity
     gauges from StepResult.capacities."""

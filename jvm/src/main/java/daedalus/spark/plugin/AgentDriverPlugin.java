@@ -197,10 +197,7 @@ public final class AgentDriverPlugin implements DriverPlugin, AgentHttp.Agent {
     out.gauge(PREFIX + "executors", "Live executors (driver excluded)", "application_id")
         .add(scaler.current(), appId)
         .end();
-    Integer target = scaler.target();
-    out.gauge(PREFIX + "executors_target", "Executor target last applied (-1 = none)", "application_id")
-        .add(target == null ? -1 : target, appId)
-        .end();
+    targetMetric(out, appId, scaler.target());
     out.gauge(PREFIX + "uptime_seconds", "Seconds since the agent started with the app", "application_id")
         .add((System.currentTimeMillis() - startedMs) / 1000.0, appId)
         .end();
@@ -208,7 +205,18 @@ public final class AgentDriverPlugin implements DriverPlugin, AgentHttp.Agent {
     return out.text();
   }
 
-  private static void queryMetrics(Exposition out, String appId, List<DriverState.Query> queries) {
+  /** The executor target last applied; no sample (not -1) before the first. */
+  static void targetMetric(Exposition out, String appId, Integer target) {
+    String help = "Executor target last applied (no sample before the first)";
+    Exposition.Family targets = out.gauge(PREFIX + "executors_target", help, "application_id");
+    if (target != null) {
+      targets.add(target, appId);
+    }
+    targets.end();
+  }
+
+  /** Per query: its progress, and per source partition its lag and its two offsets, counters as they only grow. */
+  static void queryMetrics(Exposition out, String appId, List<DriverState.Query> queries) {
     String[] byQuery = {"application_id", "query"};
     String[] byPartition = {"application_id", "query", "topic", "partition"};
     Exposition.Family input = out.gauge(PREFIX + "query_input_records_per_second", "Arrival rate of the last batch", byQuery);
@@ -236,9 +244,9 @@ public final class AgentDriverPlugin implements DriverPlugin, AgentHttp.Agent {
     Exposition.Family lag =
         out.gauge(PREFIX + "source_lag_records", "Offsets behind latest per source partition (consumer lag)", byPartition);
     Exposition.Family latest =
-        out.gauge(PREFIX + "source_latest_offset", "Latest (end) offset of the source partition", byPartition);
+        out.counter(PREFIX + "source_latest_offset", "Latest (end) offset of the source partition", byPartition);
     Exposition.Family committed =
-        out.gauge(PREFIX + "source_committed_offset", "End offset of the last completed batch", byPartition);
+        out.counter(PREFIX + "source_committed_offset", "End offset of the last completed batch", byPartition);
     Exposition.Family total =
         out.gauge(PREFIX + "lag_records", "Offsets behind latest over all partitions (consumer lag)", byQuery);
     for (DriverState.Query q : queries) {

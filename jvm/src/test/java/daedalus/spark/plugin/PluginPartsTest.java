@@ -113,6 +113,27 @@ class PluginPartsTest {
   }
 
   @Test
+  void offsetsAreCountersAndATargetNotYetAppliedHasNoSample() {
+    DriverState.Query q =
+        new DriverState.Query(
+            "q", "run", 0, 10, 1.0, 1.0, 1.0, Map.of(List.of("t", "0"), 10L), Map.of(List.of("t", "0"), 20L), 1, 1.0);
+    Exposition out = new Exposition();
+    AgentDriverPlugin.queryMetrics(out, "app", List.of(q));
+    AgentDriverPlugin.targetMetric(out, "app", null);
+    String text = out.text();
+    String partition = "{application_id=\"app\",query=\"q\",topic=\"t\",partition=\"0\"}";
+    assertTrue(text.contains("# TYPE daedalus_spark_source_latest_offset counter\n"), text);
+    assertTrue(text.contains("daedalus_spark_source_latest_offset_total" + partition + " 20.0\n"), text);
+    assertTrue(text.contains("# TYPE daedalus_spark_source_committed_offset counter\n"), text);
+    assertTrue(text.contains("daedalus_spark_source_committed_offset_total" + partition + " 10.0\n"), text);
+    assertTrue(text.endsWith("# TYPE daedalus_spark_executors_target gauge\n"), text); // the family, no sample
+    Exposition applied = new Exposition();
+    AgentDriverPlugin.targetMetric(applied, "app", 3);
+    String sample = "daedalus_spark_executors_target{application_id=\"app\"} 3.0\n";
+    assertTrue(applied.text().endsWith(sample), applied.text());
+  }
+
+  @Test
   void settingsHaveDefaultsAndBadOnesAreNamed() {
     AgentConfig config = AgentConfig.from(new SparkConf(false), Map.of(AgentConfig.TOKEN_ENV, "t0k"));
     assertEquals(9095, config.port());
