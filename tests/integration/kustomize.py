@@ -1,5 +1,5 @@
-"""The kubectl that renders the overlays (`kubectl kustomize`): the one on the PATH, else the one `make k8s-bins`
-built beside kube-apiserver."""
+"""The kubectl that renders the overlays and examples (`kubectl kustomize`): the one on the PATH, else the one
+`make k8s-bins` built beside kube-apiserver."""
 
 from __future__ import annotations
 
@@ -16,7 +16,14 @@ from tests.conftest import ROOT
 
 DEPLOY = ROOT / "deploy" / "kubernetes"
 OVERLAYS = ["spark-operator", "spark-submit", "standalone"]
-TARGETS = {name: DEPLOY / "overlays" / name for name in OVERLAYS} | {"monitoring": DEPLOY / "monitoring"}
+EXAMPLES = ["orders-jvm", "clickstream-pyspark"]  # jobs that are not WordCount, built with the components
+DRIVER_SIDECAR = ["spark-operator", "spark-submit", *EXAMPLES]  # the controller rides in the driver pod
+TARGETS = (
+    {name: DEPLOY / "overlays" / name for name in OVERLAYS}
+    | {name: DEPLOY / "examples" / name for name in EXAMPLES}
+    | {"monitoring": DEPLOY / "monitoring"}
+)
+POD_TEMPLATE = DEPLOY / "overlays" / "spark-submit" / "driver-pod-template"  # rendered for spark-submit, not applied
 
 
 def kubectl_command() -> str | None:
@@ -43,3 +50,9 @@ def find(docs: tuple[dict[str, Any], ...], kind: str, name: str | None = None) -
     hits = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
     assert len(hits) == 1, f"expected one {kind} {name or ''}, found {len(hits)}"
     return hits[0]
+
+
+def pod_template() -> dict[str, Any]:
+    """WordCount's spark-submit driver pod template, as `kubectl kustomize` renders it (a fresh copy each call)."""
+    (pod,) = render(POD_TEMPLATE)
+    return pod

@@ -1,6 +1,6 @@
-"""Kubernetes manifests against a real kube-apiserver: every kustomization under deploy/kubernetes, rendered with
-kustomize, is server-side applied with dry-run and strict field validation, with the upstream CRDs installed; a
-field the server rejects, drops or prunes fails the test."""
+"""Kubernetes manifests against a real kube-apiserver: every kustomization under deploy/kubernetes (the overlays and
+the example jobs built with the components), rendered with kustomize, is server-side applied with dry-run and strict
+field validation, with the upstream CRDs installed; a field the server rejects, drops or prunes fails the test."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ import copy
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from tests.integration.k8s_cluster import JOB_NAMESPACE
-from tests.integration.kustomize import DEPLOY, TARGETS, find, render, rendered
+from tests.integration.kustomize import DEPLOY, TARGETS, find, pod_template, render, rendered
 
 pytestmark = pytest.mark.apiserver
 
@@ -73,12 +72,15 @@ def apply_all(apiserver: LocalApiServer, docs: tuple[dict[str, Any], ...] | list
 def test_every_kustomization_is_accepted_by_the_api_server_with_nothing_pruned(apiserver, kustomization):
     docs = render(DEPLOY / "base") if kustomization == "base" else rendered(kustomization)
     assert docs
+    core = k8s.CoreV1Api(apiserver.api_client())
+    present = {n.metadata.name for n in core.list_namespace().items}
+    for namespace in {d["metadata"].get("namespace") for d in docs} - present - {None}:  # the examples' own
+        core.create_namespace({"metadata": {"name": namespace}})
     assert apply_all(apiserver, docs) == []
 
 
 def test_the_spark_submit_driver_pod_template_is_a_valid_pod_once_spark_fills_in_the_driver(apiserver):
-    pod = yaml.safe_load((DEPLOY / "overlays" / "spark-submit" / "driver-pod-template.yaml").read_text())
-    pod["metadata"]["name"] = "wordcount-driver"  # spark-submit names the pod and sets the driver's image
+    pod = pod_template()  # spark-submit names the pod and sets the driver's image
     driver = next(c for c in pod["spec"]["containers"] if c["name"] == "spark-kubernetes-driver")
     driver["image"] = "ghcr.io/daedalus-spark/job:0.1.0"
     namespace = "pod-template"

@@ -1,7 +1,9 @@
-"""Kubernetes manifests: every overlay renders with kustomize and validates against the pinned API schemas."""
+"""Kubernetes manifests: every overlay and example renders with kustomize and validates against the pinned API
+schemas."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
@@ -16,7 +18,16 @@ import yaml
 
 from daedalus_spark.config import parse_config
 from tests.conftest import ROOT
-from tests.integration.kustomize import DEPLOY, OVERLAYS, find, kubectl_command, rendered
+from tests.integration.kustomize import (
+    DEPLOY,
+    DRIVER_SIDECAR,
+    EXAMPLES,
+    OVERLAYS,
+    find,
+    kubectl_command,
+    pod_template,
+    rendered,
+)
 
 KUBERNETES_VERSION = "1.32.0"  # the kubectl on the machines is 1.32; kubernetes-validate ships its schemas
 CRDS = ROOT / "tests" / "data" / "crd"
@@ -47,14 +58,8 @@ needs_kubectl = pytest.mark.skipif(bool(KUBECTL_PROBLEM), reason=KUBECTL_PROBLEM
 kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate (test extra)")
 
 
-def pod_template() -> dict[str, Any]:
-    pod = yaml.safe_load((DEPLOY / "overlays" / "spark-submit" / "driver-pod-template.yaml").read_text())
-    pod["metadata"]["name"] = "wordcount-driver"  # spark-submit names the pod
-    return pod
-
-
 @needs_kubectl
-@pytest.mark.parametrize("target", OVERLAYS)  # monitoring/ holds custom resources only (checked below)
+@pytest.mark.parametrize("target", OVERLAYS + EXAMPLES)  # monitoring/ holds custom resources only (checked below)
 def test_core_resources_pass_kubernetes_validate_strict(target, tmp_path):
     docs = [d for d in rendered(target) if d["kind"] not in CRD_SUBSETS]
     if target == "spark-submit":
@@ -75,7 +80,7 @@ def crd_schema(kind: str) -> dict[str, Any]:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", ["spark-operator", "monitoring"])
+@pytest.mark.parametrize("target", ["spark-operator", "monitoring", *EXAMPLES])
 def test_custom_resources_match_their_crd_schemas(target):
     customs = [d for d in rendered(target) if d["kind"] in CRD_SUBSETS]
     assert customs
@@ -83,8 +88,9 @@ def test_custom_resources_match_their_crd_schemas(target):
         jsonschema.validate(doc, crd_schema(doc["kind"]))
 
 
+@needs_kubectl
 def test_the_crd_subsets_reject_an_unknown_field():
-    app = yaml.safe_load((DEPLOY / "overlays" / "spark-operator" / "sparkapplication.yaml").read_text())
+    app = copy.deepcopy(find(rendered("spark-operator"), "SparkApplication"))
     app["spec"]["driver"]["sidecar"] = app["spec"]["driver"].pop("sidecars")  # a typo
     with pytest.raises(jsonschema.ValidationError, match="sidecar"):
         jsonschema.validate(app, crd_schema("SparkApplication"))
@@ -110,7 +116,7 @@ def spark_operator_pods(app: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": f"wordcount-{role}", "labels": part.get("labels", {})},
+                "metadata": {"name": f"{app['metadata']['name']}-{role}", "labels": part.get("labels", {})},
                 "spec": {
                     "serviceAccountName": part.get("serviceAccount", "default"),
                     "securityContext": part.get("podSecurityContext", {}),
@@ -123,8 +129,9 @@ def spark_operator_pods(app: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @needs_kubectl
-def test_sparkapplication_core_parts_pass_kubernetes_validate_strict():
-    app = find(rendered("spark-operator"), "SparkApplication")
+@pytest.mark.parametrize("target", ["spark-operator", *EXAMPLES])
+def test_sparkapplication_core_parts_pass_kubernetes_validate_strict(target):
+    app = find(rendered(target), "SparkApplication")
     for pod in spark_operator_pods(app):
         kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
     monitor = find(rendered("monitoring"), "PodMonitor")
@@ -170,7 +177,7 @@ def test_standalone_controller_may_only_get_and_patch_its_named_statefulsets_sca
 
 
 @needs_kubectl
-@pytest.mark.parametrize("overlay", ["spark-operator", "spark-submit"])
+@pytest.mark.parametrize("overlay", DRIVER_SIDECAR)
 def test_sidecar_service_account_has_no_cluster_wide_or_apps_rights(overlay):
     docs = rendered(overlay)
     assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
@@ -200,7 +207,7 @@ def our_containers(target: str) -> list[dict[str, Any]]:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", OVERLAYS + EXAMPLES)
 def test_the_controller_container_gets_every_job_label_variable_its_config_names(overlay):
     config = parse_config(yaml.safe_load(find(rendered(overlay), "ConfigMap")["data"]["daedalus.yaml"]), overlay)
     controllers = [c for c in our_containers(overlay) if c["name"] in ("daedalus-controller", "controller")]
@@ -212,6 +219,7 @@ def test_the_controller_container_gets_every_job_label_variable_its_config_names
         assert env["DAEDALUS_NAMESPACE"] == "metadata.namespace"
 
 
+@needs_kubectl
 def test_spark_submit_controller_is_a_native_sidecar_so_the_driver_pod_completes():
     spec = pod_template()["spec"]
     assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-driver"]
@@ -220,7 +228,7 @@ def test_spark_submit_controller_is_a_native_sidecar_so_the_driver_pod_completes
 
 
 @needs_kubectl
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", OVERLAYS + EXAMPLES)
 def test_one_scrape_mechanism_the_podmonitor_and_no_annotations(overlay):
     docs = [*rendered(overlay), pod_template()] if overlay == "spark-submit" else list(rendered(overlay))
     text = yaml.safe_dump_all(docs)
@@ -240,7 +248,7 @@ def test_standalone_driver_service_publishes_not_ready_addresses():
 
 
 @needs_kubectl
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", OVERLAYS + EXAMPLES)
 def test_containers_are_non_root_read_only_bounded_and_the_controller_is_probed(overlay):
     containers = our_containers(overlay)
     assert containers
@@ -262,7 +270,7 @@ def test_containers_are_non_root_read_only_bounded_and_the_controller_is_probed(
 
 
 @needs_kubectl
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", OVERLAYS + EXAMPLES)
 def test_configs_are_valid_and_every_query_is_a_recorded_rule(overlay):
     config = parse_config(yaml.safe_load(find(rendered(overlay), "ConfigMap")["data"]["daedalus.yaml"]), overlay)
     recorded = {
@@ -317,7 +325,8 @@ def test_every_default_and_overlay_query_parses_with_its_selector(labels, tmp_pa
     from daedalus_spark.monitor.prometheus import queries
 
     configs = [Config()]
-    for overlay in ("components/spark-driver", "overlays/standalone"):
+    examples = [f"examples/{example}" for example in EXAMPLES]
+    for overlay in ("components/spark-driver", "components/wordcount", "overlays/standalone", *examples):
         configs.append(parse_config(yaml.safe_load((DEPLOY / overlay / "daedalus.yaml").read_text()), overlay))
     exprs = [q for c in configs for signal in ("cpu", "busy_time") for q in queries(c.monitor, signal, labels).values()]
     rules = [{"record": f"q:{i}", "expr": e} for i, e in enumerate(exprs)]

@@ -15,7 +15,7 @@ from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from daedalus_spark.runtime.kubernetes_events import ObjectRef, event_for
 from tests.integration.k8s_backends import Real
 from tests.integration.k8s_helpers import FakeTime, Grant, grants, step
-from tests.integration.kustomize import OVERLAYS, rendered
+from tests.integration.kustomize import EXAMPLES, OVERLAYS, rendered
 
 pytestmark = pytest.mark.apiserver
 
@@ -33,7 +33,7 @@ def reviewed_grants(client: k8s.ApiClient, namespace: str) -> set[Grant]:
     return grants(answer.status.resource_rules)
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", OVERLAYS + EXAMPLES)
 def test_the_controller_is_granted_the_overlays_roles_and_nothing_else(apiserver: LocalApiServer, overlay: str):
     real = Real(apiserver, rbac_from=(overlay,))
     # What every authenticated account may do anyway (RBAC's bootstrap policy: reviews of its own rights)
