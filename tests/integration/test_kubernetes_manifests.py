@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -416,3 +417,8 @@ def test_manifest_paths_named_in_the_docs_exist():
     for overlay in OVERLAYS:
         assert f"deploy/kubernetes/overlays/{overlay}" in text
     assert Path(DEPLOY / "monitoring" / "kustomization.yaml").exists()
+    attach = (ROOT / "docs" / "attach.md").read_text()
+    for example in EXAMPLES:
+        assert f"deploy/kubernetes/examples/{example}" in attach
+    for component in re.findall(r"\.\./\.\./components/([\w-]+)", attach):
+        assert (DEPLOY / "components" / component / "kustomization.yaml").exists(), component
