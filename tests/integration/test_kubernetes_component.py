@@ -5,6 +5,7 @@ partition counts agree everywhere. Validation against the schemas and the API se
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -190,3 +191,32 @@ def test_a_name_prefix_gives_a_second_job_in_the_namespace_objects_of_its_own(tm
     bindings = [d for d in docs if d["kind"] == "RoleBinding"]
     assert {s["name"] for b in bindings for s in b["subjects"]} == {"sessions-daedalus"}
     assert {b["roleRef"]["name"] for b in bindings} == {"sessions-daedalus-events", "sessions-spark-driver"}
+
+
+def test_the_pod_template_component_adds_to_any_drivers_own_template(tmp_path):
+    own_env = {"name": "ORDERS_ENV", "value": "production"}
+    own_mount = {"name": "spark-local", "mountPath": "/var/spark-local"}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "orders-driver", "labels": {"app.kubernetes.io/name": "orders"}},
+        "spec": {
+            "containers": [{"name": "spark-kubernetes-driver", "env": [own_env], "volumeMounts": [own_mount]}],
+            "volumes": [{"name": "spark-local", "emptyDir": {}}],
+        },
+    }
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
+    component = os.path.relpath(COMPONENTS / "spark-driver-pod", tmp_path)  # kustomize refuses absolute paths
+    kustomization = {"resources": ["pod.yaml"], "components": [component]}
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    out = kustomize(tmp_path)
+    assert out.returncode == 0, out.stderr
+    (template,) = [d for d in yaml.safe_load_all(out.stdout) if d]
+    spec = template["spec"]
+    assert template["metadata"]["labels"]["app.kubernetes.io/name"] == "orders"
+    assert template["metadata"]["labels"]["app.kubernetes.io/component"] == "driver"
+    (driver,) = spec["containers"]
+    assert sorted(names(driver["env"])) == ["DAEDALUS_AGENT_TOKEN", "ORDERS_ENV"] and own_env in driver["env"]
+    assert own_mount in driver["volumeMounts"] and "daedalus-config" in names(driver["volumeMounts"])
+    assert sorted(names(spec["volumes"])) == ["daedalus-config", "knowledge", "spark-local", "tmp"]
+    assert names(spec["initContainers"]) == ["daedalus-controller"] and spec["serviceAccountName"] == "daedalus"
