@@ -13,8 +13,14 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 QUIET_LOGGERS = ("apscheduler.executors",)
 
 
+# A record's structured fields (`extra={FIELDS: {...}}`): keys of their own in a JSON line, for a log pipeline to
+# filter on (a decision's scale-outs, reason and outcome), and nothing more in a text line.
+FIELDS = "fields"
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object per record: time (ISO 8601, UTC), level, logger, message, and the traceback if any."""
+    """One JSON object per record: time (ISO 8601, UTC), level, logger, message, the record's structured fields, and
+    the traceback if any."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -23,6 +29,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        fields = getattr(record, FIELDS, None)
+        if isinstance(fields, dict):
+            entry.update({key: value for key, value in fields.items() if key not in entry})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)

@@ -22,6 +22,7 @@ from daedalus_spark.execute.port import Outcome
 from daedalus_spark.loop import StepResult
 from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import finite_or_none
+from daedalus_spark.runtime.logsetup import FIELDS
 
 log = logging.getLogger("daedalus_spark.decisions")
 
@@ -155,6 +156,14 @@ class LogPublisher:
     def publish(self, result: StepResult) -> None:
         d, a = result.decision, result.actuation
         outcome = "" if a is None else f" -> {a.outcome.value}: {redact(a.detail)}"
+        fields = {
+            "tick_time": datetime.fromtimestamp(result.time_s, UTC).isoformat(),
+            "current_scaleout": d.current_scaleout,
+            "target_scaleout": d.target_scaleout,
+            "reason": d.reason.value,
+            "outcome": None if a is None else a.outcome.value,
+            "outcome_detail": None if a is None else redact(a.detail),
+        }
         log.info(
             "tick %s: %d -> %d (%s)%s",
             datetime.fromtimestamp(result.time_s, UTC).strftime("%H:%M:%S"),
@@ -162,6 +171,7 @@ class LogPublisher:
             d.target_scaleout,
             d.reason.value,
             outcome,
+            extra={FIELDS: fields},
         )
 
 

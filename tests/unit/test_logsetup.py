@@ -67,3 +67,24 @@ def test_version_prints_the_installed_version(capsys):
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip() == f"daedalus-spark {version('daedalus-spark')}"
+
+
+def test_a_decision_line_carries_its_fields_as_keys_in_json_and_stays_one_line_in_text(restore_logging):
+    from daedalus_spark.domain import Actuation, Decision, Reason
+    from daedalus_spark.execute.port import Outcome
+    from daedalus_spark.loop import StepResult
+    from daedalus_spark.runtime.publishers import LogPublisher
+
+    actuation = Actuation(3, Outcome.APPLIED, "agent said ok to Bearer s3cret")
+    decision = Decision(0.0, 2, 3, Reason.SCALE_OUT_SMALLEST_VALID, actuation=actuation)
+    out = io.StringIO()
+    configure_logging("INFO", "json", stream=out)
+    LogPublisher().publish(StepResult(0.0, decision, None, None))
+    line = json.loads(out.getvalue())
+    assert (line["current_scaleout"], line["target_scaleout"]) == (2, 3)
+    assert (line["reason"], line["outcome"]) == ("scale_out_smallest_valid", "applied")
+    assert "s3cret" not in out.getvalue() and line["tick_time"].startswith("1970-01-01T00:00:00")
+    text = io.StringIO()
+    configure_logging("INFO", "text", stream=text)
+    LogPublisher().publish(StepResult(0.0, decision, None, None))
+    assert text.getvalue().count("\n") == 1 and "target_scaleout" not in text.getvalue()
