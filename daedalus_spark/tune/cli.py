@@ -4,6 +4,7 @@ print and write the answer."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -185,6 +186,13 @@ def tune(args: argparse.Namespace) -> int:
     for a, b in history.gaps():
         print(f"tune: no samples for {b - a} s from {_when(history, a)}: windows end before it", file=sys.stderr)
     setting = setting_for(job_model, history.peak_per_s, config)
+    if importlib.util.find_spec("pyspark") is None:
+        print(
+            "daedalus-spark tune: runs its simulations on Spark, and PySpark is not installed here: "
+            "pip install -c constraints.txt '.[spark]' (or `make`, which installs it)",
+            file=sys.stderr,
+        )
+        return 1
     tasks = tasks_for(cands, plan, grid.seed)
     print(f"tune: {len(cands)} candidates x {len(plan.windows)} windows on {args.master}", file=sys.stderr)
     try:

@@ -251,3 +251,18 @@ def test_the_documented_grid_is_valid_on_the_documented_config() -> None:
     cands = candidates(grid, load_config(ROOT / "deploy" / "daedalus.yaml"))
     assert len(cands) == 1 + 2**5 and grid.split.holdout_s == 86400 and grid.constraints.max_rescales_per_hour is None
     assert grid.split.lead_in_s == SplitSettings().lead_in_s  # the documented grid keeps the default lead-in
+
+
+def test_without_pyspark_one_line_naming_the_install(tmp_path, monkeypatch, capsys) -> None:
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    hidden = lambda name, *a: None if name == "pyspark" else find_spec(name, *a)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", hidden)
+    (tmp_path / "g.yaml").write_text(TUNE_GRID)
+    (tmp_path / "t.csv").write_text(TUNE_TRACE)
+    code, err = _run(tmp_path, monkeypatch, capsys, ["--grid", "g.yaml", "--trace", "t.csv", "--job-model", "local"])
+    assert code == 1, err
+    last = err.strip().splitlines()[-1]
+    assert "PySpark is not installed" in last and "[spark]" in last, err
+    assert not (tmp_path / "out").exists()
