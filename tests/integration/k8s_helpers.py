@@ -4,8 +4,10 @@ grants."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client as k8s
 
 from daedalus_spark.config import KubernetesConfig
@@ -13,6 +15,7 @@ from daedalus_spark.domain import Decision, Reason
 from daedalus_spark.evidence import Evidence
 from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
 from daedalus_spark.execute.port import Actuation, Outcome
+from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from daedalus_spark.loop import StepResult
 from tests.conftest import FakeTime as SharedFakeTime
 from tests.integration.fake_apiserver import FakeApiServer
@@ -77,3 +80,23 @@ def grants(rules: list[Any]) -> set[Grant]:
             for resource in rule["resources"]:
                 out |= {(group, resource, name, verb) for name in names for verb in rule["verbs"]}
     return out
+
+
+def kubeconfig(path: Path, server: LocalApiServer, token: str, namespace: str) -> Path:
+    """What `kubectl config` would write for the controller's ServiceAccount token."""
+    cluster = {"server": server.url, "certificate-authority": str(server.ca_file)}
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "local", "cluster": cluster}],
+                "users": [{"name": "controller", "user": {"token": token}}],
+                "contexts": [
+                    {"name": "c", "context": {"cluster": "local", "user": "controller", "namespace": namespace}}
+                ],
+                "current-context": "c",
+            }
+        )
+    )
+    return path

@@ -3,8 +3,6 @@ kubeconfig in place of the pod's service-account files), the sidecar's wiring, a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 from kubernetes import client as k8s
@@ -12,34 +10,13 @@ from kubernetes import client as k8s
 from daedalus_spark.config import parse_config
 from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
 from daedalus_spark.execute.port import Outcome
-from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from daedalus_spark.runtime.kubernetes_events import EventPublisher
 from daedalus_spark.runtime.sidecar import build_sidecar
 from tests.integration.k8s_backends import Real
-from tests.integration.k8s_helpers import step
+from tests.integration.k8s_helpers import kubeconfig, step
 from tests.integration.kustomize import find, rendered
 
 pytestmark = pytest.mark.apiserver
-
-
-def kubeconfig(path: Path, server: LocalApiServer, token: str, namespace: str) -> Path:
-    """What `kubectl config` would write for the controller's ServiceAccount token."""
-    cluster = {"server": server.url, "certificate-authority": str(server.ca_file)}
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "local", "cluster": cluster}],
-                "users": [{"name": "controller", "user": {"token": token}}],
-                "contexts": [
-                    {"name": "c", "context": {"cluster": "local", "user": "controller", "namespace": namespace}}
-                ],
-                "current-context": "c",
-            }
-        )
-    )
-    return path
 
 
 def pod_environment(namespace: str) -> dict[str, str]:

@@ -20,9 +20,8 @@ from daedalus_spark.loop import StepResult
 from daedalus_spark.runtime.kubernetes_events import EventPublisher
 from daedalus_spark.runtime.sidecar import build_sidecar
 from tests.integration.k8s_backends import Real
-from tests.integration.kustomize import rendered
-from tests.integration.test_apiserver_controller import kubeconfig
-from tests.integration.test_kubernetes_manifests import find
+from tests.integration.k8s_helpers import kubeconfig
+from tests.integration.kustomize import find, rendered
 
 pytestmark = pytest.mark.apiserver
 DRIVER = "wordcount-driver"

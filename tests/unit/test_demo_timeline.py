@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from daedalus_spark.agent.collector import AgentCollector, DriverView
 from daedalus_spark.agent.queries import ProgressTracker
 from daedalus_spark.demo.timeline import Sampler, totals
-from tests.unit.test_agent_progress import progress
+from tests.unit.query_progress import progress
 
 
 def exposition(batch_id: int, target: int | None) -> str:
