@@ -35,6 +35,7 @@ from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, 
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.kafkacluster.broker import LocalKafka
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
+from daedalus_spark.progress import Progress
 from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
 from daedalus_spark.waiting import wait_until
@@ -403,16 +404,26 @@ def _drain(sampler: Sampler, drain_s: float, processes: Processes, log: Any) -> 
 
 
 def _wait_out(duration_s: float, processes: Processes, log: Any) -> None:
-    deadline = time.monotonic() + duration_s
-    next_note = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for name, p in processes.started:
-            if p.poll() is not None and name != "generator":
-                raise RuntimeError(f"{name} exited with {p.returncode}; see {processes.log_dir / (name + '.log')}")
-        if time.monotonic() >= next_note:
-            log(f"demo: {deadline - time.monotonic():.0f} s to go")
-            next_note += 60
-        time.sleep(1)
+    """The load cycle's time, watching that every process stays up: a bar with its ETA on a terminal, a note a minute
+    in a log."""
+    start = time.monotonic()
+    deadline = start + duration_s
+    next_note = start + 60
+    bar = Progress(sys.stderr, "demo: load cycle", round(duration_s), "s") if sys.stderr.isatty() else None
+    try:
+        while time.monotonic() < deadline:
+            for name, p in processes.started:
+                if p.poll() is not None and name != "generator":
+                    raise RuntimeError(f"{name} exited with {p.returncode}; see {processes.log_dir / (name + '.log')}")
+            if bar is not None:
+                bar.advance_to(round(time.monotonic() - start))
+            elif time.monotonic() >= next_note:
+                log(f"demo: {deadline - time.monotonic():.0f} s to go")
+                next_note += 60
+            time.sleep(1)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _finish(out: Path, plan: DemoPlan, run: LiveRun, wall_s: float, log: Any, *, target_recovery_s: float) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 from daedalus_spark.cliargs import OneLineParser
 from daedalus_spark.config import Config, ConfigError, load_config
 from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR, InputFileError, read_trace
+from daedalus_spark.progress import Progress
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.sim.command import DEFAULT_POLICIES, DEFAULT_TRACE, register
@@ -41,25 +42,19 @@ TABLE_COLUMNS = (
 
 
 class ProgressBar:
-    """A one-line progress bar on a stream, redrawn at most every 2 %."""
+    """The policies' runs on one trace (`evaluate`'s progress callback), as one Progress."""
 
     def __init__(self, stream: TextIO, label: str, total_steps: int) -> None:
-        self.stream, self.label, self.total_steps, self.done_steps, self._last = stream, label, total_steps, 0, -1
+        self._progress = Progress(stream, label, total_steps, "runs")
+        self._finished = 0
 
     def update(self, policy: str, done: int, total: int) -> None:
-        fraction = (self.done_steps + done / max(total, 1)) / max(self.total_steps, 1)
-        pct = int(fraction * 50)
-        if pct != self._last:
-            self._last = pct
-            bar = "#" * pct + "." * (50 - pct)
-            self.stream.write(f"\r{self.label[:28]:<28} [{bar}] {fraction * 100:5.1f}% {policy:<12}")
-            self.stream.flush()
+        self._progress.advance_to(self._finished + done / max(total, 1), policy)
         if done >= total:
-            self.done_steps += 1
+            self._finished += 1
 
     def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
+        self._progress.close()
 
 
 def run(args: argparse.Namespace) -> int:

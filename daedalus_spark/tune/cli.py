@@ -17,6 +17,7 @@ from daedalus_spark.config import Config, ConfigError, load_config
 from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.knowledge.state import IncompatibleKnowledge
 from daedalus_spark.monitor.files import InputFileError
+from daedalus_spark.progress import Progress
 from daedalus_spark.redact import redact
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.jobmodel import JobModel
@@ -132,10 +133,22 @@ def setting_for(job_model: JobModel, peak_per_s: float, config: Config) -> Setti
     return Setting(job_model.model_dump(mode="python"), peak_per_s, ctl.target_recovery_s, ctl.target_latency_s)
 
 
-def _progress(done: int, total: int) -> None:
-    sys.stderr.write(f"\rtune: {done}/{total} simulations ({done / max(total, 1):.0%})")
-    sys.stderr.write("\n" if done >= total else "")
-    sys.stderr.flush()
+class _TuneProgress:
+    """The simulations done (`run_tasks`'s callback), as one Progress from the first report on."""
+
+    def __init__(self) -> None:
+        self._progress: Progress | None = None
+        self._closed = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._closed:
+            return
+        if self._progress is None:
+            self._progress = Progress(sys.stderr, "tune", total, "simulations")
+        self._progress.advance_to(done)
+        if done >= total:
+            self._progress.close()
+            self._closed = True
 
 
 def _when(history: History, index: int) -> str:
@@ -197,7 +210,11 @@ def tune(args: argparse.Namespace) -> int:
     print(f"tune: {len(cands)} candidates x {len(plan.windows)} windows on {args.master}", file=sys.stderr)
     try:
         rows = run_tasks(
-            tasks, history.workload_per_s, setting, master=args.master, progress=None if args.no_progress else _progress
+            tasks,
+            history.workload_per_s,
+            setting,
+            master=args.master,
+            progress=None if args.no_progress else _TuneProgress(),
         )
     except Exception as exc:  # Spark could not start, or its job failed: one line here, the details in Spark's log
         if type(exc).__module__.partition(".")[0] not in ("pyspark", "py4j"):
