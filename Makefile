@@ -3,9 +3,18 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-spark test-demo kafka-jars k8s-bins jvm-plugin lint typecheck bench clean
+.PHONY: demo test test-spark test-demo kafka-jars k8s-bins jvm-plugin lint typecheck bench clean preflight
 
-$(BIN)/daedalus-spark: pyproject.toml constraints.txt
+# What the targets need from the machine, checked first: one line naming what is missing and how to get it.
+preflight:
+	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else f"make: daedalus-spark needs Python >= 3.11; $(PYTHON) is {v.major}.{v.minor} (make PYTHON=python3.11 ...)")'
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null \
+		|| { echo "make: $(PYTHON) has no venv module with ensurepip (Debian: apt-get install python3-venv)"; exit 1; }
+	@command -v java >/dev/null \
+		|| { echo "make: no java on PATH: Spark and Kafka need Java 17 or later (Debian: apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@java -version 2>&1 | awk -F'"' '/version/ { split($$2, v, "."); if (v[1] + 0 < 17) { print "make: Java " $$2 " found; Spark and Kafka need Java 17 or later"; exit 1 } }'
+
+$(BIN)/daedalus-spark: pyproject.toml constraints.txt | preflight
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'
@@ -26,17 +35,17 @@ k8s-bins: $(BIN)/daedalus-spark
 jvm-plugin: $(BIN)/daedalus-spark
 	$(BIN)/python -m daedalus_spark.sparkcluster.plugin
 
-demo: $(BIN)/daedalus-spark kafka-jars
+demo: preflight $(BIN)/daedalus-spark kafka-jars
 	$(BIN)/daedalus-spark demo
 
-test: $(BIN)/daedalus-spark kafka-jars k8s-bins jvm-plugin
+test: preflight $(BIN)/daedalus-spark kafka-jars k8s-bins jvm-plugin
 	$(BIN)/python -m pytest -q -m "not demo"
 
 test-spark: $(BIN)/daedalus-spark kafka-jars k8s-bins jvm-plugin
 	$(BIN)/python -m pytest -q -m "spark and not demo"
 
 # The whole live demo as a test (~12 min): `make demo` with its figures checked.
-test-demo: $(BIN)/daedalus-spark kafka-jars
+test-demo: preflight $(BIN)/daedalus-spark kafka-jars
 	$(BIN)/python -m pytest -q -m demo
 
 # Ruff (lint + format check) and mypy (strict on daedalus_spark/), configured in pyproject.toml.
