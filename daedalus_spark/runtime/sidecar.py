@@ -1,4 +1,4 @@
-"""Runtime: `daedalus-spark run` — the loop every interval (APScheduler), resumed knowledge, signals, health."""
+"""Runtime: `daedalus-spark run` — the loop every interval (APScheduler), the start-up backfill, signals, health."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +44,7 @@ class Sidecar:
     config: Config
     loop: Loop
     store: SqliteKnowledgeStore
+    _: KW_ONLY
     metrics: ControllerMetrics
     refits: ProcessPoolExecutor | None = None
     _stop: threading.Event = field(default_factory=threading.Event)

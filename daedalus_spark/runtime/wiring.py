@@ -75,7 +75,7 @@ def assemble_sidecar(
     metrics = ControllerMetrics(controller)
     publishers: list[Publisher] = [decision_log, LogPublisher(), metrics, *extra_publishers]
     loop = Loop(controller, monitor, actuator, store, clock, publishers)
-    return Sidecar(config, loop, store, metrics, refits=refits)
+    return Sidecar(config, loop, store, metrics=metrics, refits=refits)
 
 
 def make_monitor(config: Config, clock: Clock, environ: Mapping[str, str] | None = None) -> MetricsSource:
