@@ -271,7 +271,7 @@ def resume_then_tick(make: Callable[[Path], Path], ticks: int = 2) -> Callable[[
     def run(tmp: Path) -> Outcome:
         from daedalus_spark.clock import FakeClock
         from daedalus_spark.config import parse_config
-        from daedalus_spark.runtime.sidecar import Sidecar
+        from daedalus_spark.runtime.wiring import assemble_sidecar
         from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
         make(tmp)
@@ -280,7 +280,7 @@ def resume_then_tick(make: Callable[[Path], Path], ticks: int = 2) -> Callable[[
         err = io.StringIO()
         with _captured_logs(err):
             try:
-                car = Sidecar(config, ScriptedMonitor(workload_per_s=6000), ScriptedActuator(), clock)
+                car = assemble_sidecar(config, ScriptedMonitor(workload_per_s=6000), ScriptedActuator(), clock=clock)
             except Exception as exc:  # noqa: BLE001 - what cli.main would print, if it is one of its errors
                 return _as_cli_error(exc, err.getvalue())
             reasons = []
@@ -344,7 +344,7 @@ def store_fails_mid_run(how: str) -> Callable[[Path], Outcome]:
     def run(tmp: Path) -> Outcome:
         from daedalus_spark.clock import FakeClock
         from daedalus_spark.config import parse_config
-        from daedalus_spark.runtime.sidecar import Sidecar
+        from daedalus_spark.runtime.wiring import assemble_sidecar
         from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
         config = parse_config(base(tmp))
@@ -352,7 +352,7 @@ def store_fails_mid_run(how: str) -> Callable[[Path], Outcome]:
         clock = FakeClock(1_700_000_000.0)
         err = io.StringIO()
         with _captured_logs(err):
-            car = Sidecar(config, ScriptedMonitor(), actuator, clock)
+            car = assemble_sidecar(config, ScriptedMonitor(), actuator, clock=clock)
             holder = None
             if how == "locked":
                 car.store.busy_timeout_s = 0.2
@@ -529,7 +529,7 @@ def scrape_target(mode: str) -> Callable[[Path], Outcome]:
 def token_with_newline(tmp: Path) -> Outcome:
     """The agent's token from a file (trailing newline): the actuation's record must not carry the token."""
     from daedalus_spark.config import parse_config
-    from daedalus_spark.execute import make_actuator
+    from daedalus_spark.runtime.wiring import make_actuator
 
     config = parse_config({"actuator": {"agent_url": "http://127.0.0.1:1", "retries": 1, "confirm_timeout_s": 0}})
     try:
@@ -548,13 +548,12 @@ def dry_run_count(tmp: Path) -> Outcome:
     """--dry-run against a job with 4 executors: what the decision log says the job has."""
     from daedalus_spark.clock import FakeClock
     from daedalus_spark.config import parse_config
-    from daedalus_spark.execute import make_actuator
-    from daedalus_spark.runtime.sidecar import Sidecar
+    from daedalus_spark.runtime.wiring import assemble_sidecar, make_actuator
     from daedalus_spark.testing import ScriptedMonitor
 
     config = parse_config(base(tmp))
     actuator = make_actuator(config, dry_run=True, environ={})
-    car = Sidecar(config, ScriptedMonitor(scaleout=4), actuator, FakeClock(1_700_000_000.0))
+    car = assemble_sidecar(config, ScriptedMonitor(scaleout=4), actuator, clock=FakeClock(1_700_000_000.0))
     car.step()
     car.close()
     line = json.loads((tmp / "d.jsonl").read_text().splitlines()[0])
@@ -573,7 +572,7 @@ def secret_in_records(tmp: Path) -> Outcome:
     from daedalus_spark.config import parse_config
     from daedalus_spark.execute.port import Actuation
     from daedalus_spark.execute.port import Outcome as Result
-    from daedalus_spark.runtime.sidecar import Sidecar
+    from daedalus_spark.runtime.wiring import assemble_sidecar
     from daedalus_spark.testing import ScriptedMonitor
 
     class Leaky:
@@ -590,7 +589,7 @@ def secret_in_records(tmp: Path) -> Outcome:
     config = parse_config(base(tmp))
     err = io.StringIO()
     with _captured_logs(err):
-        car = Sidecar(config, ScriptedMonitor(), Leaky(), FakeClock(1_700_000_000.0))
+        car = assemble_sidecar(config, ScriptedMonitor(), Leaky(), clock=FakeClock(1_700_000_000.0))
         car.step()
         car.close()
     stored = b"".join(

@@ -84,7 +84,7 @@ def run_phase(name: str, seconds: float) -> dict:
     from daedalus_spark.clock import FakeClock
     from daedalus_spark.config import parse_config
     from daedalus_spark.runtime.health import serve_health
-    from daedalus_spark.runtime.sidecar import Sidecar
+    from daedalus_spark.runtime.wiring import assemble_sidecar
     from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
     with tempfile.TemporaryDirectory() as d:
@@ -96,7 +96,7 @@ def run_phase(name: str, seconds: float) -> dict:
             }
         )
         clock = FakeClock(1_700_000_000.0)
-        car = Sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock)
+        car = assemble_sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=clock)
         server = serve_health(car.metrics.registry, car.health, "127.0.0.1", 0)
         for _ in range(5):  # warm-up: the first fits and the store's first writes are not the steady state
             clock.advance(5)

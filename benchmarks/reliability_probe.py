@@ -271,7 +271,7 @@ def _run_sigterm(tree: Path, tmp: Path) -> tuple[str, str]:
 def _healthz_locked(tree: Path, tmp: Path) -> tuple[str, str]:
     from daedalus_spark.clock import FakeClock
     from daedalus_spark.config import parse_config
-    from daedalus_spark.runtime.sidecar import Sidecar
+    from daedalus_spark.runtime.wiring import assemble_sidecar
     from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor
 
     config = parse_config(
@@ -281,7 +281,7 @@ def _healthz_locked(tree: Path, tmp: Path) -> tuple[str, str]:
             "runtime": {"decision_log": str(tmp / "d.jsonl"), "metrics_port": 0},
         }
     )
-    car = Sidecar(config, ScriptedMonitor(), ScriptedActuator(), FakeClock(1_700_000_000.0))
+    car = assemble_sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=FakeClock(1_700_000_000.0))
     car.store.busy_timeout_s = 0.05
     holder = sqlite3.connect(tmp / "k.sqlite", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")

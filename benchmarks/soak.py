@@ -29,6 +29,7 @@ from daedalus_spark.config import Config, parse_config
 from daedalus_spark.domain import Observation
 from daedalus_spark.runtime.refits import child_pids
 from daedalus_spark.runtime.sidecar import Sidecar
+from daedalus_spark.runtime.wiring import assemble_sidecar
 from daedalus_spark.sim.daedalus import SimulatedJobActuator
 from daedalus_spark.sim.job import SimulatedJob
 from daedalus_spark.sim.jobmodel import JobModel
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, float]]:
     clock = FakeClock(0.0)
     job = next_job(setup, 0, None, args.seed)
     monitor, actuator = ShiftedJobMonitor(job, 0), SimulatedJobActuator(job)
-    sidecar = Sidecar(config, monitor, actuator, clock=clock)
+    sidecar = assemble_sidecar(config, monitor, actuator, clock=clock)
     ticks_per_chunk, chunks = CHUNK_S // 60, int(args.days * DAY_S) // CHUNK_S
     rows: list[dict[str, float]] = []
     tick_s: list[float] = []

@@ -90,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from daedalus_spark.knowledge.state import IncompatibleKnowledge
     from daedalus_spark.runtime.logsetup import configure_logging
-    from daedalus_spark.runtime.sidecar import build_sidecar
+    from daedalus_spark.runtime.wiring import build_sidecar
 
     config = load_config(args.config)
     configure_logging(config.runtime.log_level, config.runtime.log_format)

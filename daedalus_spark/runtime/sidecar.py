@@ -1,4 +1,4 @@
-"""Runtime: `daedalus-spark run` — the loop every interval (APScheduler), resumed knowledge, signals, health."""
+"""Runtime: `daedalus-spark run` — the loop every interval (APScheduler), the start-up backfill, signals, health."""
 
 from __future__ import annotations
 
@@ -6,26 +6,23 @@ import logging
 import math
 import signal
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from daedalus_spark.clock import Clock, SystemClock
+from daedalus_spark.clock import Clock
 from daedalus_spark.config import Config
-from daedalus_spark.controller import Controller
 from daedalus_spark.execute.port import Actuator, ActuatorError
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
-from daedalus_spark.loop import Loop, Publisher, StepResult
+from daedalus_spark.loop import Loop, StepResult
 from daedalus_spark.monitor.backfill import warm_start
 from daedalus_spark.monitor.port import MetricsSource
-from daedalus_spark.redact import redact, redact_logs
+from daedalus_spark.redact import redact
 from daedalus_spark.runtime.health import serve_health
-from daedalus_spark.runtime.publishers import ControllerMetrics, DecisionLog, LogPublisher
-from daedalus_spark.runtime.refit_scheduler import PoolRefits
-from daedalus_spark.runtime.refits import refit_pool
+from daedalus_spark.runtime.publishers import ControllerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +35,18 @@ STOP_GRACE_S = 10.0
 
 @dataclass
 class Sidecar:
-    """Owns the loop and everything around it; `run()` blocks until `stop()` (or SIGTERM/SIGINT), then exits clean."""
+    """Owns the loop and everything around it; `run()` blocks until `stop()` (or SIGTERM/SIGINT), then exits clean.
+
+    It receives its parts built (runtime/wiring.py): the loop with its monitor, actuator and publishers, the knowledge
+    store the loop saves to, the controller's metrics, and the refit pool it shuts down on close.
+    """
 
     config: Config
-    monitor: MetricsSource
-    actuator: Actuator
-    clock: Clock = field(default_factory=SystemClock)
-    extra_publishers: Sequence[Publisher] = ()
+    loop: Loop
+    store: SqliteKnowledgeStore
+    _: KW_ONLY
+    metrics: ControllerMetrics
+    refits: ProcessPoolExecutor | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _steps: int = 0
     _last_step_s: float | None = None
@@ -57,35 +59,18 @@ class Sidecar:
 
     def __post_init__(self) -> None:
         self._started_s = self.clock.now()
-        decision_log = DecisionLog(
-            self.config.runtime.decision_log,
-            max_bytes=self.config.knowledge.decision_log_max_bytes,
-            backups=self.config.knowledge.decision_log_backups,
-        )
-        decision_log.check()
-        self.store = SqliteKnowledgeStore(self.config.controller.knowledge_path, retention=self.config.knowledge)
-        # Spawned, not forked: this process already runs threads (scheduler, HTTP, queries).
-        self.refits = refit_pool() if self.config.forecast.background_refit else None
-        try:
-            controller = Controller.resume(
-                self.config,
-                self.store,
-                refits=None if self.refits is None else PoolRefits(self.refits),
-                now_s=self.clock.now(),
-            )
-            controller.save(self.store)  # a store that cannot be written is refused now, not at the first rescale
-        except BaseException:
-            if self.refits is not None:
-                self.refits.shutdown(wait=False, cancel_futures=True)
-            raise
-        self.metrics = ControllerMetrics(controller)
-        publishers: list[Publisher] = [
-            decision_log,
-            LogPublisher(),
-            self.metrics,
-            *self.extra_publishers,
-        ]
-        self.loop = Loop(controller, self.monitor, self.actuator, self.store, self.clock, publishers)
+
+    @property
+    def monitor(self) -> MetricsSource:
+        return self.loop.monitor
+
+    @property
+    def actuator(self) -> Actuator:
+        return self.loop.actuator
+
+    @property
+    def clock(self) -> Clock:
+        return self.loop.clock
 
     def warm(self) -> None:
         """Learn the job's recent past from Prometheus before the first tick (monitor/backfill.py), save it, and
@@ -247,37 +232,3 @@ def _longest_actuation_s(config: Config) -> float:
     else:
         attempts, timeout_s, backoff_s = config.actuator.retries, config.actuator.timeout_s, config.actuator.backoff_s
     return attempts * timeout_s + sum(backoff_s * 2.0**i for i in range(attempts - 1))
-
-
-def build_sidecar(config: Config, *, dry_run: bool, environ: Mapping[str, str]) -> Sidecar:
-    """The sidecar with the monitor, actuator and publishers the config names (environment passed in by the caller).
-
-    In a driver pod on Kubernetes (the pod name in `kubernetes.pod_name_env`), the agent actuator also watches the
-    executor pods, so targets that stay Pending are reported unreachable, and rescales become Kubernetes Events. In
-    advisor mode (`--dry-run`, or actuator.kind dry_run) nothing is actuated and the decided rescales become
-    RescaleRecommended events, on the same object.
-    """
-    from daedalus_spark.execute import make_actuator, require_kubernetes_client
-    from daedalus_spark.monitor import make_monitor
-
-    redact_logs()
-    clock = SystemClock()
-    actuator = make_actuator(config, dry_run=dry_run, environ=environ)
-    advisor = dry_run or config.actuator.kind == "dry_run"
-    on_kubernetes = config.actuator.kind == "kubernetes" or bool(environ.get(config.kubernetes.pod_name_env))
-    publishers: list[Publisher] = []
-    if on_kubernetes:
-        in_pod = f"running in a pod (${config.kubernetes.pod_name_env} is set)"
-        require_kubernetes_client("actuator.kind kubernetes" if config.actuator.kind == "kubernetes" else in_pod)
-        from daedalus_spark.execute.kubernetes_pods import PendingAwareActuator, make_pod_watcher
-        from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator, make_kubernetes_actuator
-        from daedalus_spark.runtime.kubernetes_events import make_event_publisher
-
-        scaler = actuator if isinstance(actuator, KubernetesScaleActuator) else None
-        if scaler is None and config.actuator.kind == "kubernetes":  # advisor: only read, for the object's uid
-            scaler = make_kubernetes_actuator(config, environ)
-        if config.actuator.kind == "agent" and not advisor:
-            actuator = PendingAwareActuator(actuator, make_pod_watcher(config, environ))
-        events = make_event_publisher(config, environ, scaler=scaler)
-        publishers += [events] if events is not None else []
-    return Sidecar(config, make_monitor(config, clock, environ), actuator, clock, publishers)

@@ -1,15 +1,16 @@
 """Simulation: a Spark streaming job on Kubernetes reading from Kafka, stepped in 1-s increments (vectorized).
 
 This is the `continuous` engine (an ideal fluid job that restarts to rescale); sim/microbatch.py is the `microbatch`
-engine behind the same interface."""
+engine behind the same interface, built by the same constructor and observed by the same Observation builder."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from daedalus_spark.domain import ExecutorSeries, Observation, PartitionLoad
+from daedalus_spark.domain import BatchWindow, ExecutorSeries, Observation, PartitionLoad
 from daedalus_spark.plan.schedule import lindley
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.skew import SimulatedCapacity
@@ -69,6 +70,11 @@ class SimulatedJob:
         self._backlog = 0.0
         # A job that keeps up holds at most this many seconds of arrivals in its lag (metrics.recoveries)
         self.lag_allowance_s = 1.0
+        self._set_up(initial_scaleout)
+
+    def _set_up(self, initial_scaleout: int) -> None:
+        """The engine's own state, set up at the end of the shared constructor (the continuous engine has none)."""
+        return None
 
     @property
     def duration_s(self) -> int:
@@ -150,15 +156,21 @@ class SimulatedJob:
 
     def observation(self, since_s: int) -> Observation:
         """What the monitor reports at now_s about seconds since_s..now_s-1, for the live executors."""
-        t0, t1 = max(0, since_s), self.now_s
+        return self._observation(max(0, since_s), self.now_s, range(self.scaleout), uptime_s=self.uptime_s())
+
+    def _observation(
+        self, t0: int, t1: int, slots: Sequence[int], *, uptime_s: float, batches: BatchWindow | None = None
+    ) -> Observation:
+        """Both engines' Observation of seconds t0..t1-1: the executors in `slots` (the scale-out the monitor
+        sees), the partitions' shares of the mean arrival rate, and the completed batches when the engine has them."""
         signal = self.cpu_ratio if self.cpu_signal else self.busy_ratio
         executors = tuple(
             ExecutorSeries(
-                executor_id=f"executor-{i}",
+                executor_id=f"executor-{self._executor_number(i)}",
                 throughput_per_s=tuple(self.executor_throughput_per_s[t0:t1, i].tolist()),
                 utilization_ratio=tuple(signal[t0:t1, i].tolist()),
             )
-            for i in range(self.scaleout)
+            for i in slots
         )
         arriving = float(self.workload_per_s[t0:t1].mean()) if t1 > t0 else 0.0
         return Observation(
@@ -167,10 +179,16 @@ class SimulatedJob:
             workload_per_s=tuple(self.workload_per_s[t0:t1].tolist()),
             executors=executors,
             consumer_lag_records=self._backlog,
-            scaleout=self.scaleout,
-            uptime_s=self.uptime_s(),
+            scaleout=len(slots),
+            uptime_s=uptime_s,
             partitions=tuple(
                 PartitionLoad(self.model.topic, p, arriving * float(w))
                 for p, w in enumerate(self.capacity.partition_weights)
             ),
+            batches=batches,
         )
+
+    def _executor_number(self, slot: int) -> int:
+        """The number in the id of the executor in `slot`: the slot itself (the micro-batch engine numbers every
+        joining executor anew)."""
+        return slot

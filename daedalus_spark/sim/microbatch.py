@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daedalus_spark.domain import BatchWindow, ExecutorSeries, Observation, PartitionLoad
+from daedalus_spark.domain import BatchWindow, Observation
 from daedalus_spark.sim.job import Rescale
 from daedalus_spark.sim.microbatch_engine import BatchEngine
 
@@ -213,31 +213,12 @@ class MicroBatchJob(BatchEngine):
             listed = list(range(self.scaleout))
             uptime = self.uptime_s()
         t0 = min(t0, t1 - 1) if t1 > 0 else 0
-        signal = self.cpu_ratio if self.cpu_signal else self.busy_ratio
-        executors = tuple(
-            ExecutorSeries(
-                executor_id=f"executor-{self._ids[i]}",
-                throughput_per_s=tuple(self.executor_throughput_per_s[t0:t1, i].tolist()),
-                utilization_ratio=tuple(signal[t0:t1, i].tolist()),
-            )
-            for i in listed
+        batches = BatchWindow(
+            batches=float(self.batch_count[t0:t1].sum()),
+            input_records=float(self.batch_records[t0:t1].sum()),
+            duration_s=float(self.batch_seconds[t0:t1].sum()),
         )
-        arriving = float(self.workload_per_s[t0:t1].mean()) if t1 > t0 else 0.0
-        return Observation(
-            time_s=float(t1),
-            step_s=1.0,
-            workload_per_s=tuple(self.workload_per_s[t0:t1].tolist()),
-            executors=executors,
-            consumer_lag_records=self._backlog,
-            scaleout=len(listed),
-            uptime_s=uptime,
-            partitions=tuple(
-                PartitionLoad(self.model.topic, p, arriving * float(w))
-                for p, w in enumerate(self.capacity.partition_weights)
-            ),
-            batches=BatchWindow(
-                batches=float(self.batch_count[t0:t1].sum()),
-                input_records=float(self.batch_records[t0:t1].sum()),
-                duration_s=float(self.batch_seconds[t0:t1].sum()),
-            ),
-        )
+        return self._observation(t0, t1, listed, uptime_s=uptime, batches=batches)
+
+    def _executor_number(self, slot: int) -> int:
+        return self._ids[slot]

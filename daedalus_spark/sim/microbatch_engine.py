@@ -23,8 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from daedalus_spark.sim.job import SimulatedJob
-from daedalus_spark.sim.jobmodel import JobModel, StartupModel
-from daedalus_spark.sim.skew import SimulatedCapacity
+from daedalus_spark.sim.jobmodel import StartupModel
 from daedalus_spark.sim.waves import Layout, WaveModel
 
 _EPS_RECORDS = 1e-6
@@ -50,19 +49,9 @@ class BatchEngine(SimulatedJob):
     """Micro-batches at the scale-out the job has: triggers, batches, the per-second series and latency (rescales and
     what the monitor sees: MicroBatchJob)."""
 
-    def __init__(
-        self,
-        workload_per_s: np.ndarray,
-        model: JobModel,
-        capacity: SimulatedCapacity,
-        *,
-        initial_scaleout: int,
-        cpu_signal: bool,
-        rng: np.random.Generator,
-    ) -> None:
-        super().__init__(
-            workload_per_s, model, capacity, initial_scaleout=initial_scaleout, cpu_signal=cpu_signal, rng=rng
-        )
+    def _set_up(self, initial_scaleout: int) -> None:
+        """The batch engine's state, after the shared constructor (SimulatedJob's)."""
+        capacity, model = self.capacity, self.model
         if capacity.waves is None:
             raise ValueError("the micro-batch engine needs a capacity built for it (engine: microbatch)")
         self.waves: WaveModel = capacity.waves

@@ -25,10 +25,10 @@ import pytest
 
 from daedalus_spark.clock import FakeClock, SystemClock
 from daedalus_spark.config import Config, MonitorConfig
-from daedalus_spark.monitor import make_monitor
 from daedalus_spark.monitor.port import MonitorError
 from daedalus_spark.monitor.prometheus import PrometheusMonitor, queries
 from daedalus_spark.monitor.scrape import ScrapeMonitor
+from daedalus_spark.runtime.wiring import make_monitor
 
 START_S = 1000.0  # the job (re)started here
 RATE_WINDOW_S = 5.0

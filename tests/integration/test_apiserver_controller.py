@@ -11,7 +11,7 @@ from daedalus_spark.config import parse_config
 from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
 from daedalus_spark.execute.port import Outcome
 from daedalus_spark.runtime.kubernetes_events import EventPublisher
-from daedalus_spark.runtime.sidecar import build_sidecar
+from daedalus_spark.runtime.wiring import build_sidecar
 from tests.integration.k8s_backends import Real
 from tests.integration.k8s_helpers import kubeconfig, step
 from tests.integration.kustomize import find, rendered
@@ -54,7 +54,7 @@ def test_the_standalone_controller_scales_its_statefulset_and_says_so_in_an_even
     assert result.outcome is Outcome.ACCEPTED, result.detail
     assert real.replicas("StatefulSet", "spark-worker") == 3
 
-    (events,) = [p for p in sidecar.extra_publishers if isinstance(p, EventPublisher)]
+    (events,) = [p for p in sidecar.loop.publishers if isinstance(p, EventPublisher)]
     events.publish(step(Outcome.ACCEPTED, current=2, target=3))
     (event,) = real.events()
     statefulset = k8s.AppsV1Api(real.admin).read_namespaced_stateful_set("spark-worker", real.namespace)

@@ -18,7 +18,7 @@ from daedalus_spark.execute.dry_run import DryRunActuator
 from daedalus_spark.kubecluster.apiserver import LocalApiServer
 from daedalus_spark.loop import StepResult
 from daedalus_spark.runtime.kubernetes_events import EventPublisher
-from daedalus_spark.runtime.sidecar import build_sidecar
+from daedalus_spark.runtime.wiring import build_sidecar
 from tests.integration.k8s_backends import Real
 from tests.integration.k8s_helpers import kubeconfig
 from tests.integration.kustomize import find, rendered
@@ -76,7 +76,7 @@ def test_advisor_mode_recommends_in_one_counted_event_on_the_driver_pods_owner(
     environ |= {"DAEDALUS_NAMESPACE": real.namespace, "DAEDALUS_SPARK_APP_ID": "spark-0123"}
     sidecar = build_sidecar(sidecar_config(real, tmp_path), dry_run=True, environ=environ)
     assert isinstance(sidecar.actuator, DryRunActuator)  # advisor: nothing wrapped that could touch the job
-    (events,) = [p for p in sidecar.extra_publishers if isinstance(p, EventPublisher)]
+    (events,) = [p for p in sidecar.loop.publishers if isinstance(p, EventPublisher)]
 
     events.publish(recommended(1200.0))
     events.publish(recommended(1350.0))  # the same recommendation a tick later, with the tick's numbers

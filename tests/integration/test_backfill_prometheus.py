@@ -22,7 +22,7 @@ from daedalus_spark.monitor.prometheus import PrometheusMonitor
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.monitor.synthetic_history import SyntheticHistory
 from daedalus_spark.report.knowledge_report import build, format_text, load_knowledge
-from daedalus_spark.runtime.sidecar import Sidecar
+from daedalus_spark.runtime.wiring import assemble_sidecar
 
 pytestmark = pytest.mark.skipif(
     find_binary() is None or shutil.which("promtool") is None,
@@ -155,7 +155,7 @@ def test_the_sidecar_starts_warm_and_reports_the_gap(server: tuple[PrometheusSer
     prometheus, start_s = server
     config = _config(prometheus.url, tmp_path)
     end_s = start_s + HOURS * 3600
-    sidecar = Sidecar(config, _monitor(config), DryRunActuator(), clock=FakeClock(end_s))
+    sidecar = assemble_sidecar(config, _monitor(config), DryRunActuator(), clock=FakeClock(end_s))
     try:
         sidecar.warm()
         assert sidecar.loop._window_end_s == end_s  # the first tick observes from where the backfill stopped

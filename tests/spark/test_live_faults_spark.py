@@ -38,9 +38,8 @@ from daedalus_spark.config import Config, MonitorConfig
 from daedalus_spark.demo.counts import final_counts, read_sink, words_in_log
 from daedalus_spark.execute.agent import AgentActuator
 from daedalus_spark.loop import StepResult
-from daedalus_spark.monitor import make_monitor
 from daedalus_spark.monitor.promserver import find_binary, start_prometheus
-from daedalus_spark.runtime.sidecar import Sidecar
+from daedalus_spark.runtime.wiring import assemble_sidecar, make_monitor
 from daedalus_spark.sparkcluster import LocalCluster
 from daedalus_spark.sparkcluster.cluster import free_port
 from daedalus_spark.workloads import wordcount
@@ -222,7 +221,7 @@ class Controlling:
         clock = SystemClock()
         self.config, self.results = config, []  # type: ignore[var-annotated]
         monitor, actuator = make_monitor(config, clock), AgentActuator(config.actuator)
-        self.sidecar = Sidecar(config, monitor, actuator, clock=clock, extra_publishers=[self])
+        self.sidecar = assemble_sidecar(config, monitor, actuator, clock=clock, extra_publishers=[self])
         self._thread = threading.Thread(target=self.sidecar.run, kwargs={"handle_signals": False}, daemon=True)
 
     def __enter__(self) -> Controlling:

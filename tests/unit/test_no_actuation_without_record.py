@@ -14,12 +14,15 @@ from daedalus_spark.execute.port import Outcome
 from daedalus_spark.knowledge.sqlite_store import KnowledgeStoreError
 from daedalus_spark.runtime.publishers import DecisionLog
 from daedalus_spark.runtime.sidecar import FAILING_TICKS, Sidecar
+from daedalus_spark.runtime.wiring import assemble_sidecar
 from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor, config_in
 
 
 def sidecar(tmp_path: Path, actuator: ScriptedActuator | None = None, **runtime) -> Sidecar:
     clock = FakeClock(1_700_000_000.0)
-    return Sidecar(config_in(tmp_path, **runtime), ScriptedMonitor(), actuator or ScriptedActuator(), clock)
+    return assemble_sidecar(
+        config_in(tmp_path, **runtime), ScriptedMonitor(), actuator or ScriptedActuator(), clock=clock
+    )
 
 
 def _under_a_file(tmp_path: Path) -> Path:
@@ -42,7 +45,7 @@ def test_a_knowledge_path_that_can_never_work_is_refused_at_start(tmp_path: Path
         update={"controller": config.controller.model_copy(update={"knowledge_path": str(path(tmp_path))})}
     )
     with pytest.raises(KnowledgeStoreError, match=named):
-        Sidecar(config, ScriptedMonitor(), ScriptedActuator(), FakeClock(0.0))
+        assemble_sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=FakeClock(0.0))
 
 
 NEVER_A_LOG = [

@@ -21,7 +21,7 @@ from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import StepResult
 from daedalus_spark.runtime.publishers import DecisionLog, result_record
-from daedalus_spark.runtime.sidecar import Sidecar, build_sidecar
+from daedalus_spark.runtime.wiring import assemble_sidecar, build_sidecar
 from daedalus_spark.testing import ScriptedActuator, ScriptedMonitor, config_in
 
 
@@ -47,7 +47,7 @@ def test_sidecar_ticks_publishes_serves_and_stops_clean(tmp_path):
     port = free_port()
     config = config_in(tmp_path, metrics_port=port)
     actuator = ScriptedActuator()
-    sidecar = Sidecar(config, ScriptedMonitor(), actuator)
+    sidecar = assemble_sidecar(config, ScriptedMonitor(), actuator)
     exit_code: list[int] = []
     thread = threading.Thread(target=lambda: exit_code.append(sidecar.run(handle_signals=False)))
     thread.start()
@@ -88,14 +88,14 @@ def test_a_tick_that_raises_is_counted_and_the_sidecar_goes_on(tmp_path):
         def observe(self, *, start_s, end_s):
             raise ZeroDivisionError("bug in a monitor")
 
-    sidecar = Sidecar(config_in(tmp_path), Broken(), ScriptedActuator(), clock=FakeClock(100.0))
+    sidecar = assemble_sidecar(config_in(tmp_path), Broken(), ScriptedActuator(), clock=FakeClock(100.0))
     assert sidecar.step() is None and sidecar.step() is None
     assert sidecar.metrics.tick_errors._value.get() == 2
 
 
 def test_health_turns_stalled_when_ticks_stop(tmp_path):
     clock = FakeClock(1000.0)
-    sidecar = Sidecar(config_in(tmp_path), ScriptedMonitor(), ScriptedActuator(), clock=clock)
+    sidecar = assemble_sidecar(config_in(tmp_path), ScriptedMonitor(), ScriptedActuator(), clock=clock)
     sidecar.step()
     assert sidecar.health()[0]
     # Three intervals, plus the longest a tick's actuation may take (3 attempts of 10 s, waits 1 + 2 s), may pass
@@ -128,9 +128,9 @@ def test_decision_log_lines_are_strict_json(tmp_path):
 
 def test_knowledge_resumes_across_sidecars(tmp_path):
     config = config_in(tmp_path)
-    first = Sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=FakeClock(100.0))
+    first = assemble_sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=FakeClock(100.0))
     first.step()
-    again = Sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=FakeClock(160.0))
+    again = assemble_sidecar(config, ScriptedMonitor(), ScriptedActuator(), clock=FakeClock(160.0))
     k1, k2 = first.loop.controller.knowledge, again.loop.controller.knowledge
     assert list(k2.decisions) == list(k1.decisions) and k2.last_rescale_s == 100.0
     assert k2.capacity.regressions == k1.capacity.regressions

@@ -15,11 +15,10 @@ from daedalus_spark import __main__ as console
 from daedalus_spark.cli import main
 from daedalus_spark.clock import FakeClock
 from daedalus_spark.config import parse_config
-from daedalus_spark.execute import make_actuator
 from daedalus_spark.execute.dry_run import DryRunActuator
 from daedalus_spark.execute.port import Actuation, ActuatorError, Outcome
 from daedalus_spark.redact import RedactingFilter, bearer_token, redact
-from daedalus_spark.runtime.sidecar import Sidecar
+from daedalus_spark.runtime.wiring import assemble_sidecar, make_actuator
 from daedalus_spark.testing import ScriptedMonitor, config_in, saved_store
 
 TOKEN = "tok-8d1f0c2e"  # a marker to look for, not a credential
@@ -80,7 +79,9 @@ def test_no_secret_reaches_the_decision_log_the_store_the_log_or_the_report(tmp_
     handler.addFilter(RedactingFilter())
     logging.getLogger().addHandler(handler)
     try:
-        car = Sidecar(config_in(tmp_path), ScriptedMonitor(), LeakyActuator(), FakeClock(1_700_000_000.0))
+        car = assemble_sidecar(
+            config_in(tmp_path), ScriptedMonitor(), LeakyActuator(), clock=FakeClock(1_700_000_000.0)
+        )
         car.step()
         logging.getLogger("test").warning("actuation failed: %s", f"Bearer {TOKEN}")
         car.close()
