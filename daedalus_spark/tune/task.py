@@ -135,14 +135,14 @@ def judge(
         "start_s": window.start_s,
         "end_s": window.end_s,
         "hours": len(scored.scaleout) / 3600.0,
-        "executor_hours": float(m["executor_hours"]),
-        "avg_executors": float(m["avg_executors"]),
-        "rescales": int(m["rescales"]),
-        "recovery_violations": int(m["recovery_violations"]),
+        "executor_hours": m.executor_hours,
+        "avg_executors": m.avg_executors,
+        "rescales": m.rescales,
+        "recovery_violations": m.recovery_violations,
         "behind_s": int(behind_at.sum()),
         "behind_episodes": episodes(behind_at),
-        "violations": int(m["recovery_violations"]) + episodes(late_at[start:]),
-        "latency_p95_s": float(m["latency_p95_s"]),
+        "violations": m.recovery_violations + episodes(late_at[start:]),
+        "latency_p95_s": m.latency_p95_s,
     }
 
 
