@@ -125,8 +125,8 @@ def figures(result: RunResult, config: Config) -> str:
     )
     behind = seconds_behind(result, ctl.target_recovery_s)
     return (
-        f"{m['executor_hours']:6.2f} {m['rescales']:3d} {m['latency_p95_s']:7.1f} "
-        f"{m['recovery_violations']:3d} {m['latency_violation_s']:6d} {behind:6d}"
+        f"{m.executor_hours:6.2f} {m.rescales:3d} {m.latency_p95_s:7.1f} "
+        f"{m.recovery_violations:3d} {m.latency_violation_s:6d} {behind:6d}"
     )
 
 

@@ -38,7 +38,7 @@ from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.cli import TRACES_DIR
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, controller_config, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, JobModelError, load_job_model
-from daedalus_spark.sim.metrics import passes, scored_part, summarize
+from daedalus_spark.sim.metrics import RunMetrics, passes, scored_part, summarize
 from daedalus_spark.sim.policies import StaticPolicy
 from daedalus_spark.sim.runner import make_setup, run_policy
 from daedalus_spark.sim.suite import SHAPES, WorkloadShape, get_shape, shape_names, suite_workload
@@ -192,17 +192,17 @@ def per_20min(rescales: float, hours: float) -> float:
 
 
 COLUMNS = (
-    ("executor-h", lambda m, h: f"{m['executor_hours']:.1f}"),
-    ("vs optimum", lambda m, h: _ratio(m["vs_optimum"])),
-    ("vs oracle", lambda m, h: _ratio(m["vs_oracle"])),
-    ("rescales", lambda m, h: f"{m['rescales']}"),
-    ("per 20min", lambda m, h: f"{per_20min(m['rescales'], h):.2f}"),
-    ("down s", lambda m, h: f"{m['downtime_s']}"),
-    ("p95 s", lambda m, h: f"{m['latency_p95_s']:.1f}"),
-    ("rec. viol.", lambda m, h: f"{m['recovery_violations']}"),
-    ("late s", lambda m, h: f"{m['latency_violation_s']}"),
-    ("rule", lambda m, h: "pass" if m["passes"] else "FAIL"),
-    ("behind s", lambda m, h: f"{m['behind_s']}"),
+    ("executor-h", lambda m, h: f"{m.executor_hours:.1f}"),
+    ("vs optimum", lambda m, h: _ratio(m.vs_optimum)),
+    ("vs oracle", lambda m, h: _ratio(m.vs_oracle)),
+    ("rescales", lambda m, h: f"{m.rescales}"),
+    ("per 20min", lambda m, h: f"{per_20min(m.rescales, h):.2f}"),
+    ("down s", lambda m, h: f"{m.downtime_s}"),
+    ("p95 s", lambda m, h: f"{m.latency_p95_s:.1f}"),
+    ("rec. viol.", lambda m, h: f"{m.recovery_violations}"),
+    ("late s", lambda m, h: f"{m.latency_violation_s}"),
+    ("rule", lambda m, h: "pass" if m.passes else "FAIL"),
+    ("behind s", lambda m, h: f"{m.behind_s}"),
 )
 
 
@@ -231,13 +231,13 @@ def goals(run: TraceRun, config: Config) -> dict[str, tuple[bool, str]]:
     m = run.evaluation.metrics
     d = m["daedalus"]
     ratio = _vs_limited(m, config)
-    rate = per_20min(d["rescales"], run.hours)
+    rate = per_20min(d.rescales, run.hours)
     budget = config.controller.max_rescales_per_hour / 3.0
     # A rival counts when it passes the rule daedalus is held to; the optimum is a bound on every one that does.
-    rivals = [p for p in (run.static_name, *run.baselines) if m[p]["passes"]]
-    beaten = [p for p in rivals if d["executor_hours"] >= m[p]["executor_hours"]]
-    bound = m["optimum"]["executor_hours"] if "optimum" in m else math.nan
-    below = [p for p in (*rivals, "daedalus") if m[p]["passes"] and m[p]["executor_hours"] < bound - 1e-9]
+    rivals = [p for p in (run.static_name, *run.baselines) if m[p].passes]
+    beaten = [p for p in rivals if d.executor_hours >= m[p].executor_hours]
+    bound = m["optimum"].executor_hours if "optimum" in m else math.nan
+    below = [p for p in (*rivals, "daedalus") if m[p].passes and m[p].executor_hours < bound - 1e-9]
     if run.evaluation.optimum_note:  # a load above what max_scaleout carries: nothing meets the target; max is right
         share = overloaded_share_at_max(run)
         return {
@@ -246,7 +246,7 @@ def goals(run: TraceRun, config: Config) -> dict[str, tuple[bool, str]]:
         }
     return {
         f"wh<={RATIO_GOAL:.2f}xopt:R": (not math.isnan(ratio) and ratio <= RATIO_GOAL, _ratio(ratio)),
-        "passes rule": (bool(d["passes"]), f"{d['latency_violation_s']}s/{d['recovery_violations']}"),
+        "passes rule": (d.passes, f"{d.latency_violation_s}s/{d.recovery_violations}"),
         "rescales<=budget": (budget <= 0 or rate <= budget + 1e-9, f"{rate:.2f}/20min"),
         "beats passing rivals": (not beaten, "ok" if not beaten else "not below " + ",".join(beaten)),
         "optimum is a bound": (not below, "ok" if not below else "below it: " + ",".join(below)),
@@ -261,12 +261,12 @@ def overloaded_share_at_max(run: TraceRun) -> float | None:
     return float(np.mean(daedalus.scaleout[over] >= len(caps))) if over.any() else None
 
 
-def _vs_limited(metrics: dict[str, dict[str, float | int]], config: Config) -> float:
+def _vs_limited(metrics: dict[str, RunMetrics], config: Config) -> float:
     """Daedalus' executor-hours over those of the optimum held to the controller's rescale budget (NaN: none)."""
     limited = metrics.get(limited_optimum(config))
-    if not limited or not limited["executor_hours"]:
+    if not limited or not limited.executor_hours:
         return math.nan
-    return float(metrics["daedalus"]["executor_hours"]) / float(limited["executor_hours"])
+    return metrics["daedalus"].executor_hours / limited.executor_hours
 
 
 def goals_section(runs: list[TraceRun], config: Config) -> str:
@@ -280,7 +280,7 @@ def goals_section(runs: list[TraceRun], config: Config) -> str:
     for run in runs:
         g = per_trace[run.name]
         cells = [f"{'PASS' if ok else 'FAIL'} {fig}".rjust(max(len(n), 14)) for n, (ok, fig) in g.items()]
-        unlimited = _ratio(float(run.evaluation.metrics["daedalus"]["vs_optimum"]))
+        unlimited = _ratio(run.evaluation.metrics["daedalus"].vs_optimum)
         lines.append("  ".join([run.name.ljust(width), *cells, unlimited.rjust(20)]))
     passed = sum(ok for g in per_trace.values() for ok, _ in g.values())
     total = sum(len(g) for g in per_trace.values())
@@ -290,7 +290,7 @@ def goals_section(runs: list[TraceRun], config: Config) -> str:
         f"recovery within {ctl.target_recovery_s:g} s; rivals beaten: those that pass it)"
     )
     feasible = [r for r in runs if not r.evaluation.optimum_note]
-    ours = sum(float(r.evaluation.metrics["daedalus"]["executor_hours"]) for r in feasible)
+    ours = sum(r.evaluation.metrics["daedalus"].executor_hours for r in feasible)
     ratio = suite_ratio(runs, config)
     if not math.isnan(ratio):
         ok = ratio <= SUITE_RATIO_GOAL
@@ -344,8 +344,8 @@ def suite_ratio(runs: list[TraceRun], config: Config) -> float:
     theirs = [r.evaluation.metrics.get(yardstick) for r in feasible]
     if not feasible or not all(theirs):
         return math.nan
-    ours = sum(float(r.evaluation.metrics["daedalus"]["executor_hours"]) for r in feasible)
-    return ours / sum(float(t["executor_hours"]) for t in theirs if t)
+    ours = sum(r.evaluation.metrics["daedalus"].executor_hours for r in feasible)
+    return ours / sum(t.executor_hours for t in theirs if t)
 
 
 def payload(runs: list[TraceRun], config: Config, speedup: int, *, warm: bool) -> dict[str, object]:
@@ -361,7 +361,7 @@ def payload(runs: list[TraceRun], config: Config, speedup: int, *, warm: bool) -
                 "optimum_rescales": r.evaluation.optimum.rescales if r.evaluation.optimum else None,
                 "daedalus_vs_limited_optimum": _vs_limited(r.evaluation.metrics, config),
                 "optimum_note": r.evaluation.optimum_note,
-                "policies": r.evaluation.metrics,
+                "policies": {name: m.fields() for name, m in r.evaluation.metrics.items()},
                 "goals": {k: {"pass": ok, "value": v} for k, (ok, v) in goals(r, config).items()},
             }
             for r in runs

@@ -112,7 +112,7 @@ def _tune_symlink(tree: Path, tmp: Path) -> tuple[str, str]:
     from daedalus_spark.testing import tune_row
     from daedalus_spark.tune.grid import TuneGrid, candidates
     from daedalus_spark.tune.outputs import write_all
-    from daedalus_spark.tune.result import decide, to_json
+    from daedalus_spark.tune.result import decide, tune_result
 
     config = Config()
     grid = TuneGrid.model_validate({"knobs": {"controller.cooldown_s": [60]}})
@@ -122,7 +122,7 @@ def _tune_symlink(tree: Path, tmp: Path) -> tuple[str, str]:
         for c, p, h in ((0, "select", 10.0), (0, "holdout", 8.0), (1, "select", 9.0), (1, "holdout", 7.0))
     ]
     inputs = {"history": "h", "job": "j", "holdout_hours": 1.0, "select_hours": 1.0, "gaps": [], "candidates": 2}
-    result = to_json(
+    result = tune_result(
         decide(rows, candidates(grid, config), grid, config), recommended_yaml="a: 1\n", diff="", inputs=inputs
     )
     out = tmp / "out"

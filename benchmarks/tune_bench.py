@@ -112,7 +112,7 @@ def tune(
         parts = partitions(tasks, PARTITIONS_PER_CORE)
         rows = sorted(
             (simulate_window(t, workload, setting) for part in parts for t in part),
-            key=lambda r: (r["candidate"], r["window"]),
+            key=lambda r: (r.candidate, r.window),
         )
         timing.update(job_s=time.perf_counter() - start, cores=1.0, partitions=float(len(parts)))
         counts[0] = tuple(a - b for a, b in zip(process_counts(), before, strict=True))

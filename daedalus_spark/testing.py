@@ -17,6 +17,7 @@ from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.loop import Loop, StepResult
 from daedalus_spark.monitor.port import MonitorError
 from daedalus_spark.tune.split import SELECT
+from daedalus_spark.tune.task import WindowRow
 
 CAPACITY = 500.0  # records/s per executor at full utilization
 # Budget off: these ticks are a fresh controller's first, which a budget holds until it has earned a token.
@@ -123,24 +124,24 @@ TUNE_TRACE = "second|count\n" + "".join(f"{i}|{1000 + i % 7}\n" for i in range(2
 TUNE_INPUTS = {"history": "h", "job": "j", "holdout_hours": 1.0, "select_hours": 1.0, "gaps": [], "candidates": 3}
 
 
-def tune_row(candidate: int, part: str, wh: float, *, viol: int = 0, resc: int = 0) -> dict[str, object]:
+def tune_row(candidate: int, part: str, wh: float, *, viol: int = 0, resc: int = 0) -> WindowRow:
     """One evaluated window of a tune candidate: `wh` executor-hours in one hour on part `part` (select or holdout)."""
-    return {
-        "candidate": candidate,
-        "window": 0 if part == SELECT else 1,
-        "part": part,
-        "start_s": 0,
-        "end_s": 3600,
-        "hours": 1.0,
-        "executor_hours": wh,
-        "avg_executors": wh,
-        "rescales": resc,
-        "recovery_violations": viol,
-        "behind_s": 0,
-        "behind_episodes": 0,
-        "violations": viol,
-        "latency_p95_s": 1.0,
-    }
+    return WindowRow(
+        candidate=candidate,
+        window=0 if part == SELECT else 1,
+        part=part,
+        start_s=0,
+        end_s=3600,
+        hours=1.0,
+        executor_hours=wh,
+        avg_executors=wh,
+        rescales=resc,
+        recovery_violations=viol,
+        behind_s=0,
+        behind_episodes=0,
+        violations=viol,
+        latency_p95_s=1.0,
+    )
 
 
 SAVED_START_S = 1_700_000_000.0

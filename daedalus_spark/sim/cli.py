@@ -182,7 +182,8 @@ def json_payload(evaluations: list[TraceEvaluation]) -> object:
 def format_table(ev: TraceEvaluation) -> str:
     """The terminal table: one row per policy."""
     header = ["policy"] + [title for _, title, _ in TABLE_COLUMNS]
-    rows = [[name] + [_cell(fmt, m[key]) for key, _, fmt in TABLE_COLUMNS] for name, m in ev.metrics.items()]
+    fields = {name: m.fields() for name, m in ev.metrics.items()}
+    rows = [[name] + [_cell(fmt, m[key]) for key, _, fmt in TABLE_COLUMNS] for name, m in fields.items()]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 
 from daedalus_spark.config import Config
 from daedalus_spark.sim.jobmodel import JobModel
-from daedalus_spark.sim.metrics import summarize
+from daedalus_spark.sim.metrics import RunMetrics, summarize
 from daedalus_spark.sim.optimum import OptimumInfeasible, OptimumSchedule, run_optimum, solve_optimum
 from daedalus_spark.sim.policies import OPTIMUM, ORACLE, make_policy, optimum_rescale_limit
 from daedalus_spark.sim.runner import RunResult, SimSetup, make_setup, run_oracle, run_policy
@@ -35,13 +35,14 @@ class TraceEvaluation:
 
     trace: str
     runs: dict[str, RunResult]
-    metrics: dict[str, dict[str, float | int]]
+    metrics: dict[str, RunMetrics]
     capacity_per_scaleout_per_s: tuple[float, ...]
     optimum: OptimumSchedule | None = None
     optimum_note: str = ""  # why there is no optimum (infeasible), else empty
 
     def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {"trace": self.trace, "policies": self.metrics}
+        policies = {name: m.fields() for name, m in self.metrics.items()}
+        out: dict[str, object] = {"trace": self.trace, "policies": policies}
         if self.optimum_note:
             out["optimum_note"] = self.optimum_note
         return out

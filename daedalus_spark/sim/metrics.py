@@ -16,26 +16,36 @@ import numpy as np
 from daedalus_spark.sim.job import Rescale
 from daedalus_spark.sim.runner import RunResult
 
-METRIC_ORDER = (
-    "avg_executors",
-    "executor_hours",
-    "vs_static",
-    "vs_oracle",
-    "vs_optimum",
-    "rescales",
-    "downtime_s",
-    "lag_growth_s",
-    "lag_record_s",
-    "latency_p50_s",
-    "latency_p95_s",
-    "latency_max_s",
-    "recovery_violations",
-    "max_recovery_s",
-    "final_lag_records",
-    "latency_violation_s",
-    "passes",
-    "behind_s",
-)
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """The figures of one run; `fields()` renders them, in this order, for the JSON output and the tables."""
+
+    avg_executors: float
+    executor_hours: float
+    vs_static: float  # executor-hours over the static maximum's
+    vs_oracle: float  # executor-hours over the oracle's (0 when the oracle's are 0)
+    vs_optimum: float  # executor-hours over the optimum's (NaN when the optimum is not known)
+    rescales: int
+    downtime_s: int
+    lag_growth_s: int
+    lag_record_s: float
+    latency_p50_s: float
+    latency_p95_s: float
+    latency_max_s: float
+    recovery_violations: int
+    max_recovery_s: float
+    final_lag_records: float
+    latency_violation_s: int
+    passes: bool  # the acceptance rule (`passes`), rendered as 1 or 0
+    behind_s: int
+
+    def fields(self) -> dict[str, float | int]:
+        """The flat fields of `simulate --json`, in METRIC_ORDER."""
+        return {**dataclasses.asdict(self), "passes": int(self.passes)}
+
+
+METRIC_ORDER = tuple(f.name for f in dataclasses.fields(RunMetrics))
 
 
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -160,8 +170,8 @@ def summarize(
     target_recovery_s: float,
     target_latency_s: float,
     optimum_executor_hours: float | None = None,
-) -> dict[str, float | int]:
-    """The metrics of one run, in METRIC_ORDER (vs_optimum is NaN when the optimum is not known)."""
+) -> RunMetrics:
+    """The metrics of one run (vs_optimum is NaN when the optimum is not known)."""
     duration_h = len(result.scaleout) / 3600.0
     executor_hours = float(result.scaleout.sum()) / 3600.0
     lag = result.lag_records
@@ -170,26 +180,26 @@ def summarize(
     recs = [o.recovery_s for o in recoveries(result, target_latency_s) if o.recovery_s is not None]
     late = latency_violation_mask(result, target_latency_s=target_latency_s, target_recovery_s=target_recovery_s)
     violations = recovery_violations(result, target_recovery_s, target_latency_s)
-    return {
-        "avg_executors": float(result.scaleout.mean()) if len(result.scaleout) else 0.0,
-        "executor_hours": executor_hours,
-        "vs_static": executor_hours / (static_executors * duration_h) if duration_h else 0.0,
-        "vs_oracle": executor_hours / oracle_executor_hours if oracle_executor_hours > 0 else 0.0,
-        "vs_optimum": executor_hours / optimum_executor_hours if optimum_executor_hours else math.nan,
-        "rescales": len(result.rescales),
-        "downtime_s": int(sum(r.downtime_s for r in result.rescales)),
-        "lag_growth_s": int(growth.sum()),
-        "lag_record_s": float(lag.sum()),
-        "latency_p50_s": weighted_percentile(result.latency_s, w, 0.50),
-        "latency_p95_s": weighted_percentile(result.latency_s, w, 0.95),
-        "latency_max_s": float(result.latency_s.max()) if len(lag) else 0.0,
-        "recovery_violations": violations,
-        "max_recovery_s": float(max(recs)) if recs else 0.0,
-        "final_lag_records": float(lag[-1]) if len(lag) else 0.0,
-        "latency_violation_s": int(late.sum()),
-        "passes": int(violations == 0 and not late.any()),
-        "behind_s": seconds_behind(result, target_recovery_s),
-    }
+    return RunMetrics(
+        avg_executors=float(result.scaleout.mean()) if len(result.scaleout) else 0.0,
+        executor_hours=executor_hours,
+        vs_static=executor_hours / (static_executors * duration_h) if duration_h else 0.0,
+        vs_oracle=executor_hours / oracle_executor_hours if oracle_executor_hours > 0 else 0.0,
+        vs_optimum=executor_hours / optimum_executor_hours if optimum_executor_hours else math.nan,
+        rescales=len(result.rescales),
+        downtime_s=int(sum(r.downtime_s for r in result.rescales)),
+        lag_growth_s=int(growth.sum()),
+        lag_record_s=float(lag.sum()),
+        latency_p50_s=weighted_percentile(result.latency_s, w, 0.50),
+        latency_p95_s=weighted_percentile(result.latency_s, w, 0.95),
+        latency_max_s=float(result.latency_s.max()) if len(lag) else 0.0,
+        recovery_violations=violations,
+        max_recovery_s=float(max(recs)) if recs else 0.0,
+        final_lag_records=float(lag[-1]) if len(lag) else 0.0,
+        latency_violation_s=int(late.sum()),
+        passes=violations == 0 and not late.any(),
+        behind_s=seconds_behind(result, target_recovery_s),
+    )
 
 
 def scored_part(result: RunResult, start: int) -> RunResult:

@@ -67,7 +67,7 @@ def plot_trace(ev: TraceEvaluation, path: Path) -> None:
     ax_n.legend(fontsize=8, ncol=2)
     ax_l.set(title="(c) latency ECDF (per record)", xlabel="latency [s]", ylabel="fraction of records", xscale="log")
     names = list(ev.metrics)
-    values = [ev.metrics[n]["vs_static"] for n in names]
+    values = [ev.metrics[n].vs_static for n in names]
     ax_r.bar(range(len(names)), values, color="tab:blue")
     ax_r.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
     ax_r.set(title="(d) executor-hours relative to static max", ylabel="ratio")
@@ -93,7 +93,8 @@ def html_table(ev: TraceEvaluation) -> str:
     head = "".join(f"<th>{html.escape(m)}</th>" for m in REPORT_METRICS)
     rows = []
     for name, metrics in ev.metrics.items():
-        cells = "".join(f"<td>{_fmt(metrics[m])}</td>" for m in REPORT_METRICS)
+        fields = metrics.fields()
+        cells = "".join(f"<td>{_fmt(fields[m])}</td>" for m in REPORT_METRICS)
         rows.append(f"<tr><th>{html.escape(name)}</th>{cells}</tr>")
     return f"<table><tr><th>policy</th>{head}</tr>{''.join(rows)}</table>"
 

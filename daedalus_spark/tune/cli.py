@@ -183,7 +183,7 @@ def tune(args: argparse.Namespace) -> int:
     from daedalus_spark.tune.diff import recommended_yaml, unified_diff
     from daedalus_spark.tune.outputs import summary, write_all
     from daedalus_spark.tune.profile import load_profile
-    from daedalus_spark.tune.result import decide, to_json
+    from daedalus_spark.tune.result import decide, tune_result
     from daedalus_spark.tune.spark import run_tasks
 
     config = _config_for_history(args)
@@ -225,12 +225,12 @@ def tune(args: argparse.Namespace) -> int:
     answer = decide(rows, cands, grid, config)
     recommended = recommended_yaml(user_text, answer.changes)
     diff = unified_diff(user_text, recommended, name=str(args.config or "config.yaml"))
-    result = to_json(
+    result = tune_result(
         answer, recommended_yaml=recommended, diff=diff, inputs=_inputs(args, history, plan, job, len(cands))
     )
     write_all(args.out, result, rows)
     text = summary(result) + f"\nwritten: {args.out}/index.html, tune.json, recommended.yaml, recommended.diff"
     print(text, file=sys.stderr if args.json else sys.stdout)
     if args.json:
-        print(strict_json(result))
+        print(strict_json(result.to_json()))
     return 0

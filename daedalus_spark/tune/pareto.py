@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from daedalus_spark.plan.budget import RescaleBudget
+from daedalus_spark.tune.task import WindowRow
 
 
 @dataclass(frozen=True)
@@ -35,20 +35,25 @@ class Totals:
         return self.rescales / self.hours if self.hours > 0 else 0.0
 
 
-def totals(rows: Iterable[Mapping[str, Any]], part: str) -> dict[int, Totals]:
+def totals(rows: Iterable[WindowRow], part: str) -> dict[int, Totals]:
     """Rows of (candidate, window) summed per candidate over the windows of `part`."""
-    sums: dict[int, list[float]] = {}
+    by_candidate: dict[int, list[WindowRow]] = {}
     for row in rows:
-        if row["part"] != part:
-            continue
-        acc = sums.setdefault(int(row["candidate"]), [0.0, 0.0, 0, 0, 0.0, 0])
-        acc[0] += row["hours"]
-        acc[1] += row["executor_hours"]
-        acc[2] += row["violations"]
-        acc[3] += row["rescales"]
-        acc[4] = max(acc[4], row["latency_p95_s"])
-        acc[5] += 1
-    return {c: Totals(c, a[0], a[1], int(a[2]), int(a[3]), a[4], int(a[5])) for c, a in sorted(sums.items())}
+        if row.part == part:
+            by_candidate.setdefault(row.candidate, []).append(row)
+    return {c: _summed(c, mine) for c, mine in sorted(by_candidate.items())}
+
+
+def _summed(candidate: int, rows: list[WindowRow]) -> Totals:
+    return Totals(
+        candidate,
+        hours=sum(r.hours for r in rows),
+        executor_hours=sum(r.executor_hours for r in rows),
+        violations=sum(r.violations for r in rows),
+        rescales=sum(r.rescales for r in rows),
+        latency_p95_s=max(0.0, *(r.latency_p95_s for r in rows)),
+        windows=len(rows),
+    )
 
 
 def _objectives(t: Totals) -> tuple[float, int, int]:

@@ -11,6 +11,7 @@ from daedalus_spark.tune.diff import changed_knobs
 from daedalus_spark.tune.grid import Candidate, TuneGrid
 from daedalus_spark.tune.pareto import Totals, choose, pareto_front, totals
 from daedalus_spark.tune.split import HOLDOUT, SELECT
+from daedalus_spark.tune.task import WindowRow
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def rescale_budget(grid: TuneGrid, config: Config) -> float:
     return config.controller.max_rescales_per_hour if own is None else own
 
 
-def decide(rows: list[dict[str, Any]], candidates: list[Candidate], grid: TuneGrid, config: Config) -> Answer:
+def decide(rows: list[WindowRow], candidates: list[Candidate], grid: TuneGrid, config: Config) -> Answer:
     """Choose on the selection part; the held-out figures are reported, never used to choose."""
     select, holdout = totals(rows, SELECT), totals(rows, HOLDOUT)
     budget = rescale_budget(grid, config)
@@ -54,42 +55,99 @@ def decide(rows: list[dict[str, Any]], candidates: list[Candidate], grid: TuneGr
     return Answer(candidates, select, holdout, front, chosen, changes, budget, allowed, note)
 
 
-def to_json(answer: Answer, *, recommended_yaml: str, diff: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Everything `--json` prints and tune.json holds."""
+@dataclass(frozen=True)
+class CandidateFigures:
+    """One candidate's knobs and totals on both parts, and whether it is on the older part's Pareto front."""
 
-    def figures(t: Totals) -> dict[str, Any]:
-        return {**asdict(t), "rescales_per_hour": t.rescales_per_hour}
+    candidate: int
+    knobs: dict[str, Any]  # YAML path -> value
+    select: Totals
+    holdout: Totals
+    pareto: bool
 
-    chosen = answer.chosen
-    return {
-        "inputs": inputs,
-        "rescale_budget_per_hour": answer.budget_per_hour,
-        "max_violations": answer.max_violations,
-        "candidates": [
-            {
-                "candidate": c.index,
-                "knobs": dict(c.knobs),
-                "select": figures(answer.select[c.index]),
-                "holdout": figures(answer.holdout[c.index]),
-                "pareto": c.index in answer.front,
-            }
-            for c in answer.candidates
-        ],
-        "recommendation": {
-            "candidate": chosen,
-            "changes": answer.changes,
-            "note": answer.note,
-            "holdout": figures(answer.holdout[chosen]),
-            "current_holdout": figures(answer.holdout[0]),
-            "saving_ratio": answer.saving_ratio(),
-            "risk": {
-                "violations": answer.holdout[chosen].violations,
-                "rescales_per_hour": answer.holdout[chosen].rescales_per_hour,
-                "rescales": answer.holdout[chosen].rescales,
-                "allowed_rescales": answer.holdout[chosen].allowed_rescales(answer.budget_per_hour),
-                "within_budget": answer.holdout[chosen].within_budget(answer.budget_per_hour),
+
+@dataclass(frozen=True)
+class Risk:
+    """What the recommended candidate did on the held-out part, against the rescale budget."""
+
+    violations: int
+    rescales_per_hour: float
+    rescales: int
+    allowed_rescales: float
+    within_budget: bool
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    candidate: int  # 0: keep the config
+    changes: dict[str, Any]  # YAML path -> value
+    note: str  # why the config is kept, else empty
+    holdout: Totals
+    current_holdout: Totals  # the config as it is, held out
+    saving_ratio: float
+    risk: Risk
+    yaml: str  # the recommended config file
+    diff: str  # against the user's file
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The answer as `tune` reports it: the inputs, every candidate, the recommendation."""
+
+    inputs: dict[str, Any]
+    rescale_budget_per_hour: float
+    max_violations: int
+    candidates: list[CandidateFigures]
+    recommendation: Recommendation
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything `--json` prints and tune.json holds."""
+        rec = self.recommendation
+        return {
+            "inputs": self.inputs,
+            "rescale_budget_per_hour": self.rescale_budget_per_hour,
+            "max_violations": self.max_violations,
+            "candidates": [
+                {**asdict(c), "select": _figures(c.select), "holdout": _figures(c.holdout)} for c in self.candidates
+            ],
+            "recommendation": {
+                **asdict(rec),
+                "holdout": _figures(rec.holdout),
+                "current_holdout": _figures(rec.current_holdout),
             },
-            "yaml": recommended_yaml,
-            "diff": diff,
-        },
-    }
+        }
+
+
+def _figures(t: Totals) -> dict[str, Any]:
+    return {**asdict(t), "rescales_per_hour": t.rescales_per_hour}
+
+
+def tune_result(answer: Answer, *, recommended_yaml: str, diff: str, inputs: dict[str, Any]) -> TuneResult:
+    """The answer with what it recommends, for the terminal, the files and JSON."""
+    chosen = answer.holdout[answer.chosen]
+    budget = answer.budget_per_hour
+    risk = Risk(
+        violations=chosen.violations,
+        rescales_per_hour=chosen.rescales_per_hour,
+        rescales=chosen.rescales,
+        allowed_rescales=chosen.allowed_rescales(budget),
+        within_budget=chosen.within_budget(budget),
+    )
+    candidates = [
+        CandidateFigures(
+            c.index, dict(c.knobs), answer.select[c.index], answer.holdout[c.index], c.index in answer.front
+        )
+        for c in answer.candidates
+    ]
+    recommendation = Recommendation(
+        candidate=answer.chosen,
+        changes=answer.changes,
+        note=answer.note,
+        holdout=chosen,
+        current_holdout=answer.holdout[0],
+        saving_ratio=answer.saving_ratio(),
+        risk=risk,
+        yaml=recommended_yaml,
+        diff=diff,
+    )
+    return TuneResult(inputs, budget, answer.max_violations, candidates, recommendation)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -20,6 +21,7 @@ from daedalus_spark.tune.partition import PARTITIONS_PER_CORE, partitions
 from daedalus_spark.tune.task import (
     ROW_FIELDS,
     Setting,
+    WindowRow,
     WindowTask,
     process_counts,
     simulate_window,
@@ -42,7 +44,7 @@ class _Concat:
         return a
 
 
-def simulate_counted(task: WindowTask, workload_per_s: np.ndarray, setting: Setting, counts: Any) -> dict[str, Any]:
+def simulate_counted(task: WindowTask, workload_per_s: np.ndarray, setting: Setting, counts: Any) -> WindowRow:
     """`simulate_window`, adding (process id, the task's `WorkerCounts`) to the accumulator `counts`."""
     before = process_counts()
     row = simulate_window(task, workload_per_s, setting)
@@ -52,7 +54,7 @@ def simulate_counted(task: WindowTask, workload_per_s: np.ndarray, setting: Sett
 
 def simulate_partition(
     part: list[WindowTask], workload_per_s: np.ndarray, setting: Setting, counts: Any
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[WindowRow]:
     """A partition's tasks one after the other in this process, so its first candidate leads the others."""
     for task in part:
         yield simulate_counted(task, workload_per_s, setting, counts)
@@ -137,7 +139,7 @@ def run_tasks(
     progress: Progress | None = None,
     timing: dict[str, float] | None = None,
     worker_counts: WorkerCounts | None = None,
-) -> list[dict[str, Any]]:
+) -> list[WindowRow]:
     """Every task on Spark, in `partitions`: a window's candidates alike one after the other in one Spark task, so
     each leads once per window whatever the number of workers; at least two partitions per core where the tasks
     allow. The rows, by candidate and window. `timing` gets the job's wall seconds (`job_s`, Spark's start-up aside),
@@ -155,7 +157,7 @@ def run_tasks(
             rdd = sc.parallelize(parts, len(parts)).flatMap(
                 lambda part: simulate_partition(part, shared.value, setting, counts)
             )
-            frame = spark.createDataFrame(rdd.map(lambda r: tuple(r[n] for n in ROW_FIELDS)), row_schema())
+            frame = spark.createDataFrame(rdd.map(dataclasses.astuple), row_schema())
             sc.setJobGroup(JOB_GROUP, "daedalus-spark tune: simulations", interruptOnCancel=True)
             started = time.perf_counter()
             if progress is None:
@@ -177,5 +179,5 @@ def run_tasks(
                     worker_counts[pid] = tuple(a + b for a, b in zip(had, added, strict=True))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    rows = [r.asDict() for r in collected]
-    return sorted(rows, key=lambda r: (r["candidate"], r["window"]))
+    rows = [WindowRow(**r.asDict()) for r in collected]
+    return sorted(rows, key=lambda r: (r.candidate, r.window))

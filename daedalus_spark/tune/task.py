@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,22 +18,28 @@ from daedalus_spark.sim.runner import RunResult, make_setup, run_policy
 from daedalus_spark.tune.history import runs
 from daedalus_spark.tune.split import Window
 
-ROW_FIELDS = (
-    "candidate",
-    "window",
-    "part",
-    "start_s",
-    "end_s",
-    "hours",
-    "executor_hours",
-    "avg_executors",
-    "rescales",
-    "recovery_violations",
-    "behind_s",
-    "behind_episodes",
-    "violations",
-    "latency_p95_s",
-)
+
+@dataclass(frozen=True)
+class WindowRow:
+    """One candidate on one window, by the acceptance rule: a row of rows.csv and of the Spark job's DataFrame."""
+
+    candidate: int
+    window: int
+    part: str  # select or holdout
+    start_s: int
+    end_s: int
+    hours: float  # scored (the lead-in aside)
+    executor_hours: float
+    avg_executors: float
+    rescales: int
+    recovery_violations: int
+    behind_s: int
+    behind_episodes: int
+    violations: int  # recoveries over the target and stretches late outside recoveries
+    latency_p95_s: float
+
+
+ROW_FIELDS = tuple(f.name for f in dataclasses.fields(WindowRow))
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ def episodes(mask: np.ndarray, *, longer_than_s: float = 0) -> int:
 
 def judge(
     run: RunResult, *, start: int, candidate: int, window: Window, target_recovery_s: float, target_latency_s: float
-) -> dict[str, Any]:
+) -> WindowRow:
     """One row: the figures of the run from second `start` on, by the acceptance rule. A violation is a recovery
     longer than the target, or a stretch of latency above the objective outside recoveries; a recovery from a
     rescale in the lead-in excuses its seconds as it would have. Seconds behind the trigger are a diagnostic."""
@@ -128,25 +135,25 @@ def judge(
     )
     behind_at = behind_mask(run, target_recovery_s)[start:]
     late_at = latency_violation_mask(run, target_latency_s=target_latency_s, target_recovery_s=target_recovery_s)
-    return {
-        "candidate": candidate,
-        "window": window.index,
-        "part": window.part,
-        "start_s": window.start_s,
-        "end_s": window.end_s,
-        "hours": len(scored.scaleout) / 3600.0,
-        "executor_hours": float(m["executor_hours"]),
-        "avg_executors": float(m["avg_executors"]),
-        "rescales": int(m["rescales"]),
-        "recovery_violations": int(m["recovery_violations"]),
-        "behind_s": int(behind_at.sum()),
-        "behind_episodes": episodes(behind_at),
-        "violations": int(m["recovery_violations"]) + episodes(late_at[start:]),
-        "latency_p95_s": float(m["latency_p95_s"]),
-    }
+    return WindowRow(
+        candidate=candidate,
+        window=window.index,
+        part=window.part,
+        start_s=window.start_s,
+        end_s=window.end_s,
+        hours=len(scored.scaleout) / 3600.0,
+        executor_hours=m.executor_hours,
+        avg_executors=m.avg_executors,
+        rescales=m.rescales,
+        recovery_violations=m.recovery_violations,
+        behind_s=int(behind_at.sum()),
+        behind_episodes=episodes(behind_at),
+        violations=m.recovery_violations + episodes(late_at[start:]),
+        latency_p95_s=m.latency_p95_s,
+    )
 
 
-def simulate_window(task: WindowTask, workload_per_s: np.ndarray, setting: Setting) -> dict[str, Any]:
+def simulate_window(task: WindowTask, workload_per_s: np.ndarray, setting: Setting) -> WindowRow:
     """The daedalus controller (the real loop step) with the candidate's config over the window and its lead-in."""
     job_model = parse_job_model(setting.job_model)
     config = controller_config(parse_config(task.config), job_model)

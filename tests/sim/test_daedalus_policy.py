@@ -10,7 +10,7 @@ from daedalus_spark.domain import Reason
 from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.evaluate import controller_config
 from daedalus_spark.sim.jobmodel import DowntimeModel, JobModel, StartupModel
-from daedalus_spark.sim.metrics import summarize
+from daedalus_spark.sim.metrics import RunMetrics, summarize
 from daedalus_spark.sim.runner import RunResult, make_setup, run_oracle, run_policy
 
 
@@ -30,7 +30,7 @@ def runs() -> tuple[tuple[RunResult, DaedalusPolicy], tuple[RunResult, DaedalusP
     return out[0], out[1], run_oracle(setup)
 
 
-def _metrics(run: RunResult, oracle: RunResult) -> dict[str, float | int]:
+def _metrics(run: RunResult, oracle: RunResult) -> RunMetrics:
     return summarize(
         run,
         static_executors=12,
@@ -52,13 +52,13 @@ def test_daedalus_is_deterministic_and_saves_executors(runs) -> None:
     assert [d.target_scaleout for d in pa.decisions] == [d.target_scaleout for d in pb.decisions]
     m = _metrics(a, oracle)
     assert m == _metrics(b, oracle)
-    assert m["vs_static"] < 1.0
-    assert m["final_lag_records"] < 1e6
+    assert m.vs_static < 1.0
+    assert m.final_lag_records < 1e6
 
 
 def test_daedalus_keeps_the_recovery_target_on_a_sine(runs) -> None:
     (a, _), _, oracle = runs
-    assert _metrics(a, oracle)["recovery_violations"] == 0
+    assert _metrics(a, oracle).recovery_violations == 0
 
 
 def test_ticks_before_the_querys_first_commit_skip_as_live() -> None:

@@ -101,7 +101,7 @@ def test_infeasible_optimum_is_a_note_not_a_crash_in_evaluate() -> None:
         seed=1,
     )
     assert "optimum" not in ev.runs and "infeasible" in ev.optimum_note
-    assert np.isnan(ev.metrics["static:4"]["vs_optimum"])
+    assert np.isnan(ev.metrics["static:4"].vs_optimum)
 
 
 def _passing_statics(setup: SimSetup) -> dict[int, float]:
@@ -225,4 +225,4 @@ def test_evaluate_runs_the_rescale_limited_optimum_beside_the_optimum() -> None:
     ev = evaluate("bursts", BURSTS, ["optimum", "optimum:0.25"], job_model=JOB, config=_config(), seed=1)
     # 6000 s = 5 x 20 min; 0.25 per 20 min -> a budget of 1 rescale
     assert len(ev.runs["optimum"].rescales) == 4 and len(ev.runs["optimum:0.25"].rescales) == 1
-    assert ev.metrics["optimum:0.25"]["vs_optimum"] > 1.0
+    assert ev.metrics["optimum:0.25"].vs_optimum > 1.0

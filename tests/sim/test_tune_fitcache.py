@@ -16,7 +16,14 @@ from daedalus_spark.sim.evaluate import compress_trace
 from daedalus_spark.sim.suite import get_shape, write_trace
 from daedalus_spark.tune import spark, task
 from daedalus_spark.tune.partition import partitions
-from daedalus_spark.tune.task import Setting, WindowTask, fit_cache_counts, model_memo_counts, simulate_window
+from daedalus_spark.tune.task import (
+    Setting,
+    WindowRow,
+    WindowTask,
+    fit_cache_counts,
+    model_memo_counts,
+    simulate_window,
+)
 
 # 40 min of history: two 15-min windows to choose on, 10 min held out, each after a 10-min lead-in (the forecaster's
 # first fit comes 10 min in); two candidates besides the config, which plan differently and forecast alike.
@@ -31,13 +38,13 @@ knobs:
 def _in_process(entries: int, fits: list[tuple[int, int]], *, memo_entries: int = 0) -> Any:
     """The tasks here; `fits` gets the fit cache's (hits, misses), or the model memo's with `memo_entries`."""
 
-    def run_tasks(tasks: list[WindowTask], workload: np.ndarray, setting: Setting, **_: Any) -> list[dict[str, Any]]:
+    def run_tasks(tasks: list[WindowTask], workload: np.ndarray, setting: Setting, **_: Any) -> list[WindowRow]:
         setting = dataclasses.replace(setting, fit_cache_entries=entries, model_memo_entries=memo_entries)
         counts = model_memo_counts if memo_entries else fit_cache_counts
         before = counts()
         rows = [simulate_window(t, workload, setting) for part in partitions(tasks, 1) for t in part]
         fits.append((counts()[0] - before[0], counts()[1] - before[1]))
-        return sorted(rows, key=lambda r: (r["candidate"], r["window"]))
+        return sorted(rows, key=lambda r: (r.candidate, r.window))
 
     return run_tasks
 

@@ -67,11 +67,9 @@ def test_tune_rows_equal_the_simulator_run_directly(tmp_path: Path, capsys: pyte
         )
         run = run_policy(setup, make_policy("daedalus", config))
         m = summarize(run, static_executors=12, oracle_executor_hours=1.0, target_recovery_s=600, target_latency_s=30)
-        assert float(row["executor_hours"]) == pytest.approx(m["executor_hours"], abs=1e-12), row
-        assert int(row["rescales"]) == m["rescales"] and int(row["recovery_violations"]) == m["recovery_violations"]
-        assert int(row["behind_s"]) == m["behind_s"] and float(row["latency_p95_s"]) == pytest.approx(
-            m["latency_p95_s"]
-        )
+        assert float(row["executor_hours"]) == pytest.approx(m.executor_hours, abs=1e-12), row
+        assert int(row["rescales"]) == m.rescales and int(row["recovery_violations"]) == m.recovery_violations
+        assert int(row["behind_s"]) == m.behind_s and float(row["latency_p95_s"]) == pytest.approx(m.latency_p95_s)
 
     for cand in result["candidates"]:
         mine = [r for r in rows if int(r["candidate"]) == cand["candidate"]]

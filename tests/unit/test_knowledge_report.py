@@ -39,14 +39,14 @@ def test_report_numbers_are_the_knowledge(store):
     k = controller.knowledge
     r = build(load_knowledge(path, CONFIG))
     table = k.history.latest_table
-    assert r["capacity"]["current_per_s"] == pytest.approx(table.current_per_s)
-    assert [p["capacity_per_s"] for p in r["capacity"]["per_scaleout"]] == pytest.approx(list(table.per_scaleout_per_s))
-    assert {p["scaleout"] for p in r["capacity"]["per_scaleout"] if p["observed"]} == set(table.observed_scaleouts)
-    assert r["decisions"]["count"] == len(k.decisions) == 40
-    assert sum(r["decisions"]["by_reason"].values()) == 40
-    assert len(r["decisions"]["rescales"]) == sum(1 for d in k.decisions if d.rescale)
-    assert r["recovery"]["downtime_scale_out_s"] == k.recovery.downtime_scale_out_s
-    assert r["forecast"]["latest"]["time_s"] == 2400.0
+    assert r.capacity is not None and r.capacity.current_per_s == pytest.approx(table.current_per_s)
+    assert [p.capacity_per_s for p in r.capacity.per_scaleout] == pytest.approx(list(table.per_scaleout_per_s))
+    assert {p.scaleout for p in r.capacity.per_scaleout if p.observed} == set(table.observed_scaleouts)
+    assert r.decisions.count == len(k.decisions) == 40
+    assert sum(r.decisions.by_reason.values()) == 40
+    assert len(r.decisions.rescales) == sum(1 for d in k.decisions if d.rescale)
+    assert r.recovery.downtime_scale_out_s == k.recovery.downtime_scale_out_s
+    assert r.forecast.latest is not None and r.forecast.latest.time_s == 2400.0
 
 
 def test_scored_forecast_compares_with_what_came(store):
@@ -126,12 +126,12 @@ def test_a_store_saved_before_the_history_existed_still_loads(store, tmp_path):
         type(old)(old.format_version, components, old.forecaster, old.decisions, old.recoveries)
     )
     r = build(load_knowledge(path, CONFIG))
-    assert r["capacity"] is None and r["forecast"]["latest"] is None and r["decisions"]["count"] == 40
+    assert r.capacity is None and r.forecast.latest is None and r.decisions.count == 40
 
 
 def test_report_times_are_wall_clock_utc(store, capsys):
     path, _ = store
-    r = build(load_knowledge(path, CONFIG))
+    r = build(load_knowledge(path, CONFIG)).to_json()
     assert r["forecast"]["latest"]["time_s"] == 2400.0 and r["forecast"]["scored"]["time"].endswith("+00:00")
     assert r["decisions"]["latest"][-1]["time"] == "1970-01-01T00:40:00+00:00"  # the tick at 2400 s
     assert all(x["time"] == iso(x["time_s"]) for x in r["decisions"]["rescales"])
@@ -147,15 +147,15 @@ def test_forecast_accuracy_scores_every_forecast_whose_horizon_has_come(store):
     path, _ = store
     k = load_knowledge(path, CONFIG)
     seen = dict(k.history.workload)
-    rows = build(k)["forecast"]["accuracy"]
+    rows = build(k).forecast.accuracy
     steps = [[f.start_s + (i + 1) * f.step_s for i in range(len(f.values_per_s))] for f in k.history.forecasts]
     complete = [f for f, times in zip(k.history.forecasts, steps, strict=True) if all(t in seen for t in times)]
-    assert [row["time_s"] for row in rows] == [f.time_s for f in complete] and len(rows) > 5
+    assert [row.time_s for row in rows] == [f.time_s for f in complete] and len(rows) > 5
     for row, f in zip(rows, complete, strict=True):
         came = np.array([seen[f.start_s + (i + 1) * f.step_s] for i in range(len(f.values_per_s))])
-        assert row["wape"] == pytest.approx(np.abs(came - f.values_per_s).sum() / np.abs(came).sum())
-        assert row["planned_coverage_ratio"] == pytest.approx(np.mean(came <= np.array(f.planned_per_s) + 1e-9))
-        assert row["upper_coverage_ratio"] == pytest.approx(np.mean(came <= np.array(f.upper_per_s) + 1e-9))
+        assert row.wape == pytest.approx(np.abs(came - f.values_per_s).sum() / np.abs(came).sum())
+        assert row.planned_coverage_ratio == pytest.approx(np.mean(came <= np.array(f.planned_per_s) + 1e-9))
+        assert row.upper_coverage_ratio == pytest.approx(np.mean(came <= np.array(f.upper_per_s) + 1e-9))
 
 
 def test_the_stored_bounds_are_what_the_planner_provisions_for(store):
@@ -202,6 +202,7 @@ def test_a_store_saved_before_the_bounds_were_kept_reports_no_coverage(store):
         del f["upper_per_s"], f["planned_per_s"]  # the shape of a store saved before they were kept
     k.history = type(k.history).from_state(state)
     assert all(f.upper_per_s == f.planned_per_s == () for f in k.history.forecasts)
-    rows = build(k)["forecast"]["accuracy"]
-    assert rows and all(r["planned_coverage_ratio"] is None and r["wape"] is not None for r in rows)
-    assert build(k)["forecast"]["scored"]["upper_per_s"] is None
+    rows = build(k).forecast.accuracy
+    assert rows and all(r.planned_coverage_ratio is None and r.wape is not None for r in rows)
+    scored = build(k).forecast.scored
+    assert scored is not None and scored.upper_per_s is None

@@ -25,9 +25,9 @@ def test_knowledge_notebook_reads_the_store_it_is_given(tmp_path, monkeypatch):
     given.write_bytes(Path(built["KNOWLEDGE"]).read_bytes())
     monkeypatch.setenv("DAEDALUS_KNOWLEDGE", str(given))
     read = execute_notebook(ROOT / "notebooks" / "knowledge.ipynb", monkeypatch, tmp_path)
-    assert read["KNOWLEDGE"] == str(given) and read["report"] == built["report"]
-    refused = [r for r in read["report"]["decisions"]["rescales"] if r["actuation"] == "refused"]
-    assert len(refused) == 1 and read["report"]["capacity"] is not None
+    assert read["KNOWLEDGE"] == str(given) and read["report"].to_json() == built["report"].to_json()
+    refused = [d for d in read["report"].decisions.rescales if d.actuation.outcome == "refused"]
+    assert len(refused) == 1 and read["report"].capacity is not None
 
 
 def test_there_are_notebooks():

@@ -19,7 +19,7 @@ from daedalus_spark.testing import TUNE_GRID, TUNE_INPUTS, TUNE_TRACE, tune_row
 from daedalus_spark.tune.grid import SplitSettings, TuneGrid, candidates
 from daedalus_spark.tune.outputs import summary, write_all
 from daedalus_spark.tune.profile import KnowledgeTooYoung, job_model_from_knowledge
-from daedalus_spark.tune.result import decide, to_json
+from daedalus_spark.tune.result import decide, tune_result
 from daedalus_spark.tune.split import HOLDOUT, SELECT
 from tests.conftest import ROOT, execute_notebook
 
@@ -198,7 +198,7 @@ def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     answer = decide(rows, cands, grid, config)
     assert answer.chosen == 2 and answer.changes == {"controller.cooldown_s": 120}
     assert answer.saving_ratio() == pytest.approx(0.15)
-    result = to_json(
+    result = tune_result(
         answer,
         recommended_yaml="controller:\n  cooldown_s: 120\n",
         diff="+  cooldown_s: 120\n",

@@ -3,6 +3,7 @@ candidates, the history's gaps, the scored part of a run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from daedalus_spark.plan.budget import rescale_tokens
 from daedalus_spark.sim.job import Rescale
 from daedalus_spark.sim.metrics import scored_part
 from daedalus_spark.sim.runner import RunResult
+from daedalus_spark.testing import tune_row
 from daedalus_spark.tune.diff import changed_knobs, recommended_yaml, unified_diff
 from daedalus_spark.tune.grid import SplitSettings, TuneGrid, TuneGridError, candidates
 from daedalus_spark.tune.history import History, check_gaps, parse_duration, per_second, runs, trim
@@ -155,33 +157,9 @@ def test_choose(items: list[Totals], max_violations: int, budget: float, chosen:
 
 def test_totals_sum_the_windows_of_one_part() -> None:
     rows = [
-        {
-            "candidate": 1,
-            "part": SELECT,
-            "hours": 2.0,
-            "executor_hours": 6.0,
-            "violations": 1,
-            "rescales": 3,
-            "latency_p95_s": 4.0,
-        },
-        {
-            "candidate": 1,
-            "part": SELECT,
-            "hours": 1.0,
-            "executor_hours": 2.0,
-            "violations": 0,
-            "rescales": 1,
-            "latency_p95_s": 9.0,
-        },
-        {
-            "candidate": 1,
-            "part": HOLDOUT,
-            "hours": 5.0,
-            "executor_hours": 50.0,
-            "violations": 7,
-            "rescales": 7,
-            "latency_p95_s": 1.0,
-        },
+        replace(tune_row(1, SELECT, 6.0, viol=1, resc=3), hours=2.0, latency_p95_s=4.0),
+        replace(tune_row(1, SELECT, 2.0, resc=1), latency_p95_s=9.0),
+        replace(tune_row(1, HOLDOUT, 50.0, viol=7, resc=7), hours=5.0),
     ]
     t = totals(rows, SELECT)[1]
     assert (t.hours, t.executor_hours, t.violations, t.rescales, t.latency_p95_s) == (3.0, 8.0, 1, 4, 9.0)
@@ -436,5 +414,5 @@ def test_a_recovery_from_the_lead_in_excuses_its_seconds_and_every_late_stretch_
     )
     window = Window(0, SELECT, 0, 10, 30)
     row = judge(run, start=10, candidate=1, window=window, target_recovery_s=5, target_latency_s=10)
-    assert (row["behind_s"], row["behind_episodes"], row["violations"], row["rescales"]) == (8, 2, 2, 0)
-    assert row["hours"] == pytest.approx(20 / 3600) and row["executor_hours"] == pytest.approx(40 / 3600)
+    assert (row.behind_s, row.behind_episodes, row.violations, row.rescales) == (8, 2, 2, 0)
+    assert row.hours == pytest.approx(20 / 3600) and row.executor_hours == pytest.approx(40 / 3600)

@@ -19,7 +19,7 @@ from daedalus_spark.monitor.promserver import free_port
 from daedalus_spark.testing import TUNE_GRID, TUNE_INPUTS, TUNE_TRACE, tune_row
 from daedalus_spark.tune.grid import TuneGrid, candidates
 from daedalus_spark.tune.outputs import write_all
-from daedalus_spark.tune.result import decide, to_json
+from daedalus_spark.tune.result import decide, tune_result
 from daedalus_spark.tune.split import HOLDOUT, SELECT
 from tests.conftest import ROOT
 
@@ -81,7 +81,7 @@ def test_tune_out_replaces_a_symlink_and_never_writes_through_it(tmp_path: Path)
     grid = TuneGrid.model_validate({"knobs": {"controller.cooldown_s": [60]}})
     cands = candidates(grid, config)
     rows = [tune_row(0, SELECT, 10.0), tune_row(0, HOLDOUT, 8.0), tune_row(1, SELECT, 9.0), tune_row(1, HOLDOUT, 7.0)]
-    result = to_json(decide(rows, cands, grid, config), recommended_yaml="a: 1\n", diff="+a\n", inputs=TUNE_INPUTS)
+    result = tune_result(decide(rows, cands, grid, config), recommended_yaml="a: 1\n", diff="+a\n", inputs=TUNE_INPUTS)
     out = tmp_path / "out"
     out.mkdir()
     names = ["tune.json", "rows.csv", "recommended.yaml", "recommended.diff", "pareto.png", "index.html"]
