@@ -43,67 +43,85 @@ def run_batch_size(args: argparse.Namespace) -> dict[str, Any]:
     pool = sb.line_pool()
     counts = [int(c) for c in args.executor_counts.split(",")]
     with sb.demo_job("bench-batch-size", initial_executors=counts[0]) as job:
-        log_dir = job.root / "log"
         job.scale_to(counts[0])
         result["idle"] = idle_floor(job, args.idle_s)
         for n in counts:
             took = job.scale_to(n)
             sb.say(f"executors={n}: live after {took:.1f} s: {job.live()}")
-            entry: dict[str, Any] = {"executors": n, "capped": [], "ramp": [], "backlog": {}}
-            points: list[tuple[float, float]] = []
-            tasks: list[list[dict[str, Any]]] = []
-            # The stream first: it warms new executors (JIT, Python workers) before the capped batches.
-            stream = ramp_and_backlog(job, n, args, pool)
-            entry["ramp"], entry["backlog"] = stream["steps"], stream["backlog"]
-            points += stream["points"]
-            for cap in result["caps_per_partition"]:
-                caps = [cap] * args.partitions
-                topic = f"cap-{cap}-{n}"
-                rows_total = sb.preload(LocalLog(log_dir), topic, caps, args.warmup + args.batches, pool)
-                run = drain(
-                    job,
-                    log_dir,
-                    topic,
-                    caps,
-                    rows_total,
-                    trigger_s=args.trigger_s,
-                    warmup=args.warmup,
-                    timeout_s=args.query_timeout_s,
-                    name=f"cap_{cap}_{n}",
-                )
-                shutil.rmtree(log_dir / topic, ignore_errors=True)
-                points += [(b["rows"], b["duration_s"]) for b in run["batches"][args.warmup :]]
-                tasks += run["tasks"]
-                run |= {"cap_per_partition": cap, "task_fit": task_fit(run["tasks"])}
-                entry["capped"].append(compact(run))
-                sb.say(
-                    f"executors={n} capped {cap:6d}/partition: {cap * args.partitions:7d} rows/batch, batch "
-                    f"{run['batch_s_mean']:.2f} s, {run['records_per_s']:8.0f} records/s, "
-                    f"cpu {run['cpu_us_per_record']:7.1f} us/record ({sum(run['cpu_s'].values()):.1f} cpu-s)"
-                )
-            entry["batch_fit"] = batch_fit(points)
-            entry["batch_fit_capped_only"] = batch_fit(
-                [(b["rows"], b["duration_s"]) for c in entry["capped"] for b in c["batches"][args.warmup :]]
-            )
-            entry["task_fit"] = task_fit(tasks)
-            entry["steady_max"] = steady_max(entry["ramp"])
-            entry["points"] = [(int(r), round(d, 3)) for r, d in points]
-            result["per_executors"].append(entry)
-            fit, tf = entry["batch_fit"], entry["task_fit"]
-            if fit:
-                sb.say(
-                    f"executors={n} fit over {fit['points']} batches ({fit['rows_min']:.0f}-{fit['rows_max']:.0f} "
-                    f"rows): batch = {fit['fixed_s']:.2f} s + rows x {fit['s_per_record'] * 1e6:.2f} us "
-                    f"(marginal {fit['records_per_s_marginal']:.0f} records/s, R^2 {fit['r2']:.2f})"
-                )
-            if tf:
-                sb.say(
-                    f"executors={n} source tasks ({tf['tasks']}): {tf['task_overhead_s']:.3f} s + records x "
-                    f"{tf['s_per_record_per_core'] * 1e6:.2f} us per core"
-                )
-            sb.say(f"executors={n} steady-state maximum at the {args.trigger_s:g}-s trigger: {entry['steady_max']}")
+            result["per_executors"].append(batch_size_at(job, n, result["caps_per_partition"], args, pool))
     result["loadavg_end"] = sb.loadavg()
     return result
+
+
+def batch_size_at(
+    job: sb.DemoJob, n: int, caps_per_partition: Sequence[int], args: argparse.Namespace, pool: Sequence[str]
+) -> dict[str, Any]:
+    """At n executors: the ramp and the backlog, then each capped backlog; batch and task durations fitted."""
+    entry: dict[str, Any] = {"executors": n, "capped": [], "ramp": [], "backlog": {}}
+    points: list[tuple[float, float]] = []
+    tasks: list[list[dict[str, Any]]] = []
+    # The stream first: it warms new executors (JIT, Python workers) before the capped batches.
+    stream = ramp_and_backlog(job, n, args, pool)
+    entry["ramp"], entry["backlog"] = stream["steps"], stream["backlog"]
+    points += stream["points"]
+    for cap in caps_per_partition:
+        run = capped_run(job, n, cap, args, pool)
+        points += [(b["rows"], b["duration_s"]) for b in run["batches"][args.warmup :]]
+        tasks += run["tasks"]
+        entry["capped"].append(compact(run))
+    entry["batch_fit"] = batch_fit(points)
+    entry["batch_fit_capped_only"] = batch_fit(
+        [(b["rows"], b["duration_s"]) for c in entry["capped"] for b in c["batches"][args.warmup :]]
+    )
+    entry["task_fit"] = task_fit(tasks)
+    entry["steady_max"] = steady_max(entry["ramp"])
+    entry["points"] = [(int(r), round(d, 3)) for r, d in points]
+    say_fits(n, entry, args.trigger_s)
+    return entry
+
+
+def capped_run(job: sb.DemoJob, n: int, cap: int, args: argparse.Namespace, pool: Sequence[str]) -> dict[str, Any]:
+    """A backlog drained at the trigger in batches of `cap` records per partition, measured."""
+    log_dir = job.root / "log"
+    caps = [cap] * args.partitions
+    topic = f"cap-{cap}-{n}"
+    rows_total = sb.preload(LocalLog(log_dir), topic, caps, args.warmup + args.batches, pool)
+    run = drain(
+        job,
+        log_dir,
+        topic,
+        caps,
+        rows_total,
+        trigger_s=args.trigger_s,
+        warmup=args.warmup,
+        timeout_s=args.query_timeout_s,
+        name=f"cap_{cap}_{n}",
+    )
+    shutil.rmtree(log_dir / topic, ignore_errors=True)
+    run |= {"cap_per_partition": cap, "task_fit": task_fit(run["tasks"])}
+    sb.say(
+        f"executors={n} capped {cap:6d}/partition: {cap * args.partitions:7d} rows/batch, batch "
+        f"{run['batch_s_mean']:.2f} s, {run['records_per_s']:8.0f} records/s, "
+        f"cpu {run['cpu_us_per_record']:7.1f} us/record ({sum(run['cpu_s'].values()):.1f} cpu-s)"
+    )
+    return run
+
+
+def say_fits(n: int, entry: dict[str, Any], trigger_s: float) -> None:
+    """The batch and task fits at n executors and the steady-state maximum, as lines of the log."""
+    fit, tf = entry["batch_fit"], entry["task_fit"]
+    if fit:
+        sb.say(
+            f"executors={n} fit over {fit['points']} batches ({fit['rows_min']:.0f}-{fit['rows_max']:.0f} "
+            f"rows): batch = {fit['fixed_s']:.2f} s + rows x {fit['s_per_record'] * 1e6:.2f} us "
+            f"(marginal {fit['records_per_s_marginal']:.0f} records/s, R^2 {fit['r2']:.2f})"
+        )
+    if tf:
+        sb.say(
+            f"executors={n} source tasks ({tf['tasks']}): {tf['task_overhead_s']:.3f} s + records x "
+            f"{tf['s_per_record_per_core'] * 1e6:.2f} us per core"
+        )
+    sb.say(f"executors={n} steady-state maximum at the {trigger_s:g}-s trigger: {entry['steady_max']}")
 
 
 def idle_floor(job: sb.DemoJob, seconds: float) -> dict[str, Any]:

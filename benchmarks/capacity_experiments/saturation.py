@@ -44,49 +44,61 @@ def run_saturation(args: argparse.Namespace) -> dict[str, Any]:
     pool = sb.line_pool()
     counts = [int(c) for c in args.executor_counts.split(",")]
     with sb.demo_job("bench-saturation", initial_executors=counts[0]) as job:
-        log_dir = job.root / "log"
-        log = LocalLog(log_dir)
+        log = LocalLog(job.root / "log")
         for n in counts:
             took = job.scale_to(n)
             sb.say(f"executors={n}: live after {took:.1f} s: {job.live()}")
             runs: dict[str, dict[str, Any]] = {}
             for layout in ("small", "even", "zipf"):
-                caps = layouts[layout]
-                topic = f"sat-{layout}-{n}"
-                rounds = args.warmup + args.batches
-                rows_total = sb.preload(log, topic, caps, rounds, pool)
-                run = drain(
-                    job,
-                    log_dir,
-                    topic,
-                    caps,
-                    rows_total,
-                    trigger_s=0.0,
-                    warmup=args.warmup,
-                    timeout_s=args.query_timeout_s,
-                    name=f"sat_{layout}_{n}",
-                )
-                shutil.rmtree(log_dir / topic, ignore_errors=True)
-                share_rec, share_time = busiest_observed(run["tasks"])
-                run |= {
-                    "executors": n,
-                    "layout": layout,
-                    "busiest_share_records_observed": share_rec,
-                    "busiest_share_task_time_observed": share_time,
-                    "task_fit": task_fit(run["tasks"]),
-                }
-                runs[layout] = run
-                sb.say(
-                    f"executors={n} {layout:5s}: {run['records_per_s']:9.0f} records/s "
-                    f"(batch {run['batch_s_mean']:.2f} s, {sum(caps)} rows/batch, {run['measured']} batches; "
-                    f"wall {run['wall_records_per_s']:.0f}/s), cpu {run['cpu_us_per_record']:.1f} us/record, "
-                    f"busiest executor's records {share_rec:.3f}, task time {share_time:.3f}"
-                )
+                runs[layout] = saturated_run(job, log, n, layout, layouts[layout], args, pool)
             result["runs"].extend(compact(r) for r in runs.values())
             result.setdefault("predictions", []).append(predict(n, runs, weights_zipf, even, args.batch_records))
     result["loadavg_end"] = sb.loadavg()
     print_saturation_table(result)
     return result
+
+
+def saturated_run(
+    job: sb.DemoJob,
+    log: LocalLog,
+    n: int,
+    layout: str,
+    caps: Sequence[int],
+    args: argparse.Namespace,
+    pool: Sequence[str],
+) -> dict[str, Any]:
+    """One layout at n executors: its batches preloaded, drained back to back and measured; the busiest executor's
+    observed share of the records and of the task time."""
+    topic = f"sat-{layout}-{n}"
+    rounds = args.warmup + args.batches
+    rows_total = sb.preload(log, topic, caps, rounds, pool)
+    run = drain(
+        job,
+        log.root,
+        topic,
+        caps,
+        rows_total,
+        trigger_s=0.0,
+        warmup=args.warmup,
+        timeout_s=args.query_timeout_s,
+        name=f"sat_{layout}_{n}",
+    )
+    shutil.rmtree(log.root / topic, ignore_errors=True)
+    share_rec, share_time = busiest_observed(run["tasks"])
+    run |= {
+        "executors": n,
+        "layout": layout,
+        "busiest_share_records_observed": share_rec,
+        "busiest_share_task_time_observed": share_time,
+        "task_fit": task_fit(run["tasks"]),
+    }
+    sb.say(
+        f"executors={n} {layout:5s}: {run['records_per_s']:9.0f} records/s "
+        f"(batch {run['batch_s_mean']:.2f} s, {sum(caps)} rows/batch, {run['measured']} batches; "
+        f"wall {run['wall_records_per_s']:.0f}/s), cpu {run['cpu_us_per_record']:.1f} us/record, "
+        f"busiest executor's records {share_rec:.3f}, task time {share_time:.3f}"
+    )
+    return run
 
 
 def predict(
