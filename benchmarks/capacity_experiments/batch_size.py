@@ -48,13 +48,15 @@ def run_batch_size(args: argparse.Namespace) -> dict[str, Any]:
         for n in counts:
             took = job.scale_to(n)
             sb.say(f"executors={n}: live after {took:.1f} s: {job.live()}")
-            result["per_executors"].append(batch_size_at(job, n, result["caps_per_partition"], args, pool))
+            result["per_executors"].append(
+                batch_size_at(job, n, args, caps_per_partition=result["caps_per_partition"], pool=pool)
+            )
     result["loadavg_end"] = sb.loadavg()
     return result
 
 
 def batch_size_at(
-    job: sb.DemoJob, n: int, caps_per_partition: Sequence[int], args: argparse.Namespace, pool: Sequence[str]
+    job: sb.DemoJob, n: int, args: argparse.Namespace, *, caps_per_partition: Sequence[int], pool: Sequence[str]
 ) -> dict[str, Any]:
     """At n executors: the ramp and the backlog, then each capped backlog; batch and task durations fitted."""
     entry: dict[str, Any] = {"executors": n, "capped": [], "ramp": [], "backlog": {}}
@@ -65,7 +67,7 @@ def batch_size_at(
     entry["ramp"], entry["backlog"] = stream["steps"], stream["backlog"]
     points += stream["points"]
     for cap in caps_per_partition:
-        run = capped_run(job, n, cap, args, pool)
+        run = capped_run(job, cap, args, n=n, pool=pool)
         points += [(b["rows"], b["duration_s"]) for b in run["batches"][args.warmup :]]
         tasks += run["tasks"]
         entry["capped"].append(compact(run))
@@ -80,7 +82,7 @@ def batch_size_at(
     return entry
 
 
-def capped_run(job: sb.DemoJob, n: int, cap: int, args: argparse.Namespace, pool: Sequence[str]) -> dict[str, Any]:
+def capped_run(job: sb.DemoJob, cap: int, args: argparse.Namespace, *, n: int, pool: Sequence[str]) -> dict[str, Any]:
     """A backlog drained at the trigger in batches of `cap` records per partition, measured."""
     log_dir = job.root / "log"
     caps = [cap] * args.partitions

@@ -50,7 +50,7 @@ def run_saturation(args: argparse.Namespace) -> dict[str, Any]:
             sb.say(f"executors={n}: live after {took:.1f} s: {job.live()}")
             runs: dict[str, dict[str, Any]] = {}
             for layout in ("small", "even", "zipf"):
-                runs[layout] = saturated_run(job, log, n, layout, layouts[layout], args, pool)
+                runs[layout] = saturated_run(job, log, args, n=n, layout=layout, caps=layouts[layout], pool=pool)
             result["runs"].extend(compact(r) for r in runs.values())
             result.setdefault("predictions", []).append(predict(n, runs, weights_zipf, even, args.batch_records))
     result["loadavg_end"] = sb.loadavg()
@@ -61,10 +61,11 @@ def run_saturation(args: argparse.Namespace) -> dict[str, Any]:
 def saturated_run(
     job: sb.DemoJob,
     log: LocalLog,
+    args: argparse.Namespace,
+    *,
     n: int,
     layout: str,
     caps: Sequence[int],
-    args: argparse.Namespace,
     pool: Sequence[str],
 ) -> dict[str, Any]:
     """One layout at n executors: its batches preloaded, drained back to back and measured; the busiest executor's
