@@ -1,6 +1,7 @@
-"""Boundaries of the tests and benchmarks: no test module imports another (shared doubles live in
-daedalus_spark/testing.py, shared helpers in the tests' non-test modules and conftest.py); no benchmark imports the
-tests or edits sys.path (each runs as `python benchmarks/<name>.py` against the installed package)."""
+"""Boundaries of the tests, benchmarks and probes: no test module imports another (shared doubles live in
+daedalus_spark/testing.py, shared helpers in the tests' non-test modules and conftest.py); no benchmark or probe
+imports the tests or edits sys.path (each runs as `python benchmarks/<name>.py` or `python probes/<name>.py` against
+the installed package, its own folder first on the path)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 BENCHMARKS = ROOT / "benchmarks"
+PROBES = ROOT / "probes"
 
 
 def _imports(path: Path) -> Iterator[tuple[int, list[str]]]:
@@ -43,9 +45,9 @@ def test_no_test_module_imports_another():
     assert not offending, f"move what is shared to {shared}:\n" + "\n".join(offending)
 
 
-def test_no_benchmark_imports_the_tests_or_edits_sys_path():
+def test_no_benchmark_or_probe_imports_the_tests_or_edits_sys_path():
     offending = []
-    for path in sorted(BENCHMARKS.rglob("*.py")):
+    for path in sorted([*BENCHMARKS.rglob("*.py"), *PROBES.rglob("*.py")]):
         tree = ast.parse(path.read_text(), filename=str(path))
         offending += [
             f"{_where(path, line)} imports {bad[0]}"
@@ -66,6 +68,8 @@ def test_no_benchmark_imports_the_tests_or_edits_sys_path():
 def test_the_checks_see_the_files():
     assert len(list(TESTS.rglob("test_*.py"))) > 100 and (TESTS / "unit" / "test_loop.py").exists()
     assert len(list(BENCHMARKS.glob("*.py"))) > 10 and (BENCHMARKS / "sparkbench.py").exists()
+    assert (PROBES / "bad_input_probe.py").exists() and (PROBES / "bad_input" / "cases.py").exists()
+    assert (BENCHMARKS / "capacity_experiments" / "saturation.py").exists()
     assert _is_test_module("tests.unit.test_loop.ScriptedMonitor") and not _is_test_module("tests.unit.plan_inputs")
     seen = {m for _, modules in _imports(TESTS / "unit" / "test_loop.py") for m in modules}
     assert "daedalus_spark.testing.ScriptedMonitor" in seen

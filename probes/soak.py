@@ -2,8 +2,8 @@
 publisher, the spawned refit process) against the simulated job, with an injected clock; prints store and log size,
 tick p50/p95, resident memory (controller and refit process) and refits over time, then checks the goals.
 
-    .venv/bin/python benchmarks/soak.py --days 365      # a year of 60-s ticks (525,600), if time allows
-    .venv/bin/python benchmarks/soak.py --days 30       # a month, extrapolated to a year in the summary
+    .venv/bin/python probes/soak.py --days 365      # a year of 60-s ticks (525,600), if time allows
+    .venv/bin/python probes/soak.py --days 30       # a month, extrapolated to a year in the summary
 
 The simulated job is rebuilt every simulated hour, carrying its scale-out, backlog and downtime over: its
 per-second history would otherwise grow with the run and hide the controller's memory. Refits run in the real

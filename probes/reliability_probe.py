@@ -2,7 +2,7 @@
 hangs, tracebacks, a starved endpoint, a documented command that fails, ignored options, garbled logs, damaged
 knowledge discarded, a capacity default that changes what the data means — each case classified.
 
-    .venv/bin/python benchmarks/reliability_probe.py [--tree DIR] [--only PREFIX] [--verbose]
+    .venv/bin/python probes/reliability_probe.py [--tree DIR] [--only PREFIX] [--verbose]
 
 `--tree` is the source tree probed (default: this one), so the same cases run against an older commit checked out
 elsewhere (`git archive <commit> | tar -x -C DIR`). Each case runs in a child process with the tree first on its
