@@ -235,7 +235,8 @@ def _render_section(section: BaseModel, indent: str) -> list[str]:
             lines.append(f"{indent}{name}:")
             lines.extend(_render_section(value, indent + "  "))
             continue
-        unit = (info.json_schema_extra or {}).get("unit", "-")
+        extra = info.json_schema_extra
+        unit = extra.get("unit", "-") if isinstance(extra, dict) else "-"
         lines.append(f"{indent}# {info.description} Unit: {unit}. Allowed: {_bounds(info)}.")
         text = yaml.safe_dump(value, default_flow_style=True, width=1 << 16).strip()
         text = text.removesuffix("\n...").removesuffix("...").strip()
