@@ -74,9 +74,9 @@ BENCH_GRID = {
     "seed": 1,
     "split": {"holdout_s": 3600, "holdout_max_ratio": 0.25, "window_s": 5400, "lead_in_s": 3600, "min_window_s": 600},
     "knobs": {
-        "controller.horizon_upper_weight_ratio": [0.0, 0.25, 0.5],
+        "controller.horizon.upper_weight_ratio": [0.0, 0.25, 0.5],
         "forecast.interval_level": [0.7, 0.9],
-        "controller.horizon_target_share_ratio": [0.5, 0.9],
+        "controller.horizon.target_share_ratio": [0.5, 0.9],
     },
 }
 
@@ -219,7 +219,7 @@ def speed(master_cores: tuple[int, int] = (1, 2), **entries: int) -> dict[str, f
         TuneGrid,
         {
             "split": {"holdout_s": 1800, "holdout_max_ratio": 0.25, "window_s": 1800, "lead_in_s": 600},
-            "knobs": {"controller.horizon_target_share_ratio": [0.5, 0.75, 0.9]},
+            "knobs": {"controller.horizon.target_share_ratio": [0.5, 0.75, 0.9]},
         },
         "speed grid",
         TuneGridError,

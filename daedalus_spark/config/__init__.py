@@ -4,12 +4,20 @@ A package split by section; every name is re-exported here, so `from daedalus_sp
 """
 
 from daedalus_spark.config.actuation import ActuatorConfig, AgentSettings, KubernetesConfig, RuntimeConfig
-from daedalus_spark.config.control import CapacityConfig, ControllerConfig, ForecastConfig, RecoveryConfig
+from daedalus_spark.config.control import (
+    CapacityConfig,
+    ControllerConfig,
+    CostAwarePlannerConfig,
+    ForecastConfig,
+    HorizonPlannerConfig,
+    RecoveryConfig,
+)
 from daedalus_spark.config.demo import DemoConfig
-from daedalus_spark.config.fields import _http_url, _Section
+from daedalus_spark.config.fields import Section, http_url
 from daedalus_spark.config.loading import (
     ConfigError,
-    _StrictYamlLoader,
+    StrictYamlLoader,
+    key_paths,
     load_config,
     load_model,
     parse_config,
@@ -35,17 +43,20 @@ __all__ = [
     "Config",
     "ConfigError",
     "ControllerConfig",
+    "CostAwarePlannerConfig",
     "DemoConfig",
     "ForecastConfig",
+    "HorizonPlannerConfig",
     "KnowledgeConfig",
     "KubernetesConfig",
     "MonitorConfig",
     "RecoveryConfig",
     "RuntimeConfig",
-    "_Section",
-    "_StrictYamlLoader",
-    "_http_url",
+    "Section",
+    "StrictYamlLoader",
     "history_windows",
+    "http_url",
+    "key_paths",
     "load_config",
     "load_model",
     "parse_config",

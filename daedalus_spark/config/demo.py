@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from daedalus_spark.config.fields import _field, _Section
+from daedalus_spark.config.fields import Section, setting
 
 
-class DemoConfig(_Section):
-    cpus_per_executor: float = _field(
+class DemoConfig(Section):
+    cpus_per_executor: float = setting(
         0.25,
         "CPUs",
         "CPU quota (cgroup) of each standalone worker of the live demo, one 1-core executor each; "
@@ -17,7 +17,7 @@ class DemoConfig(_Section):
         gt=0,
         le=64,
     )
-    record_cost_rounds: int = _field(
+    record_cost_rounds: int = setting(
         0,
         "rounds",
         "Extra CPU per line of the demo's WordCount: chained SHA-256 rounds over each line, results unchanged "
@@ -25,7 +25,7 @@ class DemoConfig(_Section):
         ge=0,
         le=100_000,
     )
-    trace_scale: float = _field(
+    trace_scale: float = setting(
         0.015,
         "ratio",
         "The bundled WordCount trace's counts (5,000-40,000 per s) are multiplied by this and by the compression "
@@ -33,17 +33,17 @@ class DemoConfig(_Section):
         gt=0,
         le=1000,
     )
-    trace_start_s: int = _field(
+    trace_start_s: int = setting(
         0,
         "s",
         "The trace second the demo's load cycle starts at (its 3-hour cycle played from there).",
         ge=0,
         le=86400,
     )
-    load_cycle_s: float = _field(
+    load_cycle_s: float = setting(
         480, "s", "One 3-hour cycle of the trace is played in this many seconds.", ge=10, le=86400
     )
-    saturated_lines_per_s: list[float] = _field(
+    saturated_lines_per_s: list[float] = setting(
         [],
         "lines/s",
         "The calibration trace_scale was chosen from: saturated throughput at 1, 2, ... executors, measured with "

@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 
-def _field(default: Any, unit: str, description: str, **bounds: Any) -> Any:
+def setting(default: Any, unit: str, description: str, **bounds: Any) -> Any:
+    """A config key: its default, its unit and description (the rendered YAML's comment) and its bounds."""
     return Field(default, description=description, json_schema_extra={"unit": unit}, **bounds)
 
 
@@ -32,12 +33,14 @@ class OneOf:
         return value
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
+    """A config section: unknown keys are errors, values are frozen and never coerced."""
+
     # strict: `max_scaleout: true` or `"12"` is a typo to report, not a value to coerce (an int is still a float).
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
 
-def _http_url(value: str) -> str:
+def http_url(value: str) -> str:
     """An http(s) URL with a host: a typo here would only show as failed ticks once the loop runs."""
     try:
         parts = urlsplit(value)
@@ -55,16 +58,16 @@ def _http_url(value: str) -> str:
     return value
 
 
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
-def _nonblank(value: str) -> str:
+def nonblank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
     return value
 
 
-def _openable_path(value: str) -> str:
+def openable_path(value: str) -> str:
     """A file path the OS can open: no NUL byte (every open would fail) and no other control character."""
     if any(ord(ch) < 32 for ch in value):
         raise ValueError("a path must not hold a NUL byte or another control character")
@@ -121,8 +124,8 @@ def _open_regular(path: str, where: str) -> int:
     return fd
 
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace (RFC 1123 label)
-_DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace (RFC 1123 label)
+DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_KEY_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _SET_REQUIREMENT = re.compile(r"\s*(\S+)\s+(in|notin)\s+\(([^()]*)\)\s*")
@@ -131,10 +134,10 @@ _EQUALITY_REQUIREMENT = re.compile(r"\s*(!?)([^=!\s]+)\s*(?:(==|=|!=)\s*(\S*)\s*
 
 def _label_key(key: str) -> bool:
     prefix, _, name = key.rpartition("/")
-    return bool(_LABEL_KEY_NAME.fullmatch(name)) and (not prefix or bool(_DNS_SUBDOMAIN.fullmatch(prefix)))
+    return bool(_LABEL_KEY_NAME.fullmatch(name)) and (not prefix or bool(DNS_SUBDOMAIN.fullmatch(prefix)))
 
 
-def _label_selector(value: str) -> str:
+def label_selector(value: str) -> str:
     """A Kubernetes label selector as the API server parses it: key, !key, key=value, key==value, key!=value,
     key in (a,b), key notin (a,b), separated by commas; keys and values by the label rules."""
     for requirement in re.split(r",(?![^()]*\))", value):
@@ -151,7 +154,7 @@ def _label_selector(value: str) -> str:
     return value
 
 
-def _dns(pattern: re.Pattern[str], what: str) -> Any:
+def dns_name(pattern: re.Pattern[str], what: str) -> Any:
     def check(value: str) -> str:
         if value and not pattern.fullmatch(value):
             raise ValueError(f"{value!r} is not a valid Kubernetes {what} (lower-case letters, digits and '-')")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,7 +35,7 @@ class ConfigError(ValueError):
 _MAX_CONFIG_BYTES = 1024 * 1024
 
 
-class _StrictYamlLoader(yaml.SafeLoader):
+class StrictYamlLoader(yaml.SafeLoader):
     """safe_load that also refuses duplicate keys (YAML keeps the last silently) and aliases (`*name`)."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
@@ -59,13 +61,52 @@ class _StrictYamlLoader(yaml.SafeLoader):
 
 # YAML 1.1 (PyYAML) reads 6e2 and 1e308 as strings: it wants a dot and a signed exponent. Read them as YAML 1.2
 # and JSON do, as numbers (an int field still refuses 6e2: it is a float).
-_StrictYamlLoader.add_implicit_resolver(
+StrictYamlLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?([0-9][0-9_]*)(\.[0-9_]*)?[eE][-+]?[0-9]+$"),
     list("-+0123456789"),
 )
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger(__name__)
+
+
+def _walk(data: Any, path: str) -> Any:
+    """The value at a YAML path (None where a step is missing; what is there when it is not a mapping)."""
+    for part in path.split("."):
+        if not isinstance(data, dict):
+            return data
+        data = data.get(part)
+    return data
+
+
+def _copied_to(data: dict[str, Any], path: str) -> dict[str, Any]:
+    """The mapping at `path` in `data`, created or copied so that editing it leaves the caller's data as it was."""
+    for part in path.split("."):
+        given = data.get(part)
+        data[part] = dict(given) if isinstance(given, dict) else {}
+        data = data[part]
+    return data
+
+
+def move_keys(data: dict[str, Any], moved: Mapping[str, str], source: str) -> tuple[dict[str, Any], list[str]]:
+    """`data` with every moved key's old name (a YAML path of `moved`) read as its new one, each logged as a
+    deprecation naming both and `source`; and one error per key given under both names."""
+    errors: list[str] = []
+    for old, new in moved.items():
+        old_section, _, old_key = old.rpartition(".")
+        new_section, _, new_key = new.rpartition(".")
+        holder, target = _walk(data, old_section), _walk(data, new_section)
+        if not isinstance(holder, dict) or old_key not in holder or not isinstance(target, dict | None):
+            continue  # not given, or a section is not a mapping: validation says so
+        if target is not None and new_key in target:
+            errors.append(f"{old} and {new}: both set (the old and the new name of one key): keep only {new}")
+            continue
+        log.warning("%s: %s is deprecated, write %s (read as it for now)", source, old, new)
+        data = dict(data)
+        value = _copied_to(data, old_section).pop(old_key)
+        _copied_to(data, new_section)[new_key] = value
+    return data, errors
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
@@ -94,6 +135,9 @@ def parse_model(model: type[M], data: Any, source: str, error: type[ConfigError]
         data = {}
     if not isinstance(data, dict):
         raise error(source, [f"(top level): expected a mapping, got {type(data).__name__}"])
+    data, errors = move_keys(data, getattr(model, "MOVED_KEYS", {}), source)
+    if errors:
+        raise error(source, errors)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -124,7 +168,7 @@ def load_model(
         line = raw[: exc.start].count(b"\n") + 1
         raise error(f"{path}:{line}", [f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})"]) from None
     try:
-        data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise error(str(path), [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
     except RecursionError:
@@ -161,16 +205,40 @@ def _bounds(info: Any) -> str:
     return ", ".join(parts) or "any"
 
 
+def key_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every key's YAML path in `model`, nested sections walked into (`controller.horizon.upper_weight_ratio`)."""
+    paths = []
+    for name, info in model.model_fields.items():
+        nested = info.annotation
+        if isinstance(nested, type) and issubclass(nested, BaseModel):
+            paths.extend(key_paths(nested, f"{prefix}{name}."))
+        else:
+            paths.append(prefix + name)
+    return paths
+
+
 def render_yaml(config: Config) -> str:
     """The config as YAML with every field's unit, allowed range and description as a comment."""
     lines = ["# daedalus-spark configuration. Every key is optional; unknown keys are errors."]
     for section_name in Config.model_fields:
-        section = getattr(config, section_name)
         lines.append(f"{section_name}:")
-        for name, info in type(section).model_fields.items():
-            unit = (info.json_schema_extra or {}).get("unit", "-")
-            lines.append(f"  # {info.description} Unit: {unit}. Allowed: {_bounds(info)}.")
-            value = yaml.safe_dump(getattr(section, name), default_flow_style=True, width=1 << 16).strip()
-            value = value.removesuffix("\n...").removesuffix("...").strip()
-            lines.append(f"  {name}: {value}")
+        lines.extend(_render_section(getattr(config, section_name), "  "))
     return "\n".join(lines) + "\n"
+
+
+def _render_section(section: BaseModel, indent: str) -> list[str]:
+    lines = []
+    for name, info in type(section).model_fields.items():
+        value = getattr(section, name)
+        if isinstance(value, BaseModel):  # a nested section: its keys one level in
+            lines.append(f"{indent}# {info.description}")
+            lines.append(f"{indent}{name}:")
+            lines.extend(_render_section(value, indent + "  "))
+            continue
+        extra = info.json_schema_extra
+        unit = extra.get("unit", "-") if isinstance(extra, dict) else "-"
+        lines.append(f"{indent}# {info.description} Unit: {unit}. Allowed: {_bounds(info)}.")
+        text = yaml.safe_dump(value, default_flow_style=True, width=1 << 16).strip()
+        text = text.removesuffix("\n...").removesuffix("...").strip()
+        lines.append(f"{indent}{name}: {text}")
+    return lines

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import ClassVar
 
 from pydantic import Field, model_validator
 
 from daedalus_spark.config.actuation import ActuatorConfig, AgentSettings, KubernetesConfig, RuntimeConfig
 from daedalus_spark.config.control import CapacityConfig, ControllerConfig, ForecastConfig, RecoveryConfig
 from daedalus_spark.config.demo import DemoConfig
-from daedalus_spark.config.fields import _field, _Section
-from daedalus_spark.config.monitor import MonitorConfig, _monitor_problem
+from daedalus_spark.config.fields import Section, setting
+from daedalus_spark.config.monitor import MonitorConfig, monitor_problem
 
 HISTORY_LIMIT = 1000  # the newest decisions and recoveries the controller and `report` read back from a store
 RESCALE_BUDGET_WINDOW_S = 3600.0  # the rescale budget's bucket refills in an hour: older rescales no longer count
 
 
-class KnowledgeConfig(_Section):
-    retention_days: float = _field(
+class KnowledgeConfig(Section):
+    retention_days: float = setting(
         30,
         "days",
         "Decisions and measured recoveries older than this (by tick time) are deleted from the store; the newest "
@@ -26,7 +28,7 @@ class KnowledgeConfig(_Section):
         ge=0,
         le=3650,
     )
-    retention_rows: int = _field(
+    retention_rows: int = setting(
         100_000,
         "rows",
         "At most this many decisions, and this many recoveries, are kept in the store (the oldest go first). At least "
@@ -34,7 +36,7 @@ class KnowledgeConfig(_Section):
         ge=0,
         le=1_000_000_000,
     )
-    decision_log_max_bytes: int = _field(
+    decision_log_max_bytes: int = setting(
         64 * 1024 * 1024,
         "bytes",
         "The decision log is rotated (renamed to .1, .1 to .2, ...: Python's logging.handlers naming) before a line "
@@ -42,7 +44,7 @@ class KnowledgeConfig(_Section):
         ge=0,
         le=1 << 40,
     )
-    decision_log_backups: int = _field(
+    decision_log_backups: int = setting(
         3, "files", "Rotated decision logs kept beside the current one; the oldest is deleted.", ge=1, le=1000
     )
 
@@ -52,7 +54,7 @@ def history_windows(config: Config) -> dict[str, float]:
     c = config.controller
     windows = {
         "forecast.history_window_s": config.forecast.history_window_s,
-        "controller.scale_in_lookback_s": c.scale_in_lookback_s,
+        "controller.cost_aware.scale_in_lookback_s": c.cost_aware.scale_in_lookback_s,
         "controller.recent_rescale_window_s": c.recent_rescale_window_s,
         "controller.cooldown_s": c.cooldown_s,
     }
@@ -82,7 +84,14 @@ def _retention_problem(config: Config) -> str:
     return ""
 
 
-class Config(_Section):
+class Config(Section):
+    # Keys that moved (old YAML path -> new): the old name still loads, with a warning naming both and the file.
+    MOVED_KEYS: ClassVar[Mapping[str, str]] = {
+        "controller.horizon_upper_weight_ratio": "controller.horizon.upper_weight_ratio",
+        "controller.horizon_target_share_ratio": "controller.horizon.target_share_ratio",
+        "controller.scale_in_lookback_s": "controller.cost_aware.scale_in_lookback_s",
+    }
+
     # built when a Config is: its planner is checked against plan/registry.py, which imports the configuration
     controller: ControllerConfig = Field(default_factory=ControllerConfig)
     capacity: CapacityConfig = CapacityConfig()
@@ -130,7 +139,7 @@ class Config(_Section):
                 f"agent.min_executors..agent.max_executors ({self.agent.min_executors}..{self.agent.max_executors}): "
                 "the agent refuses targets outside them"
             )
-        problem = _monitor_problem(self.monitor) or _retention_problem(self)
+        problem = monitor_problem(self.monitor) or _retention_problem(self)
         if problem:
             raise ValueError(problem)
         return self

@@ -9,34 +9,34 @@ from pydantic import field_validator, model_validator
 
 from daedalus_spark import metricnames as names
 from daedalus_spark.config.fields import (
-    _LABEL_NAME,
-    _field,
-    _http_url,
-    _nonblank,
-    _openable_path,
-    _Section,
+    LABEL_NAME,
+    Section,
     check_regular_file,
+    http_url,
+    nonblank,
+    openable_path,
     read_small_file,
+    setting,
 )
 from daedalus_spark.redact import bearer_token
 
 
-class MonitorConfig(_Section):
-    prometheus_url: str = _field(
+class MonitorConfig(Section):
+    prometheus_url: str = setting(
         "",
         "url",
         "Prometheus to read from with range queries; empty = scrape `scrape_urls` directly (one machine, no server).",
     )
-    scrape_urls: list[str] = _field(
+    scrape_urls: list[str] = setting(
         ["http://127.0.0.1:9095/metrics"],
         "urls",
         "Without a Prometheus URL: the /metrics endpoints scraped every `step_s` "
         "(the agent's; add the CPU exporter's).",
     )
-    step_s: float = _field(
+    step_s: float = setting(
         1, "s", "Sample step of the observation (range-query step, or scrape period).", ge=0.1, le=300
     )
-    rate_window_s: float = _field(
+    rate_window_s: float = setting(
         5,
         "s",
         "Window of rate() in the queries ($rate_window); throughput and utilization share it, so they cover "
@@ -44,7 +44,7 @@ class MonitorConfig(_Section):
         ge=1,
         le=3600,
     )
-    scrape_interval_s: float = _field(
+    scrape_interval_s: float = setting(
         30,
         "s",
         "How often your Prometheus scrapes the job's metrics (the scrape config's or PodMonitor's interval; 30 s is "
@@ -53,107 +53,109 @@ class MonitorConfig(_Section):
         gt=0,
         le=3600,
     )
-    timeout_s: float = _field(
+    timeout_s: float = setting(
         5, "s", "A query or scrape slower than this fails the tick (skipped, not actuated).", gt=0, le=300
     )
-    job_labels: dict[str, str] = _field(
+    job_labels: dict[str, str] = setting(
         {},
         "labels",
         "Label values that select this job's series ($selector in the queries, e.g. namespace and application_id): "
         "without them, several jobs on one Prometheus add up.",
     )
-    job_labels_env: dict[str, str] = _field(
+    job_labels_env: dict[str, str] = setting(
         {},
         "labels",
         "Like job_labels, the value read from the named environment variable at start (e.g. application_id: "
         "DAEDALUS_SPARK_APP_ID); an unset variable stops the start.",
     )
-    tls_verify: bool = _field(True, "-", "Check Prometheus's TLS certificate (https URLs).")
-    ca_file: str = _field("", "path", "CA bundle (PEM) that signed Prometheus's certificate (empty: the system's).")
-    bearer_token_env: str = _field("", "-", "Environment variable holding a bearer token for Prometheus (empty: none).")
-    bearer_token_file: str = _field(
+    tls_verify: bool = setting(True, "-", "Check Prometheus's TLS certificate (https URLs).")
+    ca_file: str = setting("", "path", "CA bundle (PEM) that signed Prometheus's certificate (empty: the system's).")
+    bearer_token_env: str = setting(
+        "", "-", "Environment variable holding a bearer token for Prometheus (empty: none)."
+    )
+    bearer_token_file: str = setting(
         "", "path", "File holding a bearer token for Prometheus, read at start (empty: none; wins over the variable)."
     )
-    metrics: Literal["agent", "native"] = _field(
+    metrics: Literal["agent", "native"] = setting(
         "agent",
         "-",
         "Whose metrics the default queries read: agent (the in-driver agent's), or native (Spark's own "
         "PrometheusServlet and executor metrics, with kafka-exporter for the topic; no agent in the job: "
         "docs/attach.md). A query_* changed from its default is kept with either.",
     )
-    source_labels: dict[str, str] = _field(
+    source_labels: dict[str, str] = setting(
         {},
         "labels",
         "metrics native: label values that select the job's topic in kafka-exporter's series ($source_selector, "
         "e.g. topic: orders).",
     )
-    consumer_group: str = _field(
+    consumer_group: str = setting(
         "",
         "-",
         "metrics native: the consumer group whose lag kafka-exporter reports for the job ($group_selector; empty: "
         "every group on the topic).",
     )
-    executor_label: str = _field("executor_id", "-", "Label that names the executor in per-executor series.")
-    query_workload: str = _field(
+    executor_label: str = setting("executor_id", "-", "Label that names the executor in per-executor series.")
+    query_workload: str = setting(
         f"sum(rate({names.total(names.SOURCE_LATEST_OFFSET)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s arriving at the source: growth of the topic's end offsets, whoever produces.",
     )
-    query_throughput: str = _field(
+    query_throughput: str = setting(
         f"sum by (executor_id) (rate({names.total(names.EXECUTOR_RECORDS)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s each executor reads from the source.",
     )
-    query_cpu: str = _field(
+    query_cpu: str = setting(
         f"sum by (executor_id) (rate({names.total(names.EXECUTOR_CPU_SECONDS)}{{$selector}}[$rate_window])) "
         f"/ on (executor_id) {names.EXECUTOR_CPU_LIMIT_CORES}{{$selector}}",
         "PromQL",
         "CPU utilization ratio per executor (executor JVM and its Python workers) — utilization_signal cpu.",
     )
-    query_busy: str = _field(
+    query_busy: str = setting(
         f"sum by (executor_id) (rate({names.total(names.EXECUTOR_BUSY_SECONDS)}{{$selector}}[$rate_window])) "
         f"/ on (executor_id) {names.EXECUTOR_CORES}{{$selector}}",
         "PromQL",
         "Busy fraction per executor (task time per core) — utilization_signal busy_time.",
     )
-    query_partition_workload: str = _field(
+    query_partition_workload: str = setting(
         f"sum by (topic, partition) (rate({names.total(names.SOURCE_LATEST_OFFSET)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s arriving at each source partition (labels topic and partition): their skew decides the "
         "capacity of scale-outs never observed. Optional: without it, partitions are taken as equal.",
     )
-    query_batches: str = _field(
+    query_batches: str = setting(
         f"sum(rate({names.total(names.QUERY_BATCHES)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Micro-batches the query completes per second. Optional, with query_batch_records and query_batch_seconds: "
         "the per-batch economics (fixed cost per batch, records per second of batch) that tell catch-up capacity "
         "from steady-state capacity.",
     )
-    query_batch_records: str = _field(
+    query_batch_records: str = setting(
         f"sum(rate({names.total(names.QUERY_INPUT_RECORDS)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Records/s the query's batches read (numInputRows). Optional, see query_batches.",
     )
-    query_batch_seconds: str = _field(
+    query_batch_seconds: str = setting(
         f"sum(rate({names.total(names.QUERY_BATCH_SECONDS)}{{$selector}}[$rate_window]))",
         "PromQL",
         "Seconds of batch execution per second (the batches' summed durations). Optional, see query_batches.",
     )
-    query_lag: str = _field(f"sum({names.LAG_RECORDS}{{$selector}})", "PromQL", "Consumer lag in records.")
-    query_executors: str = _field(f"sum({names.EXECUTORS}{{$selector}})", "PromQL", "Live executors (the scale-out).")
-    query_uptime: str = _field(
+    query_lag: str = setting(f"sum({names.LAG_RECORDS}{{$selector}})", "PromQL", "Consumer lag in records.")
+    query_executors: str = setting(f"sum({names.EXECUTORS}{{$selector}})", "PromQL", "Live executors (the scale-out).")
+    query_uptime: str = setting(
         f"max({names.UPTIME_SECONDS}{{$selector}})",
         "PromQL",
         "Seconds since the job (re)started processing.",
     )
-    query_application: str = _field(
+    query_application: str = setting(
         f"max by (application_id) ({names.UPTIME_SECONDS}{{$selector}})",
         "PromQL",
         "Series labelled application_id, one per Spark application: the one with a sample at the window's end names "
         "the application observed, and a change of it is a driver restart (label_replace another label to "
         "application_id). Optional: without it, a restart is told by the uptime falling.",
     )
-    query_agent_target: str = _field(
+    query_agent_target: str = setting(
         f"max({names.EXECUTORS_TARGET}{{$selector}})",
         "PromQL",
         "Executors the agent is asking Spark for (its last applied target; no sample before its first). "
@@ -163,22 +165,22 @@ class MonitorConfig(_Section):
     @field_validator("prometheus_url")
     @classmethod
     def _prometheus(cls, value: str) -> str:
-        return value and _http_url(value)
+        return value and http_url(value)
 
     @field_validator("scrape_urls")
     @classmethod
     def _scrapes(cls, value: list[str]) -> list[str]:
         for url in value:
-            _http_url(url)
+            http_url(url)
         return value
 
-    _paths = field_validator("ca_file", "bearer_token_file")(_openable_path)
+    _paths = field_validator("ca_file", "bearer_token_file")(openable_path)
 
     @field_validator("job_labels", "job_labels_env", "source_labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         for label in value:
-            if not _LABEL_NAME.fullmatch(label):
+            if not LABEL_NAME.fullmatch(label):
                 raise ValueError(f"{label!r} is not a Prometheus label name")
         return value
 
@@ -224,7 +226,7 @@ class MonitorConfig(_Section):
         "query_uptime",
         "query_application",
         "query_agent_target",
-    )(_nonblank)
+    )(nonblank)
 
 
 # Read only by the Prometheus monitor: changed from their defaults without prometheus_url, they would be silently
@@ -243,7 +245,7 @@ _PROMETHEUS_ONLY = (
 PLACEHOLDERS = ("$rate_window", "$selector")  # what monitor.assemble.substitute fills in
 
 
-def _monitor_problem(m: MonitorConfig) -> str:
+def monitor_problem(m: MonitorConfig) -> str:
     """What `run` would trip over in the monitor section ('' if nothing): PromQL that does not parse, or settings
     only the Prometheus monitor reads given to the scrape monitor. Checked on the whole config, not the section:
     tests build sections with queries a server should refuse."""

@@ -29,7 +29,7 @@ class CostAwareInputs(PlanInputs):
 
 def cost_aware_inputs(inputs: PlanInputs, tick: TickContext) -> CostAwareInputs:
     """The tick's inputs, and the workload observed over the last `scale_in_lookback_s`."""
-    since_s = inputs.now_s - tick.config.controller.scale_in_lookback_s
+    since_s = inputs.now_s - tick.config.controller.cost_aware.scale_in_lookback_s
     return inputs.extended(
         CostAwareInputs,
         lookback_workload_per_s=tuple(value for t, value in tick.workload_history if t > since_s),
@@ -153,7 +153,8 @@ def _held(
     if not weighed.carrying:
         return Reason.SCALE_IN_RECENTLY_OUTGROWN, (
             f"{inputs.current_scaleout - 1}: the workload rose back above its capacity "
-            f"{weighed.options[-1].capacity_per_s:.0f}/s within the last {settings.scale_in_lookback_s:.0f} s"
+            f"{weighed.options[-1].capacity_per_s:.0f}/s within the last "
+            f"{settings.cost_aware.scale_in_lookback_s:.0f} s"
         )
     if not weighed.lasting:
         return Reason.SCALE_IN_UNDONE_WITHIN_COOLDOWN, (

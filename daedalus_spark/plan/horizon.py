@@ -79,13 +79,13 @@ def planning_target_s(inputs: PlanInputs, settings: ControllerConfig) -> float:
     downtime against a 40-s target's 20-s share, and never scaled in again)."""
     full = settings.target_recovery_s
     downtime = max(inputs.downtime_scale_out_s, inputs.downtime_scale_in_s) + settings.loop_interval_s
-    return min(full, max(full * settings.horizon_target_share_ratio, downtime))
+    return min(full, max(full * settings.horizon.target_share_ratio, downtime))
 
 
 def planning_objective_s(settings: ControllerConfig) -> float:
     """The latency the plan keeps to: a share of the objective (the fluid backlog leaves out the batches in flight,
     and the forecast and the learned capacities may be wrong)."""
-    return settings.target_latency_s * settings.horizon_target_share_ratio
+    return settings.target_latency_s * settings.horizon.target_share_ratio
 
 
 def describe(schedule: Schedule) -> str:
@@ -103,7 +103,7 @@ def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[f
     """The load per forecast step horizon plans for: the point plus the headroom a miss would need."""
     planned = planned_per_step(
         forecast,
-        settings.horizon_upper_weight_ratio,
+        settings.horizon.upper_weight_ratio,
         interval_s=settings.loop_interval_s,
         objective_s=planning_objective_s(settings),
     )
@@ -148,7 +148,7 @@ def _plan_horizon(inputs: PlanInputs, settings: ControllerConfig, evidence: Evid
     horizon_s = len(inputs.forecast.values_per_s) * inputs.forecast.seconds_per_step
     allowance = inputs.budget.allowance(horizon_s)
     horizon = HorizonEvidence(
-        plan_upper_weight_ratio=settings.horizon_upper_weight_ratio, plan_rescales_allowed=allowance
+        plan_upper_weight_ratio=settings.horizon.upper_weight_ratio, plan_rescales_allowed=allowance
     )
     if lo <= current <= hi:
         found = _plan_within(inputs, settings, replace(evidence, horizon=horizon), allowance)
@@ -177,7 +177,7 @@ def _plan_within(
     hi = settings.max_scaleout
     load = planned_load_per_s(
         inputs.forecast,
-        settings.horizon_upper_weight_ratio,
+        settings.horizon.upper_weight_ratio,
         interval_s=settings.loop_interval_s,
         objective_s=planning_objective_s(settings),
     )

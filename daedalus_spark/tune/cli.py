@@ -107,10 +107,10 @@ def _history(args: argparse.Namespace, config: Config, grid: TuneGrid) -> Histor
     url = args.prometheus_url or config.monitor.prometheus_url
     if not url:
         raise HistoryError("no history: pass --trace FILE, --prometheus-url URL, or set monitor.prometheus_url")
-    from daedalus_spark.config import _http_url
+    from daedalus_spark.config import http_url
 
     try:
-        _http_url(url)
+        http_url(url)
     except ValueError as exc:
         raise HistoryError(f"Prometheus URL {url[:80]!r}: {exc}") from None
     now = time.time() if args.now is None else args.now

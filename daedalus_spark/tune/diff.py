@@ -9,15 +9,19 @@ from typing import Any
 
 import yaml
 
+from daedalus_spark.config import Config
 
-def changed_knobs(knobs: dict[str, Any], current: dict[str, dict[str, Any]]) -> dict[str, Any]:
+
+def _at(data: Any, path: str) -> Any:
+    """The value at a YAML path of plain data (None where a step is missing)."""
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def changed_knobs(knobs: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """The knobs (YAML path -> value) whose value differs from the effective config's (`current`, as plain data)."""
-    out = {}
-    for path, value in knobs.items():
-        section, _, key = path.partition(".")
-        if current.get(section, {}).get(key) != value:
-            out[path] = value
-    return out
+    return {path: value for path, value in knobs.items() if _at(current, path) != value}
 
 
 def scalar(value: Any) -> str:
@@ -26,23 +30,68 @@ def scalar(value: Any) -> str:
     return text.removesuffix("...").strip()
 
 
-def _edit(lines: list[str], section: str, key: str, value: Any) -> list[str]:
-    """The lines with `section:` / `key:` set to value: in place (comment kept), or added to the section."""
-    head = next((i for i, line in enumerate(lines) if re.match(rf"{re.escape(section)}:\s*(#.*)?$", line)), None)
-    if head is None:
-        return [*lines, f"{section}:", f"  {key}: {scalar(value)}"]
-    end = next(
-        (i for i in range(head + 1, len(lines)) if re.match(r"\S", lines[i]) and not lines[i].startswith("#")),
-        len(lines),
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _block_end(lines: list[str], head: int, end: int) -> int:
+    """Where the block under the mapping key at `head` ends: the next line as far out as it, comments aside."""
+    out = _indent(lines[head])
+    return next(
+        (
+            i
+            for i in range(head + 1, end)
+            if lines[i].strip() and not lines[i].lstrip().startswith("#") and _indent(lines[i]) <= out
+        ),
+        end,
     )
-    pattern = re.compile(rf"(\s+){re.escape(key)}:(\s*)([^#]*?)(\s*#.*)?$")
-    for i in range(head + 1, end):
+
+
+def _child_indent(lines: list[str], head: int, end: int, indent: str) -> str:
+    inner = (re.match(r"\s+(?=[^\s#])", lines[i]) for i in range(head + 1, end))
+    return next((m.group(0) for m in inner if m), indent + "  ")
+
+
+def _edit(lines: list[str], path: str, value: Any) -> list[str]:
+    """The lines with the key at `path` (section: / ... / key:) set to value: in place (comment kept), or added
+    at the start of its section, the sections missing on the way added with it."""
+    *sections, key = path.split(".")
+    start, end, indent = 0, len(lines), ""
+    for depth, section in enumerate(sections):
+        pattern = re.compile(rf"{re.escape(indent)}{re.escape(section)}:\s*(#.*)?")
+        head = next((i for i in range(start, end) if pattern.fullmatch(lines[i])), None)
+        if head is None:
+            added = [f"{indent}{'  ' * n}{name}:" for n, name in enumerate(sections[depth:])]
+            added.append(f"{indent}{'  ' * (len(sections) - depth)}{key}: {scalar(value)}")
+            at = end if depth == 0 else start
+            return [*lines[:at], *added, *lines[at:]]
+        end = _block_end(lines, head, end)
+        indent, start = _child_indent(lines, head, end, indent), head + 1
+    pattern = re.compile(rf"{re.escape(indent)}{re.escape(key)}:(\s*)([^#]*?)(\s*#.*)?")
+    for i in range(start, end):
         m = pattern.fullmatch(lines[i])
         if m:
-            return [*lines[:i], f"{m.group(1)}{key}: {scalar(value)}{m.group(4) or ''}", *lines[i + 1 :]]
-    indents = (re.match(r"\s+(?=\S)", lines[i]) for i in range(head + 1, end))
-    indent = next((m.group(0) for m in indents if m), "  ")
-    return [*lines[: head + 1], f"{indent}{key}: {scalar(value)}", *lines[head + 1 :]]
+            return [*lines[:i], f"{indent}{key}: {scalar(value)}{m.group(3) or ''}", *lines[i + 1 :]]
+    return [*lines[:start], f"{indent}{key}: {scalar(value)}", *lines[start:]]
+
+
+def _as_written(data: Any, path: str) -> str:
+    """The path a change is written at: a moved key's old name when the user's file still spells it so."""
+    old = next((old for old, new in Config.MOVED_KEYS.items() if new == path), None)
+    if old is None:
+        return path
+    section, _, key = old.rpartition(".")
+    holder = _at(data, section)
+    return old if isinstance(holder, dict) and key in holder else path
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    *sections, key = path.split(".")
+    for section in sections:
+        given = data.get(section)
+        data[section] = dict(given) if isinstance(given, dict) else {}
+        data = data[section]
+    data[key] = value
 
 
 def recommended_yaml(user_text: str, changes: dict[str, Any]) -> str:
@@ -51,15 +100,12 @@ def recommended_yaml(user_text: str, changes: dict[str, Any]) -> str:
     if not changes:
         return user_text
     lines = user_text.splitlines()
-    for path, value in changes.items():
-        section, _, key = path.partition(".")
-        lines = _edit(lines, section, key, value)
-    text = "\n".join(lines) + "\n"
     expected = copy.deepcopy(yaml.safe_load(user_text) or {})
-    for path, value in changes.items():
-        section, _, key = path.partition(".")
-        expected.setdefault(section, {})
-        expected[section] = {**(expected[section] or {}), key: value}
+    written = {_as_written(expected, path): value for path, value in changes.items()}
+    for path, value in written.items():
+        lines = _edit(lines, path, value)
+        _set(expected, path, value)
+    text = "\n".join(lines) + "\n"
     try:
         if yaml.safe_load(text) == expected:
             return text

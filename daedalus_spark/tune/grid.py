@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field, field_validator
 
-from daedalus_spark.config import Config, ConfigError, _Section, load_model, parse_config
+from daedalus_spark.config import Config, ConfigError, Section, key_paths, load_model, parse_config
 
 MAX_CANDIDATES = 10_000
+log = logging.getLogger(__name__)
 
 
 class TuneGridError(ConfigError):
@@ -26,7 +28,7 @@ class TuneGridError(ConfigError):
 LEAD_IN_S = 3600
 
 
-class SplitSettings(_Section):
+class SplitSettings(Section):
     holdout_s: float = Field(
         default=86400, gt=0, le=365 * 86400, description="The newest this-many seconds are held out."
     )
@@ -51,21 +53,21 @@ class SplitSettings(_Section):
     )
 
 
-class HistorySettings(_Section):
+class HistorySettings(Section):
     step_s: int = Field(default=10, ge=1, le=600, description="Step of the Prometheus range query (whole s).")
     max_gap_ratio: float = Field(
         default=0.1, ge=0, lt=1, description="More of the history missing than this share is refused, not tuned on."
     )
 
 
-class Constraints(_Section):
+class Constraints(Section):
     max_violations: int = Field(default=0, ge=0, le=1_000_000, description="Violations a recommendation may have.")
     max_rescales_per_hour: float | None = Field(
         default=None, ge=0, le=3600, description="Rescale budget of a recommendation (None: the config's own)."
     )
 
 
-class TuneGrid(_Section):
+class TuneGrid(Section):
     seed: int = Field(
         default=1, ge=0, le=2**32 - 1, description="Seed of every simulated window (reruns are identical)."
     )
@@ -100,28 +102,47 @@ class Candidate:
 
 
 def load_grid(path: str | None) -> TuneGrid:
-    """The grid YAML (None: an empty grid, only the config itself)."""
-    return load_model(TuneGrid, path, TuneGridError)
+    """The grid YAML (None: an empty grid, only the config itself); a knob named by a config key's old name is read
+    as its new one, with the config's deprecation warning."""
+    grid = load_model(TuneGrid, path, TuneGridError)
+    knobs: dict[str, list[Any]] = {}
+    errors = []
+    for knob, values in grid.knobs.items():
+        new = Config.MOVED_KEYS.get(knob, knob)
+        if new != knob and new in grid.knobs:
+            errors.append(f"knobs.{knob} and knobs.{new}: both set (the old and the new name of one key): keep {new}")
+        elif new != knob:
+            log.warning("%s: knobs.%s is deprecated, write knobs.%s (read as it for now)", path, knob, new)
+        knobs[new] = values
+    if errors:
+        raise TuneGridError(str(path), errors)
+    return grid.model_copy(update={"knobs": knobs})
+
+
+KEY_PATHS = frozenset(key_paths(Config))
 
 
 def with_values(config: Config, values: dict[str, Any]) -> dict[str, Any]:
     """The config as plain data with `values` (YAML path -> value) set; KeyError names an unknown path."""
     data = config.model_dump(mode="python")
     for path, value in values.items():
-        section, _, key = path.partition(".")
-        if section not in data or not key or "." in key or key not in data[section]:
+        if path not in KEY_PATHS:
             raise KeyError(path)
-        data[section][key] = value
+        *sections, key = path.split(".")
+        holder = data
+        for section in sections:
+            holder = holder[section]
+        holder[key] = value
     return data
 
 
 def _unknown(path: str) -> str:
-    section, _, _ = path.partition(".")
-    model = Config.model_fields.get(section)
-    if model is None or model.annotation is None:
-        return f"knobs.{path}: unknown config key (expected section.key; sections: {', '.join(Config.model_fields)})"
-    keys = ", ".join(model.annotation.model_fields)
-    return f"knobs.{path}: unknown config key (allowed in {section}: {keys})"
+    section = path.rpartition(".")[0]
+    keys = [p.removeprefix(f"{section}.") for p in sorted(KEY_PATHS) if p.startswith(f"{section}.")]
+    if not section or not keys:
+        sections = ", ".join(Config.model_fields)
+        return f"knobs.{path}: unknown config key (expected section.key; sections: {sections})"
+    return f"knobs.{path}: unknown config key (allowed in {section}: {', '.join(keys)})"
 
 
 def _problems(exc: ConfigError) -> str:

@@ -31,7 +31,7 @@ GRID = """
 seed: 3
 split: {holdout_s: 600, holdout_max_ratio: 0.3, window_s: 900, lead_in_s: 600, min_window_s: 600}
 knobs:
-  controller.horizon_target_share_ratio: [0.5, 0.9]
+  controller.horizon.target_share_ratio: [0.5, 0.9]
 """
 
 

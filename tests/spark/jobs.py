@@ -13,6 +13,7 @@ from daedalus_spark.config import (
     CapacityConfig,
     Config,
     ControllerConfig,
+    CostAwarePlannerConfig,
     ForecastConfig,
     MonitorConfig,
     RecoveryConfig,
@@ -52,7 +53,8 @@ def live_config(root: Path, agent_url: str, exporter_url: str, assignment: str =
             target_latency_s=2,
             checkpoint_interval_s=1,
             recent_rescale_window_s=20,
-            scale_in_lookback_s=20,  # compressed like the other windows (the default 600 s outlasts the whole test)
+            # compressed like the other windows (the default 600 s outlasts the whole test)
+            cost_aware=CostAwarePlannerConfig(scale_in_lookback_s=20),
             # the budget compressed like the loop and more: a fresh controller earns it from empty (3 an hour would
             # allow the first scale-in 20 minutes in; here 72 an hour, the scale-in ~75 s after the scale-out)
             max_rescales_per_hour=72,

@@ -3,7 +3,7 @@ run them, and the evidence tests store every planner's decision over all of them
 
 import pytest
 
-from daedalus_spark.config import ControllerConfig
+from daedalus_spark.config import ControllerConfig, HorizonPlannerConfig
 from daedalus_spark.domain import Reason
 from tests.unit.plan_inputs import plan_inputs as inputs
 
@@ -227,8 +227,7 @@ HORIZON_SETTINGS = ControllerConfig(
     cooldown_s=180,
     max_rescales_per_hour=0,
     planner="horizon",
-    horizon_target_share_ratio=1.0,
-    horizon_upper_weight_ratio=1.0,
+    horizon=HorizonPlannerConfig(target_share_ratio=1.0, upper_weight_ratio=1.0),
 )
 BUDGET = HORIZON_SETTINGS.model_copy(update={"max_rescales_per_hour": 3})
 
@@ -313,7 +312,9 @@ HORIZON_CASES = [
     ),
     pytest.param(
         inputs(workload=500, upper=[900] * 90),
-        HORIZON_SETTINGS.model_copy(update={"horizon_upper_weight_ratio": 0.0}),
+        HORIZON_SETTINGS.model_copy(
+            update={"horizon": HorizonPlannerConfig(target_share_ratio=1.0, upper_weight_ratio=0.0)}
+        ),
         6,
         Reason.PLAN_SCALES_OUT,
         id="point-forecast-weight-0",

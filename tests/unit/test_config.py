@@ -6,7 +6,7 @@ import sys
 import pytest
 import yaml
 
-from daedalus_spark.config import Config, ConfigError, load_config, parse_config, render_yaml
+from daedalus_spark.config import Config, ConfigError, key_paths, load_config, parse_config, render_yaml
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "deploy" / "daedalus.yaml"
@@ -96,8 +96,8 @@ def test_defaults_are_the_papers():
             id="retention-days-below-longer-window",
         ),
         pytest.param(
-            {"knowledge": {"retention_days": 0.05}, "controller": {"scale_in_lookback_s": 7200}},
-            "knowledge.retention_days (0.05 days) is shorter than controller.scale_in_lookback_s (7200 s)",
+            {"knowledge": {"retention_days": 0.05}, "controller": {"cost_aware": {"scale_in_lookback_s": 7200}}},
+            "knowledge.retention_days (0.05 days) is shorter than controller.cost_aware.scale_in_lookback_s (7200 s)",
             id="retention-days-below-lookback",
         ),
         pytest.param(
@@ -157,7 +157,11 @@ def test_rate_windows_of_four_scrapes_or_more_are_accepted(monitor, window_s):
             {
                 "knowledge": {"retention_days": 0.01},
                 "forecast": {"history_window_s": 300},
-                "controller": {"max_rescales_per_hour": 0, "scale_in_lookback_s": 300, "recent_rescale_window_s": 300},
+                "controller": {
+                    "max_rescales_per_hour": 0,
+                    "cost_aware": {"scale_in_lookback_s": 300},
+                    "recent_rescale_window_s": 300,
+                },
             },
             id="short-days-when-every-window-is-shorter",
         ),
@@ -177,14 +181,20 @@ def test_example_config_documents_every_field_and_equals_the_defaults():
     text = EXAMPLE.read_text()
     assert text == render_yaml(Config()), "regenerate deploy/daedalus.yaml with `daedalus-spark validate-config`"
     assert load_config(EXAMPLE) == Config()
-    for info in Config.model_fields.values():
-        for name in info.annotation.model_fields:
-            assert f"  {name}:" in text
+    for path in key_paths(Config):
+        assert f"  {path.rpartition('.')[2]}:" in text
 
 
 def test_rendered_yaml_round_trips_a_changed_config():
     changed = parse_config(
-        {"controller": {"max_scaleout": 40, "utilization_signal": "busy_time"}, "agent": {"max_executors": 40}}
+        {
+            "controller": {
+                "max_scaleout": 40,
+                "utilization_signal": "busy_time",
+                "horizon": {"upper_weight_ratio": 0.25},
+            },
+            "agent": {"max_executors": 40},
+        }
     )
     assert parse_config(yaml.safe_load(render_yaml(changed))) == changed
 

@@ -168,7 +168,7 @@ def test_the_stored_bounds_are_what_the_planner_provisions_for(store):
     extra = headroom_per_s(
         point,
         upper,
-        ctl.horizon_upper_weight_ratio,
+        ctl.horizon.upper_weight_ratio,
         interval_s=ctl.loop_interval_s,
         objective_s=planning_objective_s(ctl),
     )
@@ -189,7 +189,7 @@ def test_provisioned_load_per_planner(planner, expected):
     from daedalus_spark.controller import provisioned_per_s
     from daedalus_spark.domain import Forecast
 
-    settings = parse_config({"controller": {"planner": planner, "horizon_upper_weight_ratio": 0.5}}).controller
+    settings = parse_config({"controller": {"planner": planner, "horizon": {"upper_weight_ratio": 0.5}}}).controller
     forecast = Forecast(0.0, 60.0, (100.0, 200.0), "arima", upper_per_s=(150.0, 180.0))
     assert list(provisioned_per_s(forecast, settings)) == expected
 

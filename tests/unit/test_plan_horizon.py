@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from daedalus_spark.config import HorizonPlannerConfig
 from daedalus_spark.domain import Reason
 from daedalus_spark.plan.horizon import (
     describe,
@@ -69,7 +70,7 @@ def test_the_lag_plan_scales_out_before_the_deadline():
 def test_a_share_of_the_target_leaves_room_for_errors():
     # Planning for 300 of the 600 s: 100,000 records of lag at 4 (250/s spare) would take 400 s; the plan holds one
     # interval (85,000 left), then 6 works them off by second 292 ((85,000 + 4,500 + 1,500) / 450 + 30 + 60).
-    half = SETTINGS.model_copy(update={"horizon_target_share_ratio": 0.5})
+    half = SETTINGS.model_copy(update={"horizon": HorizonPlannerConfig(target_share_ratio=0.5, upper_weight_ratio=1.0)})
     decision = plan_horizon(inputs(workload=150, lag=100_000), half)
     assert decision.notes[0].startswith("plan: 4 for 60 s, then 6 for 240 s")
 
@@ -77,7 +78,7 @@ def test_a_share_of_the_target_leaves_room_for_errors():
 def test_a_downtime_longer_than_the_share_still_leaves_room_to_rescale():
     # Half of 600 s is 300, but scale-ins have been taking 400 s: the plan keeps to 400 + 60 s instead, so with no
     # load left it can still scale in (at a share of 300 s no rescale would ever be feasible).
-    half = SETTINGS.model_copy(update={"horizon_target_share_ratio": 0.5})
+    half = SETTINGS.model_copy(update={"horizon": HorizonPlannerConfig(target_share_ratio=0.5, upper_weight_ratio=1.0)})
     decision = plan_horizon(inputs(workload=0.0, forecast=[0.0] * 90, downtime_in=400), half)
     assert (decision.target_scaleout, decision.reason) == (1, Reason.PLAN_SCALES_IN)
 

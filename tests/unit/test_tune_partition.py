@@ -28,7 +28,7 @@ WINDOWS = (Window(0, SELECT, 0, 0, 600), Window(1, SELECT, 0, 600, 1200), Window
 # 4 at another loop interval.
 CONFIGS = (
     CONFIG,
-    _config(controller={"horizon_target_share_ratio": 0.5}),
+    _config(controller={"horizon": {"target_share_ratio": 0.5}}),
     _config(capacity={"unobserved_margin_ratio": 0.05}),
     _config(forecast={"interval_level": 0.8}),
     _config(controller={"loop_interval_s": 30.0}),
