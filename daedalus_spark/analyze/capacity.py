@@ -192,22 +192,9 @@ class CapacityModel:
             self.kept_up_per_scaleout[obs.scaleout] = max(kept_up, carried)
             return
         self._backlog_now_per_s = throughput
-        if not self._behind_throughout(obs, throughput):
-            return
         old = self.backlog_floor_per_scaleout.get(obs.scaleout)
         a = BACKLOG_FLOOR_LEARNING_RATIO
         self.backlog_floor_per_scaleout[obs.scaleout] = throughput if old is None else old + a * (throughput - old)
-
-    def _behind_throughout(self, obs: Observation, throughput: float) -> bool:
-        """The window also started behind: its lag then (the lag at its end less what arrived, plus what the job
-        read) was above `backlog_floor_lag_s` of its throughput too. Only then did the job work at full speed all
-        along; one whose backlog arrived late in the window carried the arrivals before that, and reads low."""
-        arrivals = [x for x in obs.workload_per_s if math.isfinite(x)]
-        if not arrivals:
-            return False
-        duration_s = len(obs.workload_per_s) * obs.step_s
-        lag_before = obs.consumer_lag_records - (sum(arrivals) / len(arrivals) - throughput) * duration_s
-        return lag_before >= self.config.backlog_floor_lag_s * throughput
 
     def _learn_partition_shares(self, observation: Observation) -> None:
         """Move the shares toward this window's; a window without a usable total leaves them as they are. A window
@@ -303,10 +290,6 @@ class CapacityModel:
         # utilization regression misses a micro-batch job's fixed cost per batch (its CPU stays high at any load,
         # and throughput / utilization then merely follows the load). Either way the job carries what it carried.
         sizing = max(steady, kept_up) if steady is not None else max(measured, kept_up, floor)
-        if steady is not None and floor > 0:
-            # Behind throughout a window, a job works as fast as it can: a line that says it carries more than that
-            # overstates (live, near saturation, the line read 1.5-2.8 x what the job worked a backlog off at).
-            sizing = max(min(sizing, floor), kept_up)
         catch_up = max(sizing, floor)
         if fit is not None:
             catch_up = max(catch_up, fit.catch_up_per_s())

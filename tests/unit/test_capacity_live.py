@@ -26,17 +26,12 @@ def linear(capacity: float, util: list[float] = UTIL, idle: float = 0.1) -> list
 
 
 def window(
-    t: float,
-    executors: dict[str, tuple[list[float], list[float]]],
-    *,
-    lag: float = 0.0,
-    batches=None,
-    workload: list[float] | None = None,
+    t: float, executors: dict[str, tuple[list[float], list[float]]], *, lag: float = 0.0, batches=None
 ) -> Observation:
     n = len(next(iter(executors.values()))[0])
     return Observation.of(
         time_s=t,
-        workload_per_s=[0.0] * n if workload is None else workload,
+        workload_per_s=[0.0] * n,
         executors=executors,
         consumer_lag_records=lag,
         batches=batches,
@@ -354,23 +349,3 @@ def test_what_a_job_kept_up_with_is_the_arrival_rate_it_carried(arrivals, kept) 
         obs = Observation.of(time_s=t, workload_per_s=[arrivals] * 60, executors={"a": ([1500.0] * 60, [0.9] * 60)})
         tick(model, obs)
     assert model.kept_up_per_scaleout[1] == pytest.approx(kept)
-
-
-def test_a_backlog_that_arrived_at_the_window_end_is_no_floor() -> None:
-    model = settled_model(CapacityConfig(backlog_floor_lag_s=10, max_change_ratio=0), {"a": 4000.0})
-    # 1,000 records/s carried for 50 s, then 20,000/s for 10 s: 190,000 waiting at the end, none at the start
-    arrivals = [1000.0] * 50 + [20_000.0] * 10
-    tick(model, window(120.0, {"a": ([1000.0] * 60, [0.3] * 60)}, lag=190_000.0, workload=arrivals))
-    assert model.backlog_floor_per_scaleout == {}
-
-
-def test_a_batch_line_above_what_the_job_worked_a_backlog_off_at_is_capped_there() -> None:
-    model = settled_model(CapacityConfig(trigger_interval_s=1.0, max_change_ratio=0), {"a": 1000.0})
-    for i, size in enumerate([1000, 2000, 3000, 4000, 6000, 8000]):  # the line says 8,000/s at a 1-s trigger
-        table = tick(model, window(120.0 + 60 * i, {"a": (linear(1000.0), UTIL)}, batches=batches(size)))
-    assert table.current_per_s == pytest.approx(8000.0, rel=1e-6)
-    # behind throughout, 100,000 records waiting at both ends, it worked at 3,000/s: the line overstates
-    behind = window(600.0, {"a": ([3000.0] * 60, [1.0] * 60)}, lag=100_000.0, workload=[3000.0] * 60)
-    table = tick(model, behind)
-    assert model.backlog_floor_per_scaleout[1] == pytest.approx(3000.0)
-    assert table.current_per_s == pytest.approx(3000.0)
