@@ -1,8 +1,15 @@
 """Demo (Kafka): checks the monitor's lag source while the demo runs — kafka-exporter's lag as Prometheus holds it
-against the lag computed from the broker's own offsets at the same moment, within one batch's records."""
+against the lag computed from the broker's own offsets at the moment of that scrape, within one batch's records.
+
+The broker is read every second, and the exported value is compared with the broker's lag interpolated to the
+scrape's own timestamp (Prometheus's `timestamp()`), not with a reading taken up to a scrape interval later: between
+the two a batch may commit, or a few seconds of records arrive, and a gap of that kind says nothing about the
+exporter."""
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import json
 import threading
 import time
@@ -24,7 +31,7 @@ _BATCH = (
 class LagSample:
     t_s: float
     exported: float  # sum of kafka_consumergroup_lag in Prometheus (its last scrape)
-    broker: float  # sum over partitions of log-end minus committed, asked of the broker now
+    broker: float  # sum over partitions of log-end minus committed, from the broker, at the scrape's time
     batch_records: float  # records a batch read, on average over the last 30 s
 
     @property
@@ -58,18 +65,31 @@ class LagCheck:
 
     def _run(self) -> None:
         selector = f'consumergroup="{self.group}",topic="{self.topic}"'
-        while not self._stop.wait(self.period_s):
+        readings = BrokerReadings()
+        next_check = time.time() + self.period_s
+        while not self._stop.wait(1.0):
+            self._read_broker(readings)
+            if time.time() < next_check:
+                continue
+            next_check = time.time() + self.period_s
             try:
                 exported = self._query(f"sum(kafka_consumergroup_lag{{{selector}}})")
-                broker = float(sum(self.offsets.lag(self.topic, self.group).values()))
+                scraped_s = self._query(f"max(timestamp(kafka_consumergroup_lag{{{selector}}}))")
                 batch = self._query(_BATCH)
+                self._read_broker(readings)  # after the query: the scrape it returned lies between two readings
             except Exception:  # noqa: BLE001 - a busy moment: counted as missing, the next period tries again
                 self.missing += 1
                 continue
-            if exported is None or batch is None:
+            broker = None if scraped_s is None else readings.at(scraped_s)
+            if exported is None or batch is None or broker is None:
                 self.missing += 1
                 continue
             self.samples.append(LagSample(time.monotonic() - self.started, exported, broker, batch))
+
+    def _read_broker(self, readings: BrokerReadings) -> None:
+        # a busy moment: the interpolation spans the readings either side
+        with contextlib.suppress(Exception):
+            readings.add(time.time(), float(sum(self.offsets.lag(self.topic, self.group).values())))
 
     def stop(self) -> None:
         self._stop.set()
@@ -86,3 +106,30 @@ class LagCheck:
             "worst_gap_records": None if worst is None else round(abs(worst.exported - worst.broker)),
             "worst_gap_batch_records": None if worst is None else round(worst.batch_records),
         }
+
+
+@dataclass
+class BrokerReadings:
+    """The broker's lag, read about once a second, for the last `keep_s` seconds (wall-clock times, as
+    Prometheus's timestamps are)."""
+
+    keep_s: float = 120.0
+    times_s: list[float] = field(default_factory=list)
+    lags: list[float] = field(default_factory=list)
+
+    def add(self, t_s: float, lag: float) -> None:
+        self.times_s.append(t_s)
+        self.lags.append(lag)
+        while self.times_s and self.times_s[0] < t_s - self.keep_s:
+            del self.times_s[0], self.lags[0]
+
+    def at(self, t_s: float) -> float | None:
+        """The lag at `t_s`, interpolated between the readings either side of it; None outside them (a scrape older
+        than the readings kept, or newer than the last one)."""
+        i = bisect.bisect_left(self.times_s, t_s)
+        if i < len(self.times_s) and self.times_s[i] == t_s:
+            return self.lags[i]
+        if i == 0 or i == len(self.times_s):
+            return None
+        t0, t1, a, b = self.times_s[i - 1], self.times_s[i], self.lags[i - 1], self.lags[i]
+        return a + (b - a) * (t_s - t0) / (t1 - t0)

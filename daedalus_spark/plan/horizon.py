@@ -175,22 +175,25 @@ def _plan_within(
     at what the largest scale-out carries where it exceeds that), or why there is none."""
     interval = max(1, round(settings.loop_interval_s))
     hi = settings.max_scaleout
-    load = planned_load_per_s(
-        inputs.forecast,
-        settings.horizon.upper_weight_ratio,
-        interval_s=settings.loop_interval_s,
-        objective_s=planning_objective_s(settings),
-    )
-    if len(load) == 0:
-        load = np.full(interval, inputs.workload_avg_per_s)
-    load[:interval] = np.maximum(load[:interval], inputs.workload_avg_per_s)  # the first interval is now
-    # Where the load exceeds what the largest scale-out carries no schedule keeps the target; plan for the largest
-    # there (the right answer) rather than give up on the whole horizon, and say so.
     ceiling = MAX_LOAD_SHARE * inputs.capacities.at(hi)
-    capped = np.minimum(load, ceiling)
-    peak = float(load.max())
-    # above what the largest carries, the uncapped plan cannot keep up: straight to the capped one
-    attempts = (load,) if peak <= ceiling else (load, capped) if peak <= inputs.capacities.at(hi) else (capped,)
+    # The load with the headroom, capped where the largest scale-out cannot carry it; then, where no schedule keeps
+    # the target under that, the point forecast (a band wider than the cluster says the forecast is unsure, not that
+    # the load will be there: a noisy series' band after a spike sent the plan to max_scaleout for half an hour).
+    attempts: list[np.ndarray] = []
+    capped_ones: list[np.ndarray] = []
+    for weight in dict.fromkeys((settings.horizon.upper_weight_ratio, 0.0)):
+        load = planned_load_per_s(
+            inputs.forecast, weight, interval_s=settings.loop_interval_s, objective_s=planning_objective_s(settings)
+        )
+        if len(load) == 0:
+            load = np.full(interval, inputs.workload_avg_per_s)
+        load[:interval] = np.maximum(load[:interval], inputs.workload_avg_per_s)  # the first interval is now
+        peak = float(load.max())
+        if peak <= inputs.capacities.at(hi):
+            attempts.append(load)
+        if peak > ceiling:  # above what the largest carries, the uncapped plan cannot keep up
+            capped_ones.append(np.minimum(load, ceiling))
+            attempts.append(capped_ones[-1])
     problem = ""
     for load in attempts:
         assert evidence.horizon is not None
@@ -201,7 +204,7 @@ def _plan_within(
             problem = f"no schedule over the {len(load)}-s forecast keeps the target: {exc}"
         else:
             decision = _first_step(inputs, schedule, replace(evidence, horizon=horizon), settings)
-            if load is capped:
+            if any(load is c for c in capped_ones):
                 note = f"the forecast exceeds what {hi} executors carry: planned with it capped at {ceiling:.0f}/s"
                 reason = Reason.NO_VALID_SCALEOUT_USE_MAX if decision.target_scaleout == hi else decision.reason
                 decision = replace(decision, reason=reason, notes=(*decision.notes, note))

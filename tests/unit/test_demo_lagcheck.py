@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daedalus_spark.demo.lagcheck import LagCheck, LagSample
+from daedalus_spark.demo.lagcheck import BrokerReadings, LagCheck, LagSample
 from daedalus_spark.demo.summary import lag_check_line
 from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 
@@ -50,3 +50,28 @@ def test_a_gap_during_a_stall_is_records_not_thousands_of_batches() -> None:
 
 def format_summary_line(check: dict[str, object]) -> str:
     return "\n".join(lag_check_line(check))
+
+
+@pytest.mark.parametrize(
+    ("t_s", "expected"),
+    [
+        (100.0, 1000.0),
+        (100.5, 1500.0),  # between a reading and the next, after a batch committed: halfway
+        (101.0, 2000.0),
+        (99.0, None),  # before the first reading kept
+        (101.5, None),  # after the last: not guessed
+    ],
+    ids=["on-a-reading", "interpolated", "last-reading", "too-old", "too-new"],
+)
+def test_the_broker_lag_at_a_scrapes_time_is_interpolated_between_readings(t_s: float, expected: float | None) -> None:
+    readings = BrokerReadings()
+    readings.add(100.0, 1000.0)
+    readings.add(101.0, 2000.0)
+    assert readings.at(t_s) == expected
+
+
+def test_broker_readings_keep_the_last_two_minutes() -> None:
+    readings = BrokerReadings(keep_s=120.0)
+    for t in range(0, 300):
+        readings.add(float(t), float(t))
+    assert readings.times_s[0] == 179.0 and readings.at(200.5) == 200.5

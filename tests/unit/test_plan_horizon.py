@@ -97,6 +97,22 @@ def test_a_capped_plan_says_so():
     assert decision.notes[0] == "plan: 4 for 240 s, then 12 for 660 s" and "capped at 1140/s" in decision.notes[1]
 
 
+def test_a_band_no_schedule_can_carry_falls_back_to_the_point_forecast_not_to_max():
+    # 400,000 records of lag at 4 and a band up to 5,000/s: with the headroom (capped at 1,140/s, 95 % of 12) no
+    # schedule works the lag off within the target; on the point forecast (300/s) 11 does, after one interval at 4.
+    # Algorithm 1 on the upper bound would have gone to 12 for the whole horizon.
+    decision = plan_horizon(inputs(workload=300, lag=400_000, upper=[5000] * 90), SETTINGS)
+    assert (decision.target_scaleout, decision.reason) == (4, Reason.PLAN_HOLDS), decision.notes
+    assert decision.notes == ("plan: 4 for 60 s, then 11 for 540 s, then 4 for 300 s",)
+
+
+def test_a_band_above_what_the_largest_carries_is_capped_before_the_point_is_tried():
+    # Without lag the capped band (1,140/s) has a schedule: 12, as with a band just within reach (1,100/s).
+    for upper in (1100, 1300, 5000):
+        decision = plan_horizon(inputs(workload=300, upper=[upper] * 90), SETTINGS)
+        assert decision.target_scaleout == 12, (upper, decision.notes)
+
+
 def test_no_schedule_says_why_in_the_notes_and_algorithm_1_decides():
     # 10 million records of lag: even 12 executors (1,050/s spare) need 9,500 s
     decision = plan_horizon(inputs(workload=150, lag=10_000_000), SETTINGS)
