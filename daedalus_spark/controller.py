@@ -196,8 +196,26 @@ class Controller:
             )
         )
         decision = self._plan(obs, now_s, table, forecast)
+        if decision.target_scaleout < decision.current_scaleout:
+            decision = self._after_gap(decision, now_s)
         notes = table.notes + lost.notes
         return replace(decision, notes=notes + decision.notes) if notes else decision
+
+    def _after_gap(self, decision: Decision, now_s: float) -> Decision:
+        """A scale-in waits, after the monitor could not read the job, until the workload has been seen again for as
+        long as it was not (at most one forecast horizon): the first minute after a 15-minute gap tells nothing of
+        the cycle the gap hid, and a scale-in on it met a load three times higher within a minute."""
+        step_s = self.config.forecast.resolution_s
+        seen_s, gap_s = seen_since_gap(self.knowledge.history.workload, step_s=step_s)
+        wait_s = min(gap_s, self.config.forecast.horizon_s)
+        if seen_s >= wait_s:
+            return decision
+        note = (
+            f"a scale-in to {decision.target_scaleout} waits: the workload went unseen for {gap_s:.0f} s and has been "
+            f"seen again for {seen_s:.0f} s of the {wait_s:.0f} s it needs"
+        )
+        held = replace(decision, target_scaleout=decision.current_scaleout, reason=Reason.SCALE_IN_AFTER_GAP)
+        return replace(held, evidence=replace(held.evidence, target=None), notes=(*decision.notes, note))
 
     def _plan(self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast) -> Decision:
         """The configured planner on what this tick analyzed: the shared inputs with the rescale budget built once,
@@ -285,6 +303,19 @@ class Controller:
 def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:
     """The load per forecast step the configured planner provisions for (its registry entry says)."""
     return planner_named(settings.planner).provisions(forecast, settings)
+
+
+def seen_since_gap(workload: Sequence[tuple[float, float]], *, step_s: float) -> tuple[float, float]:
+    """Over the workload history (step ends, oldest first, one per `step_s` where it was seen): how long the latest
+    unbroken stretch has been seen, and how long the gap before it lasted (0: no gap remembered)."""
+    if not workload:
+        return 0.0, 0.0
+    end, later = workload[-1][0], workload[-1][0]
+    for t, _ in reversed(workload):
+        if later - t > 1.5 * step_s:
+            return end - later + step_s, later - t - step_s
+        later = t
+    return end - later + step_s, 0.0
 
 
 def _changed_the_job(decision: Decision) -> bool:

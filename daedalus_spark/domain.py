@@ -264,6 +264,7 @@ class Reason(StrEnum):
     COOLDOWN = "cooldown_after_rescale"
     SKIP_MISSING_DATA = "skip_missing_data"
     SKIP_WARMUP = "skip_warmup"
+    SCALE_IN_AFTER_GAP = "scale_in_after_monitoring_gap"
 
 
 class Outcome(StrEnum):

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from daedalus_spark.config import ControllerConfig
+from daedalus_spark.config import RESCALE_BUDGET_WINDOW_S, ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
 from daedalus_spark.evidence import Evidence, HorizonEvidence, PlanScheduleEvidence
 from daedalus_spark.plan.algorithm import candidate, plan, seconds_since_rescale, target_evidence, tick_evidence
@@ -268,6 +268,19 @@ def _first_step(
         carries = next((n for n in range(lo, hi + 1) if inputs.capacities.at(n) > avg), hi)
         notes.append(f"{target} does not carry the {avg:.0f}/s observed now; {carries} does")
         target = carries
+    if target < current and schedule.scaleouts[-1] >= current and inputs.budget.allowance(0.0) is not None:
+        # A scale-in the plan undoes within the horizon spends two tokens for what it saves meanwhile. A token takes
+        # the bucket RESCALE_BUDGET_WINDOW_S / per_hour seconds to earn back, so it is priced at one executor for
+        # that long ("5 for 120 s, then 6" against 6 throughout saved 120 executor-seconds for two rescales, and met
+        # the next peak a step short). A scale-in the plan keeps saves beyond the horizon too, and is not priced.
+        saved = current * len(schedule.scaleouts) * schedule.interval_s - schedule.executor_seconds
+        price = RESCALE_BUDGET_WINDOW_S / inputs.budget.per_hour
+        if saved < price:
+            notes.append(
+                f"a scale-in the plan undoes within the horizon saves {saved:.0f} executor-seconds, a token costs "
+                f"{price:.0f}"
+            )
+            target = current
     assert evidence.horizon is not None
     planned = PlanScheduleEvidence(
         plan_scaleouts=",".join(str(n) for n in schedule.scaleouts),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from daedalus_spark.config import Config, parse_config
-from daedalus_spark.controller import Controller
+from daedalus_spark.controller import Controller, seen_since_gap
 from daedalus_spark.domain import Decision, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
@@ -203,3 +203,31 @@ def test_only_applied_rescales_spend_the_budget():
     held = controller.tick(window(900.0, load, 8, rng=rng), 900.0)  # past the 600-s recent-rescale window
     assert held.reason is Reason.SCALE_IN_RESCALE_BUDGET and held.target_scaleout == 8
     assert held.evidence.cost_aware.rescale_tokens == pytest.approx((900.0 - 120.0) / 3600.0, abs=1e-3)  # rounded
+
+
+@pytest.mark.parametrize(
+    ("times", "expected"),
+    [
+        pytest.param([], (0.0, 0.0), id="nothing-seen"),
+        pytest.param([10.0, 20.0, 30.0], (30.0, 0.0), id="unbroken"),
+        pytest.param([10.0, 20.0, 330.0, 340.0], (20.0, 300.0), id="after-a-5-min-gap"),
+        pytest.param([10.0, 20.0, 330.0, 340.0, 940.0], (10.0, 590.0), id="the-latest-gap-counts"),
+        pytest.param([10.0, 24.0, 38.0], (38.0, 0.0), id="a-step-late-within-half-a-step-is-no-gap"),
+    ],
+)
+def test_seen_since_gap(times, expected):
+    assert seen_since_gap([(t, 1.0) for t in times], step_s=10.0) == expected
+
+
+def test_after_a_monitoring_gap_a_scale_in_waits_until_the_load_was_seen_as_long_as_it_was_not():
+    controller = Controller(CONFIG)
+    wave = 1000 + 400 * np.sin(np.arange(60) * np.pi / 10)
+    busy = step(controller, window(60.0, wave + 2400, 8, rng=np.random.default_rng(0)), 60.0)
+    assert busy.target_scaleout == 8
+    # Ten minutes unseen, then the load a third of it: the scale-in waits until ten minutes are seen again.
+    decisions = drive(controller, 12, workload=wave, scaleout=8, start=720.0)
+    held = [d for d in decisions if d.reason is Reason.SCALE_IN_AFTER_GAP]
+    assert held and all(d.target_scaleout == 8 for d in held), [d.reason for d in decisions]
+    assert "went unseen for 600 s" in held[0].notes[-1]
+    first_in = next(d for d in decisions if d.target_scaleout < d.current_scaleout)
+    assert first_in.time_s >= 720.0 + 600.0 - 60.0 and first_in.reason is Reason.PLAN_SCALES_IN

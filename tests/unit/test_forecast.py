@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from daedalus_spark.analyze.forecast import ArimaModel, Buckets, WorkloadForecaster, wape, window_means
+from daedalus_spark.analyze.forecast import ArimaModel, Buckets, LinearModel, WorkloadForecaster, wape, window_means
 from daedalus_spark.config import ForecastConfig
 from daedalus_spark.runtime.refit_scheduler import PoolRefits
 
@@ -371,3 +371,19 @@ def test_a_damaged_model_from_a_refit_is_refused_and_the_fallback_kept() -> None
     future.set_result({"order": [1, 1], "params": "not numbers"})  # what a broken refit process might send
     assert forecaster.predict(180).model == "linear"
     assert forecaster.refit_failures == 1 and not forecaster.refit_pending
+
+
+@pytest.mark.parametrize(
+    ("history", "n_steps", "expected"),
+    [
+        # y = 10 + 2x over x = 0..4: the line goes on for 5 steps (20 .. 28), then holds at 28.
+        pytest.param([10, 12, 14, 16, 18], 8, [20, 22, 24, 26, 28, 28, 28, 28], id="rising-then-held"),
+        # Falling to 0 within the steps it may extend: never below 0.
+        pytest.param([8, 6, 4], 4, [2, 0, 0, 0], id="clipped-at-zero"),
+        pytest.param([5, 5, 5], 3, [5, 5, 5], id="flat"),
+    ],
+)
+def test_the_linear_fallback_extends_its_slope_only_as_far_as_it_was_fitted(history, n_steps, expected) -> None:
+    model = LinearModel(window_steps=10)
+    model.fit(np.asarray(history, dtype=float))
+    np.testing.assert_allclose(model.predict(n_steps), expected, atol=1e-9)

@@ -270,3 +270,23 @@ def test_headroom_is_the_least_that_keeps_a_miss_within_the_objective(
 def test_with_the_budget_spent_a_falling_load_holds_a_scale_in_waits_for_a_token() -> None:
     decision = plan_horizon(inputs(current=6, workload=250, forecast=steps((150, 900)), tokens=0.0), BUDGET)
     assert (decision.target_scaleout, decision.reason) == (6, Reason.PLAN_HOLDS)
+
+
+@pytest.mark.parametrize(
+    ("forecast", "tokens", "target", "priced"),
+    [
+        # 6 throughout costs 5,400 executor-seconds; "5 for 300 s, then 6" saves 300, less than a token (1,200 at
+        # 3 an hour): hold.
+        pytest.param(steps((400, 300), (550, 600)), 3.0, 6, True, id="undone-saving-less-than-a-token-holds"),
+        # The same, the budget's tokens not counted: the cheapest plan's first step goes ahead.
+        pytest.param(steps((400, 300), (550, 600)), float("inf"), 5, False, id="tokens-not-counted-not-priced"),
+        # "3 for 420 s, then 6" saves 1,260, more than a token: it goes ahead.
+        pytest.param(steps((200, 420), (550, 480)), 3.0, 3, False, id="undone-saving-more-than-a-token-goes"),
+        # A scale-in the plan keeps (400/s throughout) saves beyond the horizon too: not priced.
+        pytest.param(steps((400, 900)), 3.0, 5, False, id="kept-scale-in-goes-ahead"),
+    ],
+)
+def test_a_scale_in_the_plan_undoes_must_save_a_tokens_price(forecast, tokens, target, priced):
+    decision = plan_horizon(inputs(current=6, workload=forecast[0], forecast=forecast, tokens=tokens), BUDGET)
+    assert decision.target_scaleout == target, decision.notes
+    assert any("a token costs 1200" in note for note in decision.notes) is priced

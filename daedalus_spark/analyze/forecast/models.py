@@ -274,7 +274,9 @@ class ArimaModel:
 
 
 class LinearModel:
-    """Least-squares line over the latest `window_steps` samples, extended over the horizon."""
+    """Least-squares line over the latest `window_steps` samples, extended for as many steps as it was fitted on, then
+    held at the level it reached: on noisy load a line's slope over 5 minutes, carried 15 minutes ahead, forecast
+    48,000/s where the load stayed near 23,000/s, and the plan went to max_scaleout for 40 minutes."""
 
     def __init__(self, *, window_steps: int) -> None:
         if window_steps < 1:
@@ -297,7 +299,7 @@ class LinearModel:
         if n == 1:
             return np.full(n_steps, max(0.0, float(self._y[0])))
         slope, intercept = np.polyfit(np.arange(n, dtype=float), self._y, 1)
-        future_x = np.arange(n, n + n_steps, dtype=float)
+        future_x = np.minimum(np.arange(n, n + n_steps, dtype=float), 2 * n - 1)
         return np.asarray(np.clip(intercept + slope * future_x, 0.0, None), dtype=float)
 
     def predict_interval(self, n_steps: int, level: float | None) -> tuple[np.ndarray, np.ndarray | None]:
