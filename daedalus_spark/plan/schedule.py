@@ -348,12 +348,12 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     waits = np.where(offset >= stop_from, np.maximum(downs[:, None] - offset, 0), 0)
     lat = p.base + waits + lags / p.caps[others][:, None]
     caught = (lags <= _floors(p, g.t0, g.h1, p.floor_by_size[others][:, None])) & (offset >= downs[:, None])
-    any_hit = caught.any(axis=1)
-    hit = np.argmax(caught, axis=1)
-    gate_at = np.where(any_hit, g.t0 + hit + 1, p.total + 1)
     if p.relaxed:
         any_hit, first, hit = _held_ends(caught, p.hold, p.target)
-        gate_at = np.where(any_hit, g.t0 + first + 1, p.total + 1)
+    else:
+        any_hit, hit = np.asarray(caught.any(axis=1)), np.argmax(caught, axis=1)
+        first = hit
+    gate_at = np.where(any_hit, g.t0 + first + 1, p.total + 1)
     rec_at = np.where(any_hit, g.t0 + hit + 1, p.total + 1)
     # once recovered, the lag must stay caught up for the rest of the interval
     behind = ~caught[:, : g.seg] & (g.secs[None, : g.seg] >= rec_at[:, None])
