@@ -349,3 +349,42 @@ def test_what_a_job_kept_up_with_is_the_arrival_rate_it_carried(arrivals, kept) 
         obs = Observation.of(time_s=t, workload_per_s=[arrivals] * 60, executors={"a": ([1500.0] * 60, [0.9] * 60)})
         tick(model, obs)
     assert model.kept_up_per_scaleout[1] == pytest.approx(kept)
+
+
+def micro_batch_model() -> tuple[CapacityModel, float]:
+    """One executor with a known batch line (a micro-batch job), then a second joins: scale-out 2, no line there
+    yet. Returns the model and the table's capacity at 2 before the join."""
+    model = settled_model(
+        CapacityConfig(trigger_interval_s=1.0, max_change_ratio=0.5, executor_warmup_s=0), {"a": 1000.0}
+    )
+    table = None
+    for i, size in enumerate([400, 500, 600, 700, 800, 900]):
+        table = tick(model, window(120.0 + 60 * i, {"a": (linear(1000.0), UTIL)}, batches=batches(size)))
+    assert table is not None and model.batches.fit(1) is not None and model.batches.fit(2) is None
+    return model, table.at(2)
+
+
+def test_a_micro_batch_jobs_utilization_is_not_evidence_of_a_rise_at_a_scale_out_without_its_own_line() -> None:
+    model, at_two = micro_batch_model()
+    # Two executors whose busy time reads low while they work through a backlog: throughput / utilization says 8x.
+    idle = {w: ([900.0] * 60, [0.12] * 60) for w in ("a", "b")}
+    table = tick(model, window(600.0, idle), max_scaleout=4)
+    assert table.current_per_s == pytest.approx(at_two)
+    assert any("is not evidence of a rise" in note for note in table.notes), table.notes
+    # Again on the next tick: still not believed (the two-ticks rule confirms a rise the evidence allows, not this).
+    again = tick(model, window(660.0, idle), max_scaleout=4)
+    assert again.current_per_s == pytest.approx(at_two)
+
+
+def test_ticks_in_a_row_confirm_a_change_at_one_scale_out_only() -> None:
+    model = settled_model(
+        CapacityConfig(max_change_ratio=0.5, change_confirm_ticks=2, executor_warmup_s=0), {"a": 1000.0}
+    )
+    tick(model, window(120.0, {"a": (linear(1000.0), UTIL)}))
+    fresh = settled_model(CapacityConfig(), {"a": 4000.0, "b": 4000.0})
+    model.regressions, model.pooled = fresh.regressions, fresh.pooled
+    held = tick(model, window(180.0, {"a": (linear(4000.0), UTIL)}))
+    assert "held at" in held.notes[0]
+    # The next tick runs at another scale-out: its own change beyond the bound is its first tick, not the second.
+    other = tick(model, window(240.0, {w: (linear(4000.0), UTIL) for w in ("a", "b")}))
+    assert any("(this is 1)" in note for note in other.notes), other.notes
