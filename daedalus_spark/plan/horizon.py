@@ -179,23 +179,25 @@ def _plan_within(
     # The load with the headroom, capped where the largest scale-out cannot carry it; then, where no schedule keeps
     # the target under that, the point forecast (a band wider than the cluster says the forecast is unsure, not that
     # the load will be there: a noisy series' band after a spike sent the plan to max_scaleout for half an hour).
-    attempts: list[np.ndarray] = []
-    capped_ones: list[np.ndarray] = []
-    for weight in dict.fromkeys((settings.horizon.upper_weight_ratio, 0.0)):
+    attempts: list[tuple[np.ndarray, bool, bool]] = []  # (load per second, capped, the point forecast alone)
+    weight = settings.horizon.upper_weight_ratio
+    for point in (False, True) if weight > 0 else (True,):
         load = planned_load_per_s(
-            inputs.forecast, weight, interval_s=settings.loop_interval_s, objective_s=planning_objective_s(settings)
+            inputs.forecast,
+            0.0 if point else weight,
+            interval_s=settings.loop_interval_s,
+            objective_s=planning_objective_s(settings),
         )
         if len(load) == 0:
             load = np.full(interval, inputs.workload_avg_per_s)
         load[:interval] = np.maximum(load[:interval], inputs.workload_avg_per_s)  # the first interval is now
         peak = float(load.max())
         if peak <= inputs.capacities.at(hi):
-            attempts.append(load)
+            attempts.append((load, False, point))
         if peak > ceiling:  # above what the largest carries, the uncapped plan cannot keep up
-            capped_ones.append(np.minimum(load, ceiling))
-            attempts.append(capped_ones[-1])
+            attempts.append((np.minimum(load, ceiling), True, point))
     problem = ""
-    for load in attempts:
+    for load, capped, point in attempts:
         assert evidence.horizon is not None
         horizon = replace(evidence.horizon, plan_load_max_per_s=round(float(load.max()), 3))
         try:
@@ -204,11 +206,14 @@ def _plan_within(
             problem = f"no schedule over the {len(load)}-s forecast keeps the target: {exc}"
         else:
             decision = _first_step(inputs, schedule, replace(evidence, horizon=horizon), settings)
-            if any(load is c for c in capped_ones):
-                note = f"the forecast exceeds what {hi} executors carry: planned with it capped at {ceiling:.0f}/s"
-                reason = Reason.NO_VALID_SCALEOUT_USE_MAX if decision.target_scaleout == hi else decision.reason
-                decision = replace(decision, reason=reason, notes=(*decision.notes, note))
-            return decision
+            notes: tuple[str, ...] = ()
+            if point and weight > 0:
+                notes += ("no schedule keeps the target under the forecast's band: planned on the point forecast",)
+            if capped:
+                notes += (f"the forecast exceeds what {hi} executors carry: planned with it capped at {ceiling:.0f}/s",)
+                if decision.target_scaleout == hi:
+                    decision = replace(decision, reason=Reason.NO_VALID_SCALEOUT_USE_MAX)
+            return replace(decision, notes=(*decision.notes, *notes))
     return problem
 
 

@@ -103,7 +103,10 @@ def test_a_band_no_schedule_can_carry_falls_back_to_the_point_forecast_not_to_ma
     # Algorithm 1 on the upper bound would have gone to 12 for the whole horizon.
     decision = plan_horizon(inputs(workload=300, lag=400_000, upper=[5000] * 90), SETTINGS)
     assert (decision.target_scaleout, decision.reason) == (4, Reason.PLAN_HOLDS), decision.notes
-    assert decision.notes == ("plan: 4 for 60 s, then 11 for 540 s, then 4 for 300 s",)
+    assert decision.notes == (
+        "plan: 4 for 60 s, then 11 for 540 s, then 4 for 300 s",
+        "no schedule keeps the target under the forecast's band: planned on the point forecast",
+    )
 
 
 def test_a_band_above_what_the_largest_carries_is_capped_before_the_point_is_tried():
