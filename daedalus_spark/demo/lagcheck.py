@@ -96,8 +96,9 @@ class LagCheck:
         self.offsets.close()
 
     def summary(self) -> dict[str, Any]:
-        """Counts, and the worst sample's gap in records beside the records a batch read then (a gap during a stall
-        is measured against no batch at all, so it is given in records, never divided by a batch)."""
+        """Counts, the worst sample's gap in records beside the records a batch read then (a gap during a stall is
+        measured against no batch at all, so it is given in records, never divided by a batch), and every sample
+        outside the bound."""
         worst = max(self.samples, key=lambda s: abs(s.exported - s.broker), default=None)
         return {
             "samples": len(self.samples),
@@ -105,6 +106,17 @@ class LagCheck:
             "missing": self.missing,
             "worst_gap_records": None if worst is None else round(abs(worst.exported - worst.broker)),
             "worst_gap_batch_records": None if worst is None else round(worst.batch_records),
+            # every sample outside the bound, for summary.json: when, and the three figures it compared
+            "outside": [
+                {
+                    "t_s": round(s.t_s, 1),
+                    "exported": s.exported,
+                    "broker": round(s.broker),
+                    "batch": round(s.batch_records),
+                }
+                for s in self.samples
+                if not s.within
+            ],
         }
 
 

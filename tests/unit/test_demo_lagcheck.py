@@ -34,6 +34,7 @@ def test_the_summary_counts_samples_within_and_gives_the_worst_gap_in_records() 
         "missing": 1,
         "worst_gap_records": 100,
         "worst_gap_batch_records": 50,
+        "outside": [{"t_s": 5.0, "exported": 200, "broker": 100, "batch": 50}],
     }
 
 
