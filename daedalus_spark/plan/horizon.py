@@ -274,10 +274,10 @@ def _first_step(
         notes.append(f"{target} does not carry the {avg:.0f}/s observed now; {carries} does")
         target = carries
     if target < current and schedule.scaleouts[-1] >= current and inputs.budget.allowance(0.0) is not None:
-        # A scale-in the plan undoes within the horizon spends two tokens for what it saves meanwhile. A token takes
-        # the bucket RESCALE_BUDGET_WINDOW_S / per_hour seconds to earn back, so it is priced at one executor for
-        # that long ("5 for 120 s, then 6" against 6 throughout saved 120 executor-seconds for two rescales, and met
-        # the next peak a step short). A scale-in the plan keeps saves beyond the horizon too, and is not priced.
+        # A scale-in the plan undoes within the horizon spends two tokens for what it saves meanwhile ("5 for 300 s,
+        # then 6" against 6 throughout: 300 executor-seconds). A token takes the bucket RESCALE_BUDGET_WINDOW_S /
+        # per_hour seconds to earn back, so it is priced at one executor for that long. A scale-in the plan keeps
+        # saves beyond the horizon too, and is not priced.
         saved = current * len(schedule.scaleouts) * schedule.interval_s - schedule.executor_seconds
         price = RESCALE_BUDGET_WINDOW_S / inputs.budget.per_hour
         if saved < price:
