@@ -197,11 +197,11 @@ class Controller:
         )
         decision = self._plan(obs, now_s, table, forecast)
         if decision.target_scaleout < decision.current_scaleout:
-            decision = self._after_gap(decision, now_s)
+            decision = self._after_gap(decision)
         notes = table.notes + lost.notes
         return replace(decision, notes=notes + decision.notes) if notes else decision
 
-    def _after_gap(self, decision: Decision, now_s: float) -> Decision:
+    def _after_gap(self, decision: Decision) -> Decision:
         """A scale-in waits, after the monitor could not read the job, until the workload has been seen again for as
         long as it was not (at most one forecast horizon): the first minute after a 15-minute gap tells nothing of
         the cycle the gap hid, and a scale-in on it met a load three times higher within a minute."""

@@ -290,10 +290,9 @@ class CapacityModel:
             steady = fit.at_latency_per_s(trigger, objective)
         floor = self.backlog_floor_per_scaleout.get(n, 0.0)
         kept_up = self.kept_up_per_scaleout.get(n, 0.0)
-        reference = self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
+        reference = self._previous(n)
         evidence = max(kept_up, floor)
-        micro_batch = any(self.batches.fit(m) is not None for m in self.batches.fits)
-        if fit is None and micro_batch and measured > max(reference, evidence) and reference > 0:
+        if fit is None and self._micro_batch() and measured > max(reference, evidence) and reference > 0:
             # A micro-batch job's utilization regression is no evidence that this scale-out carries more than the
             # table said (its CPU carries a fixed cost per batch, and while it works a backlog off its executors read
             # idle between batches): a live demo read 45,000 lines/s at 4 executors that carry 6,000, and scaled in
@@ -312,18 +311,25 @@ class CapacityModel:
             catch_up = max(catch_up, fit.catch_up_per_s())
         return sizing, catch_up
 
+    def _previous(self, n: int) -> float:
+        """The previous tick's capacity at scale-out `n` (0: none yet)."""
+        return self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
+
+    def _micro_batch(self) -> bool:
+        """The job's batches have a line at some scale-out: a micro-batch job."""
+        return any(self.batches.fit(m) is not None for m in self.batches.fits)
+
     def _floor_kept_below(self, n: int, estimate: float, owns: dict[str, tuple[float, str]], notes: list[str]) -> float:
         """The previous capacity where the estimate is only a floor below it. A job that keeps up at a scale-out whose
         batches' line is not known yet says that it carries what it carried, and its utilization regression, where
         the job's batches have a line elsewhere (a micro-batch job: its CPU carries a fixed cost per batch at any
         load), extrapolates from a low load to well below what it carries. Neither is evidence that capacity fell; a
         backlog worked off at a settled scale-out, or the batches' line at this scale-out once known, is."""
-        reference = self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
+        reference = self._previous(n)
         # a backlog at a settled scale-out is evidence; one while an executor joins (a replacement) is not
         if estimate >= reference or self._backlog_now_per_s is not None or self.batches.fit(n) is not None:
             return estimate
-        micro_batch = any(self.batches.fit(m) is not None for m in self.batches.fits)
-        if not micro_batch and bool(owns) and all(m in FITTED_METHODS for _, m in owns.values()):
+        if not self._micro_batch() and bool(owns) and all(m in FITTED_METHODS for _, m in owns.values()):
             return estimate
         notes.append(f"capacity at {n}: {estimate:.0f}/s carried while keeping up is a floor; {reference:.0f}/s kept")
         return reference
@@ -331,7 +337,7 @@ class CapacityModel:
     def _bounded(self, n: int, estimate: float, notes: list[str]) -> float:
         """The estimate, or the previous tick's capacity moved by at most the bound when the change lacks evidence."""
         bound = self.config.max_change_ratio
-        reference = self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
+        reference = self._previous(n)
         change = estimate / reference - 1.0 if reference > 0 else 0.0
         if bound <= 0 or abs(change) <= bound:
             self.unconfirmed = (0, 0)

@@ -35,6 +35,16 @@ class RescaleBudget:
         """A whole token to spend now (always, without a budget)."""
         return not self.limited or self.tokens >= 1.0
 
+    @property
+    def counted(self) -> bool:
+        """A budget whose tokens are counted (not off, and not infinite)."""
+        return self.limited and not math.isinf(self.tokens)
+
+    @property
+    def seconds_per_token(self) -> float:
+        """How long the bucket takes to earn one token (inf without a budget)."""
+        return RESCALE_BUDGET_WINDOW_S / self.per_hour if self.limited else math.inf
+
     def wait_s(self) -> float:
         """Seconds until the bucket holds a whole token (0: it holds one now, or there is no budget)."""
         if self.has_token:
@@ -44,7 +54,7 @@ class RescaleBudget:
     def allowance(self, horizon_s: float) -> int | None:
         """Rescales a plan may make over `horizon_s`: the tokens now plus the refill (None: no budget, or tokens not
         counted)."""
-        if math.isinf(self.tokens) or not self.limited:
+        if not self.counted:
             return None
         return max(0, math.floor(self.tokens + self.per_hour * horizon_s / RESCALE_BUDGET_WINDOW_S + 1e-9))
 

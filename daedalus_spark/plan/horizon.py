@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from daedalus_spark.config import RESCALE_BUDGET_WINDOW_S, ControllerConfig
+from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
 from daedalus_spark.evidence import Evidence, HorizonEvidence, PlanScheduleEvidence
 from daedalus_spark.plan.algorithm import candidate, plan, seconds_since_rescale, target_evidence, tick_evidence
@@ -273,13 +273,13 @@ def _first_step(
         carries = next((n for n in range(lo, hi + 1) if inputs.capacities.at(n) > avg), hi)
         notes.append(f"{target} does not carry the {avg:.0f}/s observed now; {carries} does")
         target = carries
-    if target < current and schedule.scaleouts[-1] >= current and inputs.budget.allowance(0.0) is not None:
+    if target < current and schedule.scaleouts[-1] >= current and inputs.budget.counted:
         # A scale-in the plan undoes within the horizon spends two tokens for what it saves meanwhile ("5 for 300 s,
-        # then 6" against 6 throughout: 300 executor-seconds). A token takes the bucket RESCALE_BUDGET_WINDOW_S /
-        # per_hour seconds to earn back, so it is priced at one executor for that long. A scale-in the plan keeps
-        # saves beyond the horizon too, and is not priced.
+        # then 6" against 6 throughout: 300 executor-seconds). A token takes the bucket `seconds_per_token` to earn
+        # back, so it is priced at one executor for that long. A scale-in the plan keeps saves beyond the horizon
+        # too, and is not priced.
         saved = current * len(schedule.scaleouts) * schedule.interval_s - schedule.executor_seconds
-        price = RESCALE_BUDGET_WINDOW_S / inputs.budget.per_hour
+        price = inputs.budget.seconds_per_token
         if saved < price:
             notes.append(
                 f"a scale-in the plan undoes within the horizon saves {saved:.0f} executor-seconds, a token costs "
