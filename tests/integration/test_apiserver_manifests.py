@@ -18,7 +18,13 @@ from tests.integration.kustomize import DEPLOY, TARGETS, find, pod_template, ren
 
 pytestmark = pytest.mark.apiserver
 
-KUSTOMIZATIONS = {**{name: name for name in TARGETS}, "base": "base"}
+# The overlays and examples the other manifest tests name, plus base and every example found on disk (a new one is
+# applied without being listed anywhere).
+KUSTOMIZATIONS = (
+    dict(TARGETS)
+    | {"base": DEPLOY / "base"}
+    | {p.name: p for p in sorted((DEPLOY / "examples").iterdir()) if (p / "kustomization.yaml").exists()}
+)
 MANAGER = "daedalus-spark-tests"
 
 
@@ -70,7 +76,7 @@ def apply_all(apiserver: LocalApiServer, docs: tuple[dict[str, Any], ...] | list
 
 @pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
 def test_every_kustomization_is_accepted_by_the_api_server_with_nothing_pruned(apiserver, kustomization):
-    docs = render(DEPLOY / "base") if kustomization == "base" else rendered(kustomization)
+    docs = rendered(kustomization) if kustomization in TARGETS else render(KUSTOMIZATIONS[kustomization])
     assert docs
     core = k8s.CoreV1Api(apiserver.api_client())
     present = {n.metadata.name for n in core.list_namespace().items}
