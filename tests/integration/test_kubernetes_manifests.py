@@ -350,6 +350,13 @@ def test_dockerfiles_run_as_non_root_and_the_controller_carries_no_spark():
     assert not any(extra in core for extra in ("pyspark", "matplotlib", "kubernetes"))
     assert [line for line in job.splitlines() if line.startswith("USER ")][-1] == "USER 185"
     assert "spark-sql-kafka-0-10_2.13" in job  # the Kafka source is baked in: no download at submit time
+    # the job image installs the package as a user does into a job image with PySpark: the agent extra, which (with
+    # the core) pulls no PySpark, at the tested versions; no hand-kept list of dependencies beside it
+    assert 'pip install -c /opt/daedalus/constraints.txt "/opt/daedalus[agent]"' in job
+    assert "--no-deps" not in job
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        agent = " ".join(tomllib.load(f)["project"]["optional-dependencies"]["agent"]).lower()
+    assert "pyspark" not in agent
 
 
 def final_stage(dockerfile: str) -> list[str]:
