@@ -13,7 +13,7 @@ from daedalus_spark.analyze.losses import LossWatch
 from daedalus_spark.analyze.recovery_measurement import PendingRecovery
 from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
 from daedalus_spark.analyze.restart import ApplicationWatch
-from daedalus_spark.config import Config, ControllerConfig
+from daedalus_spark.config import Config, ControllerConfig, with_topic_partitions
 from daedalus_spark.domain import CapacityTable, Decision, Forecast, Observation, Reason
 from daedalus_spark.evidence import Evidence, SkipEvidence
 from daedalus_spark.execute.port import Actuation
@@ -34,7 +34,10 @@ class Controller:
     def __init__(
         self, config: Config, *, knowledge: Knowledge | None = None, refits: RefitScheduler | None = None
     ) -> None:
+        # `config` as given; `self.config` with the settings left to the topic set once its partition count is known
+        self.configured = config
         self.config = config
+        self.topic_partitions: int | None = None  # the source topic's partition count, once an observation lists it
         self.knowledge = knowledge or Knowledge.fresh(config, refits=refits)
         self._refits = refits  # a forecaster started afresh (learn_past_workload) fits through them too
         self.application = ApplicationWatch(application_id=self.knowledge.application_id)
@@ -104,10 +107,11 @@ class Controller:
         missing = _missing(obs)
         if missing:
             return missing
+        self._follow_topic(obs)
         k, settings = self.knowledge, self.config.controller
         warmup_samples = _samples_in_warmup(obs, settings.warmup_s)
         k.capacity.learn(obs, skip_first=warmup_samples)
-        if warmup_samples < len(obs.workload_per_s):
+        if warmup_samples < len(obs.workload_per_s) and settings.max_scaleout:
             table = k.capacity.table(obs, settings.max_scaleout)
             if table is not None:
                 k.capacity.remember(table)
@@ -155,6 +159,7 @@ class Controller:
         missing = _missing(obs)
         if missing:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=missing))
+        self._follow_topic(obs)
         k, settings = self.knowledge, self.config.controller
         new_application = self.application.new_application(
             obs, last_rescale_s=k.last_rescale_s, restart_within_s=self._restart_within_s()
@@ -174,6 +179,14 @@ class Controller:
         )
         if lost.hold:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=lost.hold))
+        if not settings.max_scaleout:
+            # Never a scale on missing data: without the partition count there is no largest scale-out to plan to.
+            problem = (
+                "controller.max_scaleout is the source topic's partition count, and no observation has listed the "
+                "topic's partitions yet (monitor.query_partition_workload); set controller.max_scaleout to scale "
+                "without it"
+            )
+            return self._hold(obs, now_s, Reason.WAITING_FOR_PARTITION_COUNT, SkipEvidence(problem=problem))
         # Batches sized to the plan's share of the objective: a record waits up to one batch and is processed in the
         # next, so batches of half that share keep the sawtooth within it, and the backlog the plan allows (the
         # same share) fits in the rest of the objective.
@@ -200,6 +213,27 @@ class Controller:
             decision = self._after_gap(decision)
         notes = table.notes + lost.notes
         return replace(decision, notes=notes + decision.notes) if notes else decision
+
+    def _follow_topic(self, obs: Observation) -> None:
+        """Take the source topic's partition count from an observation that lists the partitions: the first one, and
+        again when the topic gains partitions. The settings left at 0 follow it (config.with_topic_partitions); what
+        disagrees with it is logged once per count."""
+        count = len({(p.topic, p.partition) for p in obs.partitions})
+        if count == 0 or (self.topic_partitions is not None and count <= self.topic_partitions):
+            return
+        before = self.topic_partitions
+        self.topic_partitions = count
+        self.config, warnings = with_topic_partitions(self.configured, count)
+        self.knowledge.capacity.config = self.config.capacity
+        log.info(
+            "source topic: %d partitions%s; controller.max_scaleout %d, capacity.partitions %d",
+            count,
+            "" if before is None else f" (was {before})",
+            self.config.controller.max_scaleout,
+            self.config.capacity.partitions,
+        )
+        for warning in warnings:
+            log.warning("%s", warning)
 
     def _after_gap(self, decision: Decision) -> Decision:
         """A scale-in waits, after the monitor could not read the job, until the workload has been seen again for as

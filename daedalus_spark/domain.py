@@ -264,6 +264,8 @@ class Reason(StrEnum):
     COOLDOWN = "cooldown_after_rescale"
     SKIP_MISSING_DATA = "skip_missing_data"
     SKIP_WARMUP = "skip_warmup"
+    # controller.max_scaleout 0 (the topic's partition count) before an observation has listed the partitions
+    WAITING_FOR_PARTITION_COUNT = "waiting_for_partition_count"
     SCALE_IN_AFTER_GAP = "scale_in_after_monitoring_gap"
 
 

@@ -106,10 +106,12 @@ def config_in(tmp_path: Path, **runtime: object) -> Config:
     return parse_config(
         {
             # budget off: a fresh controller's first ticks would wait for their first token
+            # a number for max_scaleout: ScriptedMonitor lists no partitions, so the topic's count never comes
             "controller": {
                 "loop_interval_s": 5,
                 "knowledge_path": str(tmp_path / "k.sqlite"),
                 "max_rescales_per_hour": 0,
+                "max_scaleout": 12,
             },
             "forecast": {"background_refit": False},
             "runtime": {"decision_log": str(tmp_path / "decisions.jsonl"), "metrics_port": 0, **runtime},
@@ -146,7 +148,10 @@ def tune_row(candidate: int, part: str, wh: float, *, viol: int = 0, resc: int =
 
 SAVED_START_S = 1_700_000_000.0
 SAVED_CONFIG = parse_config(
-    {"controller": {"loop_interval_s": 5, "cooldown_s": 60}, "forecast": {"background_refit": False}}
+    {
+        "controller": {"loop_interval_s": 5, "cooldown_s": 60, "max_scaleout": 12},
+        "forecast": {"background_refit": False},
+    }
 )
 
 

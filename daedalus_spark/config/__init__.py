@@ -30,6 +30,7 @@ from daedalus_spark.config.model import (
     Config,
     KnowledgeConfig,
     history_windows,
+    with_topic_partitions,
 )
 from daedalus_spark.config.monitor import PLACEHOLDERS, MonitorConfig
 
@@ -62,4 +63,5 @@ __all__ = [
     "parse_config",
     "parse_model",
     "render_yaml",
+    "with_topic_partitions",
 ]

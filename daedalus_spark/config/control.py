@@ -64,7 +64,15 @@ class ControllerConfig(Section):
     loop_interval_s: float = setting(60, "s", "How often the MAPE-K loop runs.", ge=5, le=3600)
     min_scaleout: int = setting(1, "executors", "Fewest executors the controller may set.", ge=1, le=10000)
     max_scaleout: int = setting(
-        12, "executors", "Most executors the controller may set (cap it at the Kafka partition count).", ge=1, le=10000
+        0,
+        "executors",
+        "Most executors the controller may set. 0 = the source topic's partition count, as the monitor's first "
+        "observation that lists the partitions reports it (raised if the topic gains partitions; at most "
+        "agent.max_executors with actuator.kind agent): until then the controller does not scale. A number wins; "
+        "above the partition count it is logged once, since the executors beyond it get no Kafka partition "
+        "(Spark's Kafka source reads each partition in one task unless minPartitions says otherwise).",
+        ge=0,
+        le=10000,
     )
     target_recovery_s: float = setting(
         600, "s", "Longest acceptable time from a rescale's stop until the backlog is worked off.", gt=0, le=86400
@@ -166,9 +174,9 @@ class CapacityConfig(Section):
     partitions: int = setting(
         0,
         "partitions",
-        "Partitions of the source topic (0 = unknown), used until the monitor reports each partition's rate. "
-        "An executor with ceil(partitions / n) of them limits scale-out n, so capacities of unseen scale-outs "
-        "follow that, not n alone.",
+        "Partitions of the source topic, used until the monitor reports each partition's rate. 0 = the topic's "
+        "partition count once an observation lists the partitions (unknown until then). An executor with "
+        "ceil(partitions / n) of them limits scale-out n, so capacities of unseen scale-outs follow that, not n alone.",
         ge=0,
         le=100000,
     )

@@ -108,7 +108,7 @@ class Config(Section):
     @model_validator(mode="after")
     def _consistent(self) -> Config:
         c = self.controller
-        if c.min_scaleout > c.max_scaleout:
+        if c.max_scaleout and c.min_scaleout > c.max_scaleout:  # 0: the topic's partition count (with_topic_partitions)
             raise ValueError(
                 f"controller.min_scaleout ({c.min_scaleout}) must not exceed controller.max_scaleout ({c.max_scaleout})"
             )
@@ -131,11 +131,15 @@ class Config(Section):
                 f"monitor.step_s ({self.monitor.step_s:g} s) must not exceed controller.loop_interval_s "
                 f"({c.loop_interval_s:g} s): a tick's window would hold no sample"
             )
+        # With max_scaleout 0 the most is the topic's partition count, held to agent.max_executors when it is known
+        # (with_topic_partitions): here only the fewest has to lie within the agent's range.
+        most = c.max_scaleout or c.min_scaleout
         if self.actuator.kind == "agent" and not (
-            self.agent.min_executors <= c.min_scaleout and c.max_scaleout <= self.agent.max_executors
+            self.agent.min_executors <= c.min_scaleout and most <= self.agent.max_executors
         ):
+            shown = c.max_scaleout or "the topic's partition count"
             raise ValueError(
-                f"controller.min_scaleout..max_scaleout ({c.min_scaleout}..{c.max_scaleout}) must lie within "
+                f"controller.min_scaleout..max_scaleout ({c.min_scaleout}..{shown}) must lie within "
                 f"agent.min_executors..agent.max_executors ({self.agent.min_executors}..{self.agent.max_executors}): "
                 "the agent refuses targets outside them"
             )
@@ -143,3 +147,41 @@ class Config(Section):
         if problem:
             raise ValueError(problem)
         return self
+
+
+def with_topic_partitions(config: Config, partitions: int) -> tuple[Config, tuple[str, ...]]:
+    """`config` with the settings left at 0 to follow the source topic set from its partition count, and what is
+    worth a warning, one line each.
+
+    controller.max_scaleout 0 becomes `partitions`, raised to controller.min_scaleout and, with actuator.kind agent,
+    held to agent.max_executors (the agent refuses targets above it); capacity.partitions 0 becomes `partitions`.
+    A max_scaleout set above `partitions` stays, with a warning: the executors beyond the partition count get no
+    Kafka partition (Spark's Kafka source reads each partition in one task unless minPartitions says otherwise).
+    """
+    if partitions < 1:
+        raise ValueError(f"a topic's partition count is at least 1, got {partitions}")
+    c, warnings = config.controller, []
+    update: dict[str, object] = {}
+    if c.max_scaleout == 0:
+        most = max(partitions, c.min_scaleout)
+        if most > partitions:
+            warnings.append(
+                f"the source topic has {partitions} partitions, fewer than controller.min_scaleout ({c.min_scaleout}): "
+                f"controller.max_scaleout is {most}; executors beyond {partitions} get no Kafka partition"
+            )
+        if config.actuator.kind == "agent" and most > config.agent.max_executors:
+            warnings.append(
+                f"the source topic has {partitions} partitions, more than agent.max_executors "
+                f"({config.agent.max_executors}), which the agent accepts: controller.max_scaleout is "
+                f"{config.agent.max_executors}"
+            )
+            most = config.agent.max_executors
+        update["controller"] = c.model_copy(update={"max_scaleout": most})
+    elif c.max_scaleout > partitions:
+        warnings.append(
+            f"controller.max_scaleout ({c.max_scaleout}) exceeds the source topic's partition count ({partitions}): "
+            f"executors beyond {partitions} get no Kafka partition with Spark's default minPartitions"
+        )
+    if config.capacity.partitions == 0:
+        update["capacity"] = config.capacity.model_copy(update={"partitions": partitions})
+    return (config.model_copy(update=update) if update else config), tuple(warnings)

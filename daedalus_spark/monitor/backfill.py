@@ -298,7 +298,10 @@ def _learn_windows(
     monitor assembles one, read oldest first in chunks of whole windows until the deadline; a window that cannot be
     assembled or holds absurd data teaches nothing."""
     assert report.first_sample_s is not None
-    interval_s, step_s, most = config.controller.loop_interval_s, report.step_s, config.controller.max_scaleout
+    interval_s, step_s = config.controller.loop_interval_s, report.step_s
+    # The executors a window may hold, which sizes the reads: max_scaleout, or while it is the topic's partition count
+    # (0, not known before the windows are read) the most the agent accepts.
+    most = config.controller.max_scaleout or config.agent.max_executors
     bounds = window_bounds(report.first_sample_s - step_s, report.end_s, interval_s)
     steps_per_window = max(1, _steps(interval_s, step_s))
     kept = max(1, MAX_WINDOW_SAMPLES // ((2 * most + 8) * steps_per_window))  # 2 series an executor, 8 others

@@ -17,7 +17,7 @@ from daedalus_spark.progress import Progress
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.sim.command import DEFAULT_POLICIES, DEFAULT_TRACE, register
-from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, evaluate
+from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, controller_config, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
 from daedalus_spark.sim.policies import PolicyNameError, is_offline, needs_microbatch, parse_policy_list
 
@@ -88,6 +88,8 @@ def simulate(
     try:
         config = load_config(config_path)
         job_model = load_job_model(job_model_path)
+        # the settings the config leaves to the job (the topic's partition count: max_scaleout 0) from the job model
+        config = controller_config(config, job_model)
         names = parse_policy_list(policies, config)
         _check_job_model(job_model, config, job_model_path, names)
         paths = [Path(t) for t in (traces or [str(DEFAULT_TRACE)])]

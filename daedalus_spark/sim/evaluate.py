@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daedalus_spark.config import Config
+from daedalus_spark.config import Config, with_topic_partitions
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.metrics import RunMetrics, summarize
 from daedalus_spark.sim.optimum import OptimumInfeasible, OptimumSchedule, run_optimum, solve_optimum
@@ -50,12 +50,12 @@ class TraceEvaluation:
 
 def controller_config(config: Config, job_model: JobModel) -> Config:
     """What a deployment knows about its job, unless the config says otherwise: the simulated topic's partition
-    count (when the config leaves it at 0), how its tasks are placed (when the config does not set it) and, for a
-    micro-batch job, its trigger interval (when the config leaves it at 0)."""
+    count (controller.max_scaleout and capacity.partitions where the config leaves them at 0, as the live controller
+    takes them from the monitor), how its tasks are placed (when the config does not set it) and, for a micro-batch
+    job, its trigger interval (when the config leaves it at 0)."""
+    config, _ = with_topic_partitions(config, job_model.partitions)  # a disagreement is the live controller's to log
     capacity = config.capacity
     update: dict[str, object] = {}
-    if capacity.partitions == 0:
-        update["partitions"] = job_model.partitions
     if "partition_assignment" not in capacity.model_fields_set:
         update["partition_assignment"] = job_model.partition_assignment
     if job_model.engine == "microbatch" and getattr(capacity, "trigger_interval_s", None) == 0:

@@ -94,6 +94,8 @@ def make_policy(name: str, config: Config) -> Policy:
     """A policy from its CLI name (not the oracle or the optimum, which are computed offline)."""
     kind, _, arg = name.strip().partition(":")
     limit = config.controller.max_scaleout
+    if limit == 0:  # a caller's slip, not the user's: sim.evaluate.controller_config sets it from the job model
+        raise ValueError("controller.max_scaleout 0 (the topic's partition count): resolve it with controller_config")
     if kind == "static" and arg:
         # Above the limit the simulated job would clamp it, and the row would carry a name it did not run.
         return StaticPolicy(int(_number(name, arg, int, config.controller.min_scaleout, limit)), name=name)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daedalus_spark.config import Config
+from daedalus_spark.config import Config, with_topic_partitions
 from daedalus_spark.plan.schedule import lindley
 from daedalus_spark.sim.job import Rescale, SimulatedJob
 from daedalus_spark.sim.jobmodel import JobModel
@@ -62,7 +62,10 @@ def make_setup(
     monitor_blind: np.ndarray | None = None,
 ) -> SimSetup:
     """The shared setup; the job is sized for the trace's peak, or for `sized_for_per_s` (a load it cannot carry);
-    `monitor_blind` marks the seconds the monitor cannot read."""
+    `monitor_blind` marks the seconds the monitor cannot read. A config that leaves max_scaleout to the topic (0)
+    gets the job model's partition count, as the live controller would from its monitor."""
+    if config.controller.max_scaleout == 0:
+        config, _ = with_topic_partitions(config, job_model.partitions)
     max_scaleout = max(config.controller.max_scaleout, job_model.reference_scaleout, 1)
     peak = float(np.max(workload_per_s)) if len(workload_per_s) else 0.0
     peak = peak if sized_for_per_s is None else sized_for_per_s

@@ -10,8 +10,8 @@ from daedalus_spark.config import Config
 from daedalus_spark.knowledge.state import IncompatibleKnowledge, Knowledge
 from daedalus_spark.sim.jobmodel import JobModel, parse_job_model
 
-# Without a partition count in the config, this many equal partitions per executor of max_scaleout: capacity then
-# grows almost linearly with executors, as the learned per-executor capacity assumes.
+# Without a partition count in the config or the knowledge, this many equal partitions per executor of the most
+# executors: capacity then grows almost linearly with executors, as the learned per-executor capacity assumes.
 PARTITIONS_PER_EXECUTOR = 12
 
 
@@ -38,14 +38,18 @@ def job_model_from_knowledge(k: Knowledge, config: Config, source: str) -> JobMo
         )
     assert table is not None
     per_executor = statistics.median(table.per_scaleout_per_s[n - 1] / n for n in observed)
-    partitions = config.capacity.partitions or PARTITIONS_PER_EXECUTOR * config.controller.max_scaleout
+    # Settings left to the topic (0) from what the controller saw of it: the partitions it learned shares of, and
+    # the table's scale-outs (1..the max_scaleout it planned with).
+    topic = len(k.capacity.partition_shares)
+    most = config.controller.max_scaleout or topic or len(table.per_scaleout_per_s)
+    partitions = config.capacity.partitions or topic or PARTITIONS_PER_EXECUTOR * most
     out_s, in_s = k.recovery.downtime_scale_out_s, k.recovery.downtime_scale_in_s
     return parse_job_model(
         {
             "engine": "continuous",
             "rescale": "restart",
             "executor_capacity_per_s": per_executor,
-            "reference_scaleout": config.controller.max_scaleout,
+            "reference_scaleout": most,
             "partitions": partitions,
             "partition_assignment": "any_core",
             "partition_weights": [1.0] * partitions,

@@ -37,7 +37,7 @@ def test_simulate_writes_json_and_report(tmp_path: Path, trace: Path, capsys: py
             "--trace",
             str(trace),
             "--policies",
-            "static:12,hpa:0.8,flink,oracle",
+            "static:16,hpa:0.8,flink,oracle",
             "--speedup",
             "2",
             "--json",
@@ -49,7 +49,7 @@ def test_simulate_writes_json_and_report(tmp_path: Path, trace: Path, capsys: py
     assert rc == 0
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["trace"] == "sine.csv"
-    assert set(data["policies"]) == {"static:12", "hpa:0.8", "flink", "oracle"}
+    assert set(data["policies"]) == {"static:16", "hpa:0.8", "flink", "oracle"}
     for metrics in data["policies"].values():
         for key in (
             "avg_executors",
@@ -63,12 +63,14 @@ def test_simulate_writes_json_and_report(tmp_path: Path, trace: Path, capsys: py
             "lag_growth_s",
         ):
             assert key in metrics
-    assert data["policies"]["static:12"]["vs_static"] == pytest.approx(1.0)
+    # static at max_scaleout: the default config's is the topic's partition count, the default job model's 24,
+    # held to agent.max_executors (16)
+    assert data["policies"]["static:16"]["vs_static"] == pytest.approx(1.0)
     assert data["policies"]["oracle"]["vs_oracle"] == pytest.approx(1.0)
     assert (out / "index.html").read_text().count("<img") == 1
     assert (out / "sine.png").stat().st_size > 1000
     header = (out / "sine.csv").read_text().splitlines()[0]
-    assert header.startswith("second,workload_per_s,static:12.scaleout")
+    assert header.startswith("second,workload_per_s,static:16.scaleout")
     assert "hpa:0.8" in capsys.readouterr().out  # the table
 
 

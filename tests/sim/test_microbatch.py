@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from daedalus_spark.analyze.batches import BatchFit
 from daedalus_spark.analyze.partitions import topic_partition_hash
-from daedalus_spark.config import Config
+from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.monitor.port import MonitorError
 from daedalus_spark.sim.daedalus import SimulatedJobMonitor
 from daedalus_spark.sim.evaluate import evaluate
@@ -31,6 +31,9 @@ from daedalus_spark.sim.optimum import run_optimum, solve_optimum
 from daedalus_spark.sim.policies import make_policy
 from daedalus_spark.sim.runner import make_setup, run_policy
 from daedalus_spark.sim.skew import build_simulated_capacity
+
+# The largest scale-out these cases were written for (the config's default is the topic's partition count).
+CONFIG = Config(controller=ControllerConfig(max_scaleout=12))
 
 TOPIC = "t"
 
@@ -55,6 +58,7 @@ def _model(
     leave_s: float = 2.0,
     **extra: Any,
 ) -> JobModel:
+
     return JobModel(
         engine="microbatch",
         rescale=rescale,
@@ -455,10 +459,10 @@ def test_steady_stretches_equal_the_batch_loop(rule: str, monkeypatch: pytest.Mo
     rng = np.random.default_rng(5)
     load = np.maximum(2500 + 1800 * np.sin(2 * np.pi * t / 600) + rng.normal(0, 200, len(t)), 0.0)
     model = _model([3, 1, 2, 1, 1, 2, 1, 1], rule=rule, rate=800.0, batch_s=0.2, task_s=0.02)
-    setup = make_setup(load, model, Config(), seed=1)
-    fast = run_policy(setup, make_policy("hpa:0.7", Config()))
+    setup = make_setup(load, model, CONFIG, seed=1)
+    fast = run_policy(setup, make_policy("hpa:0.7", CONFIG))
     monkeypatch.setattr(MicroBatchJob, "_steady_stretch", lambda self, start, until: 0)
-    slow = run_policy(setup, make_policy("hpa:0.7", Config()))
+    slow = run_policy(setup, make_policy("hpa:0.7", CONFIG))
     assert len(fast.rescales) > 2  # the comparison covers rescales too
     np.testing.assert_array_equal(fast.scaleout, slow.scaleout)
     np.testing.assert_allclose(fast.lag_records, slow.lag_records, rtol=1e-9, atol=1e-6)
@@ -477,9 +481,9 @@ def _sine() -> np.ndarray:
 def test_same_seed_same_run_other_seed_other_draws() -> None:
     model = load_job_model("kubernetes")
     names = ["hpa:0.8", "static:12"]
-    a = evaluate("sine", _sine(), names, job_model=model, config=Config(), seed=3)
-    b = evaluate("sine", _sine(), names, job_model=model, config=Config(), seed=3)
-    c = evaluate("sine", _sine(), names, job_model=model, config=Config(), seed=4)
+    a = evaluate("sine", _sine(), names, job_model=model, config=CONFIG, seed=3)
+    b = evaluate("sine", _sine(), names, job_model=model, config=CONFIG, seed=3)
+    c = evaluate("sine", _sine(), names, job_model=model, config=CONFIG, seed=4)
     assert a.metrics == b.metrics
     for name in names:
         np.testing.assert_array_equal(a.runs[name].lag_records, b.runs[name].lag_records)
@@ -512,14 +516,14 @@ STEPS = np.concatenate([np.full(1800, 15000.0), np.full(1800, 38000.0), np.full(
 
 def test_the_optimum_on_the_micro_batch_job_is_a_bound_on_every_static_that_passes() -> None:
     model = load_job_model("kubernetes")
-    setup = make_setup(STEPS, model, Config(), seed=1)
+    setup = make_setup(STEPS, model, CONFIG, seed=1)
     schedule = solve_optimum(setup)
     assert schedule.rescales >= 2
     run = run_optimum(setup, schedule)
     assert float(run.scaleout.sum()) == pytest.approx(schedule.executor_seconds)
     ctl = setup.config.controller
     for n in range(1, 13):
-        static = run_policy(setup, make_policy(f"static:{n}", Config()))
+        static = run_policy(setup, make_policy(f"static:{n}", CONFIG))
         if passes(static, target_latency_s=ctl.target_latency_s, target_recovery_s=ctl.target_recovery_s):
             assert run.scaleout.sum() <= static.scaleout.sum()
 

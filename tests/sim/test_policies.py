@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daedalus_spark.config import Config
+from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.sim.flink import (
     FlinkPolicy,
     FlinkSettings,
@@ -14,6 +14,9 @@ from daedalus_spark.sim.flink import (
 )
 from daedalus_spark.sim.hpa import HpaPolicy, hpa_recommendation, scale_up_limit
 from daedalus_spark.sim.policies import PolicyNameError, StaticPolicy, make_policy, parse_policy_list
+
+# The largest scale-out these cases were written for (the config's default is the topic's partition count).
+CONFIG = Config(controller=ControllerConfig(max_scaleout=12))
 
 
 @pytest.mark.parametrize(
@@ -89,7 +92,7 @@ def test_flink_scale_down_is_delayed_and_merged() -> None:
 
 
 def test_policy_names() -> None:
-    config = Config()
+    config = CONFIG
     assert isinstance(make_policy("static:5", config), StaticPolicy)
     assert make_policy("hpa:0.8", config).sync_interval_s == 15
     assert make_policy("flink", config).sync_interval_s == 60
@@ -98,7 +101,7 @@ def test_policy_names() -> None:
 
 
 def test_flink_settings_are_overridable_by_name() -> None:
-    policy = make_policy("flink:0.8:scale_down_interval_s=600:catch_up_duration_s=300", Config())
+    policy = make_policy("flink:0.8:scale_down_interval_s=600:catch_up_duration_s=300", CONFIG)
     assert isinstance(policy, FlinkPolicy)
     assert policy.settings.target_utilization_ratio == 0.8
     assert policy.settings.scale_down_interval_s == 600 and policy.settings.catch_up_duration_s == 300
@@ -126,4 +129,4 @@ def test_flink_settings_are_overridable_by_name() -> None:
 )
 def test_bad_policy_names_are_clear_errors(text: str) -> None:
     with pytest.raises(PolicyNameError, match="polic"):
-        parse_policy_list(text, Config())
+        parse_policy_list(text, CONFIG)

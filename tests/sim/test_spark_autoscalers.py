@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from daedalus_spark.config import Config
+from daedalus_spark.config import Config, ControllerConfig
 from daedalus_spark.plan.batchratio import BatchRatioSettings, average_ratio, batch_ratio_target
 from daedalus_spark.sim.batchratio import BatchRatioPolicy
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
@@ -16,6 +16,9 @@ from daedalus_spark.sim.microbatch import MicroBatchJob
 from daedalus_spark.sim.policies import PolicyNameError, make_policy
 from daedalus_spark.sim.runner import make_setup, new_job, run_policy
 from daedalus_spark.sim.sparkda import Allocation, DynamicAllocationSettings, SparkDaPolicy, removable
+
+# The largest scale-out these cases were written for (the config's default is the topic's partition count).
+CONFIG = Config(controller=ControllerConfig(max_scaleout=12))
 
 Queue = Callable[[float], tuple[int, int, float | None]]  # t -> pending, running, submission of the backlog
 
@@ -163,7 +166,7 @@ def test_batch_ratio_averages_whole_milliseconds() -> None:
 
 
 def test_settings_by_name() -> None:
-    config = Config()
+    config = CONFIG
     p = make_policy("spark-da:executor_idle_timeout_s=30:shuffle_tracking=off:max_executors=8", config)
     assert isinstance(p, SparkDaPolicy)
     assert (p.settings.executor_idle_timeout_s, p.settings.shuffle_tracking, p.settings.max_executors) == (30, False, 8)
@@ -193,7 +196,7 @@ def test_settings_by_name() -> None:
 )
 def test_bad_settings_are_refused(name: str, message: str) -> None:
     with pytest.raises(PolicyNameError, match=message):
-        make_policy(name, Config())
+        make_policy(name, CONFIG)
 
 
 def _kubernetes(**microbatch: float) -> JobModel:
@@ -202,7 +205,7 @@ def _kubernetes(**microbatch: float) -> JobModel:
 
 
 def test_task_phases_show_the_waves() -> None:
-    setup = make_setup(np.full(30, 20000.0), load_job_model("kubernetes"), Config(), 1, sized_for_per_s=35000.0)
+    setup = make_setup(np.full(30, 20000.0), load_job_model("kubernetes"), CONFIG, 1, sized_for_per_s=35000.0)
     job = new_job(setup, initial_scaleout=2, rng=np.random.default_rng(1))
     assert isinstance(job, MicroBatchJob)
     job.advance(10)
@@ -219,8 +222,8 @@ def test_task_phases_show_the_waves() -> None:
 def test_spark_da_scales_out_under_a_backlog_and_never_in_on_a_busy_job() -> None:
     workload = np.concatenate([np.full(600, 8000.0), np.full(1200, 30000.0), np.full(1200, 8000.0)])
     jm = load_job_model("kubernetes").model_copy(update={"initial_scaleout": 2})
-    setup = make_setup(workload, jm, Config(), 1, sized_for_per_s=35000.0)
-    result = run_policy(setup, make_policy("spark-da", Config()))
+    setup = make_setup(workload, jm, CONFIG, 1, sized_for_per_s=35000.0)
+    result = run_policy(setup, make_policy("spark-da", CONFIG))
     assert result.scaleout[0] == 2
     assert result.scaleout.max() >= 10  # the ramp reaches what 24 tasks need (capped by max 12)
     assert np.all(np.diff(result.scaleout) >= 0)  # every executor runs a task each trigger: none is ever idle 60 s
@@ -229,16 +232,16 @@ def test_spark_da_scales_out_under_a_backlog_and_never_in_on_a_busy_job() -> Non
 def test_spark_da_removes_executors_that_get_no_tasks() -> None:
     # 24 partitions on 12 executors, max_executors 12: with 4 partitions only 4 hash slots get tasks
     jm = load_job_model("kubernetes").model_copy(update={"partitions": 4, "initial_scaleout": 12})
-    setup = make_setup(np.full(300, 2000.0), jm, Config(), 1, sized_for_per_s=35000.0)
-    result = run_policy(setup, make_policy("spark-da:shuffle_tracking=off", Config()))
+    setup = make_setup(np.full(300, 2000.0), jm, CONFIG, 1, sized_for_per_s=35000.0)
+    result = run_policy(setup, make_policy("spark-da:shuffle_tracking=off", CONFIG))
     assert result.scaleout[-1] < 12
     assert not any(r.to_scaleout > r.from_scaleout for r in result.rescales)
 
 
 def test_batch_ratio_scales_in_one_per_interval_when_batches_are_short() -> None:
     jm = _kubernetes(trigger_s=5.0).model_copy(update={"initial_scaleout": 8})
-    setup = make_setup(np.full(600, 3000.0), jm, Config(), 1, sized_for_per_s=35000.0)
-    result = run_policy(setup, make_policy("batch-ratio", Config()))
+    setup = make_setup(np.full(600, 3000.0), jm, CONFIG, 1, sized_for_per_s=35000.0)
+    result = run_policy(setup, make_policy("batch-ratio", CONFIG))
     steps = [(r.time_s, r.from_scaleout - r.to_scaleout) for r in result.rescales]
     assert steps
     assert all(t % 60 == 0 and d == 1 for t, d in steps)
@@ -247,21 +250,21 @@ def test_batch_ratio_scales_in_one_per_interval_when_batches_are_short() -> None
 
 def test_batch_ratio_scales_out_when_batches_outlast_the_trigger() -> None:
     jm = load_job_model("kubernetes").model_copy(update={"initial_scaleout": 2})
-    setup = make_setup(np.full(300, 30000.0), jm, Config(), 1, sized_for_per_s=35000.0)
-    result = run_policy(setup, make_policy("batch-ratio", Config()))
+    setup = make_setup(np.full(300, 30000.0), jm, CONFIG, 1, sized_for_per_s=35000.0)
+    result = run_policy(setup, make_policy("batch-ratio", CONFIG))
     assert result.rescales
     assert result.rescales[0].time_s == 60 and result.rescales[0].to_scaleout > 2
 
 
 @pytest.mark.parametrize("name", ["spark-da", "batch-ratio"])
 def test_the_continuous_engine_is_refused(name: str) -> None:
-    setup = make_setup(np.full(120, 1000.0), load_job_model(None), Config(), 1)
+    setup = make_setup(np.full(120, 1000.0), load_job_model(None), CONFIG, 1)
     with pytest.raises(ValueError, match="micro-batch job model"):
-        run_policy(setup, make_policy(name, Config()))
+        run_policy(setup, make_policy(name, CONFIG))
 
 
 def test_a_joining_executors_state_reload_counts_as_a_running_task() -> None:
-    setup = make_setup(np.full(120, 20000.0), load_job_model("kubernetes"), Config(), 1, sized_for_per_s=35000.0)
+    setup = make_setup(np.full(120, 20000.0), load_job_model("kubernetes"), CONFIG, 1, sized_for_per_s=35000.0)
     job = new_job(setup, initial_scaleout=2, rng=np.random.default_rng(1))
     assert isinstance(job, MicroBatchJob)
     job.advance(5)

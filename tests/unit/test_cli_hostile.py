@@ -273,7 +273,7 @@ CASES = [
     ("speedup-below-1", {}, ["simulate", "--speedup", "0.5"], "argument --speedup"),
     ("seed-negative", {}, ["simulate", "--seed", "-1"], "argument --seed"),
     ("seed-huge", {}, ["simulate", "--seed", str(2**64)], "argument --seed"),
-    ("static-above-max", {}, ["simulate", "--policies", "static:100"], "'static:100': 100 is outside [1, 12]"),
+    ("static-above-max", {}, ["simulate", "--policies", "static:100"], "'static:100': 100 is outside [1, 16]"),
     ("static-zero", {}, ["simulate", "--policies", "static:0"], "static:0"),
     ("static-fraction", {}, ["simulate", "--policies", "static:2.5"], "not a whole number"),
     ("hpa-nan", {}, ["simulate", "--policies", "hpa:nan"], "hpa:nan"),

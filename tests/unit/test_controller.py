@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from daedalus_spark.config import Config, parse_config
+from daedalus_spark.config import parse_config
 from daedalus_spark.controller import Controller, seen_since_gap
 from daedalus_spark.domain import Decision, Observation, Reason
 from daedalus_spark.execute.port import Actuation, Outcome
@@ -84,7 +84,7 @@ def test_overloaded_job_scales_out_with_its_capacity_learned_online():
     ],
 )
 def test_never_scales_on_missing_or_absurd_data(obs, problem):
-    controller = Controller(Config())
+    controller = Controller(CONFIG)
     decision = controller.tick(obs, 600.0)
     assert decision.reason is Reason.SKIP_MISSING_DATA
     assert decision.target_scaleout == decision.current_scaleout

@@ -119,7 +119,7 @@ def test_pruned_store_still_holds_what_the_controller_and_report_read(tmp_path, 
     """The shortest retention the config accepts: a restarted controller reports and plans as the one that ran."""
     config = parse_config(
         {
-            "controller": {"knowledge_path": str(tmp_path / "k.sqlite")},
+            "controller": {"knowledge_path": str(tmp_path / "k.sqlite"), "max_scaleout": 12},
             "forecast": {"background_refit": False, "min_history_s": 600},
             "knowledge": {"retention_days": 3600 / 86400, "retention_rows": 1000},
         }

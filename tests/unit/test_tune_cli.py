@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from daedalus_spark.cli import main
-from daedalus_spark.config import Config
+from daedalus_spark.config import Config, parse_config
 from daedalus_spark.domain import CapacityTable, Recovery
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import Knowledge, snapshot
@@ -169,16 +169,40 @@ def test_knowledge_store_that_cannot_give_a_profile(tmp_path, monkeypatch, capsy
 def test_profile_from_knowledge(tmp_path: Path) -> None:
     from daedalus_spark.report.knowledge_report import load_knowledge
 
-    config = Config()
+    config = parse_config({"controller": {"max_scaleout": 12}})
     k = load_knowledge(_store(tmp_path / "k.sqlite", table=True, recoveries=("out", "in")), config)
     model = job_model_from_knowledge(k, config, "k.sqlite")
     assert model.executor_capacity_per_s == pytest.approx((2100 / 2 + 4000 / 4) / 2)  # median over observed 2 and 4
     assert (model.downtime_scale_out.low_s, model.downtime_scale_out.high_s) == (42.0, 42.0)
     assert (model.downtime_scale_in.low_s, model.downtime_scale_in.high_s) == (11.0, 11.0)
-    assert model.partitions == 12 * config.controller.max_scaleout and model.engine == "continuous"
+    assert model.partitions == 12 * 12 and model.reference_scaleout == 12 and model.engine == "continuous"
     with pytest.raises(KnowledgeTooYoung, match="no scale-out recovery measured"):
         k.recoveries.clear()
         job_model_from_knowledge(k, config, "k.sqlite")
+
+
+@pytest.mark.parametrize(
+    ("learned_partitions", "partitions", "reference"),
+    [
+        # nothing learned of the topic: the table's scale-outs (1..the max_scaleout it had), 12 partitions each
+        pytest.param(0, None, None, id="from-the-table"),
+        pytest.param(8, 8, 8, id="from-the-partitions-learned"),
+    ],
+)
+def test_profile_from_knowledge_with_the_settings_left_to_the_topic(
+    tmp_path: Path, learned_partitions, partitions, reference
+) -> None:
+    from daedalus_spark.report.knowledge_report import load_knowledge
+
+    config = Config()
+    assert config.controller.max_scaleout == 0 and config.capacity.partitions == 0
+    k = load_knowledge(_store(tmp_path / "k.sqlite", table=True, recoveries=("out", "in")), config)
+    k.capacity.partition_shares = {("events", p): 1 / learned_partitions for p in range(learned_partitions)}
+    assert k.history.latest_table is not None
+    most = len(k.history.latest_table.per_scaleout_per_s)
+    model = job_model_from_knowledge(k, config, "k.sqlite")
+    assert model.reference_scaleout == (reference or most)
+    assert model.partitions == (partitions or 12 * most)
 
 
 def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
