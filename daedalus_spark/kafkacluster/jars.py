@@ -45,10 +45,11 @@ def artifact_name(jar: str) -> str:
     return match.group("artifact") if match else jar.removesuffix(".jar")
 
 
-def connector_jars(spark_jars: Path | None = None) -> list[Path]:
-    """The connector and the dependencies Spark itself lacks (kafka-clients, commons-pool2, ...): a second Scala,
-    Hadoop or SLF4J beside Spark's own would only shadow or clash, so jars whose artifact Spark ships are left out."""
-    folder = _complete(connector_dir(), f"Spark's Kafka connector {spark_version()}")
+def connector_jars(spark_jars: Path | None = None, spark: str | None = None) -> list[Path]:
+    """The connector (of PySpark's version, or of `spark` with that Spark's `spark_jars`) and the dependencies Spark
+    itself lacks (kafka-clients, commons-pool2, ...): a second Scala, Hadoop or SLF4J beside Spark's own would only
+    shadow or clash, so jars whose artifact Spark ships are left out."""
+    folder = _complete(connector_dir(spark), f"Spark's Kafka connector {spark or spark_version()}")
     if spark_jars is None:
         import pyspark
 
@@ -91,18 +92,20 @@ def fetch(pom: Path, folder: Path, properties: dict[str, str], *, mvn: str = "mv
     return fill_once(folder, copy_dependencies)
 
 
+def fetch_connector(spark: str, scala: str = "2.13", pom_dir: Path = POM_DIR) -> str:
+    """Spark's Kafka connector for Spark `spark` built on Scala `scala`; returns one line saying what was done."""
+    properties = {"spark.version": spark, "scala.binary.version": scala}
+    return _fetched(connector_dir(spark), fetch(pom_dir / "spark-kafka.xml", connector_dir(spark), properties))
+
+
+def _fetched(folder: Path, fetched: bool) -> str:
+    return f"{folder}: {'fetched' if fetched else 'cached'} ({len(list(folder.glob('*.jar')))} jars)"
+
+
 def fetch_all(pom_dir: Path = POM_DIR) -> list[str]:
     """Spark's Kafka connector at PySpark's version and the Kafka broker; returns one line per folder."""
-    spark = spark_version()
-    wanted = [
-        (pom_dir / "spark-kafka.xml", connector_dir(spark), {"spark.version": spark}),
-        (pom_dir / "kafka-broker.xml", broker_dir(), {"kafka.version": KAFKA_VERSION}),
-    ]
-    lines = []
-    for pom, folder, properties in wanted:
-        fetched = fetch(pom, folder, properties)
-        lines.append(f"{folder}: {'fetched' if fetched else 'cached'} ({len(list(folder.glob('*.jar')))} jars)")
-    return lines
+    broker = fetch(pom_dir / "kafka-broker.xml", broker_dir(), {"kafka.version": KAFKA_VERSION})
+    return [fetch_connector(spark_version(), pom_dir=pom_dir), _fetched(broker_dir(), broker)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

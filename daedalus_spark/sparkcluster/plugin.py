@@ -19,12 +19,15 @@ from pathlib import Path
 from types import MappingProxyType
 
 from daedalus_spark.buildcache import JarsMissing, cache_root, fill_once, is_complete
+from daedalus_spark.kafkacluster import jars
 
 BUILD_COMMAND = "make jvm-plugin"
 JVM_DIR = Path(__file__).resolve().parents[2] / "jvm"
 PLUGIN_CLASS = "daedalus.spark.plugin.DaedalusPlugin"
 EXAMPLE_JOB_CLASS = "daedalus.spark.example.RateCount"
-SPARK_35 = "3.5.9"  # the newest Spark 3.5 (Scala 2.12) whose PySpark distribution is served
+# The newest Spark 3.5 (Scala 2.12) whose PySpark distribution and Kafka connector are both served (the connector of
+# 3.5.8 and 3.5.9 is not on Maven Central here; a driver and its connector must be one version).
+SPARK_35 = "3.5.7"
 
 
 @dataclass(frozen=True)
@@ -34,14 +37,15 @@ class SparkLine:
     name: str
     profile: str
     spark: str
+    scala: str
 
 
 def spark_lines() -> dict[str, SparkLine]:
     """Spark 3.5 and the 4.x line of the installed PySpark."""
     current = version("pyspark")
     return {
-        "3.5": SparkLine("3.5", "spark-3.5", SPARK_35),
-        "4": SparkLine("4", "spark-4", current if current.startswith("4.") else "4.2.0"),
+        "3.5": SparkLine("3.5", "spark-3.5", SPARK_35, "2.12"),
+        "4": SparkLine("4", "spark-4", current if current.startswith("4.") else "4.2.0", "2.13"),
     }
 
 
@@ -206,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in spark_lines().values():
         built = build(line)
         print(f"{plugin_dir(line)}: {'built' if built else 'cached'}")
+        print(jars.fetch_connector(line.spark, line.scala))  # the Kafka source of the line's jobs
     installed = install_runtime()
     print(f"{runtime_dir()}: {'installed' if installed else 'cached'}")
     return 0

@@ -1,10 +1,18 @@
-"""Shared pieces of the Spark tests: a paced generator into the local log, the live loop's config, its decision log."""
+"""Shared pieces of the Spark tests: a paced generator into the local log, the live loop's config, the runtime as a
+subprocess and its decision log."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -42,7 +50,8 @@ def gen_stop(thread: threading.Thread, gen: Generator) -> None:
     thread.join(timeout=10)
 
 
-def live_config(root: Path, agent_url: str, exporter_url: str, assignment: str = "any_core") -> Config:
+def live_config(root: Path, agent_url: str, exporter_url: str | None, assignment: str = "any_core") -> Config:
+    """Without a CPU exporter, utilization is the executors' Spark busy time."""
     return Config(
         controller=ControllerConfig(
             loop_interval_s=5,
@@ -60,6 +69,7 @@ def live_config(root: Path, agent_url: str, exporter_url: str, assignment: str =
             max_rescales_per_hour=72,
             cooldown_s=10,
             warmup_s=5,
+            utilization_signal="cpu" if exporter_url else "busy_time",
             knowledge_path=str(root / "knowledge.sqlite"),
         ),
         # the source's placement (any_core: the local log); the query's 1-s trigger lets the batches' line size the
@@ -85,7 +95,10 @@ def live_config(root: Path, agent_url: str, exporter_url: str, assignment: str =
             max_recovery_s=60,
         ),
         monitor=MonitorConfig(
-            scrape_urls=[f"{agent_url}/metrics", exporter_url], step_s=1, rate_window_s=3, timeout_s=3
+            scrape_urls=[f"{agent_url}/metrics", *([exporter_url] if exporter_url else [])],
+            step_s=1,
+            rate_window_s=3,
+            timeout_s=3,
         ),
         actuator=ActuatorConfig(agent_url=agent_url, timeout_s=5, retries=2, backoff_s=0.5, confirm_timeout_s=45),
         runtime=RuntimeConfig(metrics_port=free_port(), decision_log=str(root / "decisions.jsonl")),
@@ -102,3 +115,50 @@ def decisions(path: Path) -> list[dict[str, object]]:
         except json.JSONDecodeError:
             continue  # the last line of a killed runtime may be cut short
     return out
+
+
+class Runtime:
+    """`daedalus-spark run` as a subprocess; always stopped."""
+
+    def __init__(self, config_file: Path, log: Path, env: Mapping[str, str] = MappingProxyType({})) -> None:
+        self.config_file, self.log, self.env = config_file, log, dict(os.environ, **env)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(self.config_file)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=self.env,
+            )
+
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            self._end_group()
+            return None if self.process is None else self.process.returncode
+        self.process.send_signal(sig)
+        try:
+            code = self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait(timeout=10)
+        self._end_group()
+        return code
+
+    def _end_group(self) -> None:
+        """What the runtime started in its session (its spawned refit process and multiprocessing's resource
+        tracker) ends with it: a SIGKILLed runtime cannot stop them, and they would outlive the test."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def applied(records: list[dict[str, object]], direction: int) -> list[dict[str, object]]:
+    return [
+        d
+        for d in records
+        if (d.get("actuation") or {}).get("outcome") in ("accepted", "applied", "unconfirmed")  # type: ignore[union-attr]
+        and (int(d["target"]) - int(d["current"])) * direction > 0
+    ]  # type: ignore[arg-type]

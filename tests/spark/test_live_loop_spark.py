@@ -14,7 +14,6 @@ import contextlib
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import threading
 import time
@@ -51,7 +50,7 @@ from daedalus_spark.workloads.records import wordcount_line
 from daedalus_spark.workloads.source import read_values, write_stream
 from tests.spark.helpers import request as agent_request
 from tests.spark.helpers import scrape, total, wait_until
-from tests.spark.jobs import PARTITIONS, decisions, live_config
+from tests.spark.jobs import PARTITIONS, Runtime, applied, decisions, live_config
 
 pytestmark = pytest.mark.spark
 TOPIC, QUERY = "words", "wordcount_live"
@@ -64,52 +63,6 @@ LOW_S, HIGH_S, TAIL_S = 30, 70, 75
 # a clock would leave nothing to scale out for. Each wait below names its condition and has a deadline with room.
 HIGH_MAX_S = 420
 START_S = 240  # the runtime's first tick, from its start: imports and a first window on a busy 2-core machine
-
-
-class Runtime:
-    """`daedalus-spark run` as a subprocess; always stopped."""
-
-    def __init__(self, config_file: Path, log: Path) -> None:
-        self.config_file, self.log = config_file, log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(self.config_file)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def stop(self, sig: int = signal.SIGTERM) -> int | None:
-        if self.process is None or self.process.poll() is not None:
-            self._end_group()
-            return None if self.process is None else self.process.returncode
-        self.process.send_signal(sig)
-        try:
-            code = self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait(timeout=10)
-        self._end_group()
-        return code
-
-    def _end_group(self) -> None:
-        """What the runtime started in its session (its spawned refit process and multiprocessing's resource
-        tracker) ends with it: a SIGKILLed runtime cannot stop them, and they would outlive the test."""
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-
-
-def applied(records: list[dict[str, object]], direction: int) -> list[dict[str, object]]:
-    return [
-        d
-        for d in records
-        if (d.get("actuation") or {}).get("outcome") in ("accepted", "applied", "unconfirmed")  # type: ignore[union-attr]
-        and (int(d["target"]) - int(d["current"])) * direction > 0
-    ]  # type: ignore[arg-type]
 
 
 def probe(scaleout: int, now_s: float) -> Observation:
