@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from daedalus_spark.agent.driverui import fetch_json
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.sparkcluster import LocalCluster
 from daedalus_spark.sparkcluster import plugin as jvm
 from daedalus_spark.waiting import wait_until
@@ -143,7 +144,7 @@ def run_mode(mode: str, rounds: int, *, rate: int, row_ms: float, root: Path) ->
     home, jar = jvm.spark_home("4"), jvm.plugin_jar("4")
     work = root / mode
     work.mkdir()
-    port = jvm._free_port()
+    port = free_port()
     conf = {**DECOMMISSION, **jvm.plugin_conf(port=port, initialTarget="2", scaleIn=mode)}
     app = ["--class", jvm.EXAMPLE_JOB_CLASS, str(jar), "ratecount", str(rate), str(work / "ck"), str(work / "stop")]
     app.append(str(row_ms))

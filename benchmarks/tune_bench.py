@@ -30,8 +30,8 @@ import numpy as np
 from daedalus_spark.analyze.forecast import fitcache, modelmemo
 from daedalus_spark.cli import main as cli_main
 from daedalus_spark.config import Config, parse_model
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR
-from daedalus_spark.monitor.promserver import free_port
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.sim.evaluate import compress_trace
 from daedalus_spark.sim.jobmodel import JobModel

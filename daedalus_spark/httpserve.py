@@ -16,6 +16,13 @@ from typing import Any
 MAX_CONNECTIONS = 1024
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on `host` now (the OS's choice), for a local server a test or the demo starts."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
 def send_body(handler: BaseHTTPRequestHandler, code: int, body: bytes, content_type: str) -> None:
     """A complete response: status, type, length, body."""
     handler.send_response(code)

@@ -13,7 +13,6 @@ import errno
 import json
 import math
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ from daedalus_spark.demo.plan import DemoPlan as DemoPlan
 from daedalus_spark.demo.processes import Processes
 from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, summarize
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.kafkacluster.broker import LocalKafka
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.progress import Progress
@@ -63,12 +63,6 @@ def autoscaler_job_args(plan: DemoPlan) -> list[str]:
         return [arg for key, value in settings.items() for arg in ("--conf", f"spark.dynamicAllocation.{key}={value}")]
     initial = (plan.static_executors or plan.max_scaleout) if plan.autoscaler == "static" else plan.initial_executors
     return ["--initial-executors", str(initial)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for_processes(

@@ -18,8 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.kafkacluster.jars import KAFKA_VERSION, broker_classpath, java
-from daedalus_spark.sparkcluster.cluster import free_port
 from daedalus_spark.waiting import wait_until
 
 _LOG4J = """rootLogger.level=WARN

@@ -22,8 +22,8 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from daedalus_spark.demo.processes import Processes
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.kubecluster.bins import etcd, kube_apiserver
-from daedalus_spark.sparkcluster.cluster import free_port
 from daedalus_spark.waiting import wait_until
 
 ADMIN = "admin"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from urllib.parse import urlsplit
 import requests
 import yaml
 
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.waiting import wait_until
 
 DEFAULT_BINARY = "/usr/bin/prometheus"  # Debian's package `prometheus`
@@ -21,12 +21,6 @@ DEFAULT_BINARY = "/usr/bin/prometheus"  # Debian's package `prometheus`
 def find_binary(binary: str = DEFAULT_BINARY) -> str | None:
     """The Prometheus executable, or None when it is not installed."""
     return binary if Path(binary).is_file() else shutil.which("prometheus")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def render_config(targets: list[str], scrape_interval_s: float) -> str:

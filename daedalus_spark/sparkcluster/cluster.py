@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,17 +22,12 @@ import pyspark
 from prometheus_client import CollectorRegistry, start_http_server
 from pyspark.sql import SparkSession
 
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.sparkcluster.cgroups import CpuGroup, cpu_quota_support
 from daedalus_spark.sparkcluster.cpu_exporter import ExecutorCpu, ExecutorCpuCollector
 from daedalus_spark.waiting import wait_until
 
 __all__ = ["LocalCluster", "cpu_quota_support"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

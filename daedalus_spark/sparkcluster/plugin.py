@@ -9,7 +9,6 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from daedalus_spark.buildcache import JarsMissing, cache_root, fill_once, is_complete
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.kafkacluster import jars
 
 BUILD_COMMAND = "make jvm-plugin"
@@ -160,7 +160,7 @@ def submit(
 ) -> SubmittedJob:
     """spark-submit `app` (`--class X jar args…` or `script.py args…`) from the Spark at `home`; the driver's UI
     and the agent listen on 127.0.0.1 (the agent on `agent_port`, which the caller sets in `conf` or the app)."""
-    ui_port = _free_port()
+    ui_port = free_port()
     settings = {
         "spark.driver.host": "127.0.0.1",
         "spark.ui.port": str(ui_port),
@@ -184,12 +184,6 @@ def submit(
             command, env=environment, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=workdir
         )
     return SubmittedJob(process, stop_file, f"http://127.0.0.1:{agent_port}", f"http://127.0.0.1:{ui_port}", log)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def plugin_conf(*, port: int, max_executors: int = 2, **more: str) -> dict[str, str]:

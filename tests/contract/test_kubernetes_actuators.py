@@ -10,8 +10,8 @@ import pytest
 from kubernetes import client as k8s
 
 from daedalus_spark.execute.kubernetes_scale import KubernetesScaleActuator
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.kubecluster.apiserver import LocalApiServer
-from daedalus_spark.sparkcluster.cluster import free_port
 from tests.contract.actuator_contract import CONTRACT
 from tests.integration.fake_apiserver import FakeApiServer
 from tests.integration.k8s_backends import MAX_REPLICAS, Real

@@ -27,7 +27,7 @@ from daedalus_spark.config import (
     RecoveryConfig,
     RuntimeConfig,
 )
-from daedalus_spark.sparkcluster.cluster import free_port
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.workloads.generator import Generator, LocalLogSink
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.pacing import PaceKeeper, Pacer

@@ -20,6 +20,7 @@ from daedalus_spark.buildcache import JarsMissing
 from daedalus_spark.config import ActuatorConfig
 from daedalus_spark.execute.agent import AgentActuator
 from daedalus_spark.execute.port import ActuatorError, Outcome
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.sparkcluster import LocalCluster, rate_job
 from daedalus_spark.sparkcluster import plugin as jvm
 from tests.spark.helpers import request, scrape, total, wait_until
@@ -80,7 +81,7 @@ def app_args(case: Case, jar: Path, work: Path, agent_port: int) -> list[str]:
 
 def start(case: Case, work: Path, master: str) -> jvm.SubmittedJob:
     home, jar = artifacts(case.line)
-    port = jvm._free_port()
+    port = free_port()
     conf = dict(DECOMMISSION) if case.scale_in == "decommission" else {}
     env = {"DAEDALUS_AGENT_TOKEN": TOKEN, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     jars: list[Path] = []

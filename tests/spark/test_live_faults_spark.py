@@ -37,11 +37,11 @@ from daedalus_spark.clock import SystemClock
 from daedalus_spark.config import Config, MonitorConfig
 from daedalus_spark.demo.counts import final_counts, read_sink, words_in_log
 from daedalus_spark.execute.agent import AgentActuator
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.loop import StepResult
 from daedalus_spark.monitor.promserver import find_binary, start_prometheus
 from daedalus_spark.runtime.wiring import assemble_sidecar, make_monitor
 from daedalus_spark.sparkcluster import LocalCluster
-from daedalus_spark.sparkcluster.cluster import free_port
 from daedalus_spark.workloads import wordcount
 from daedalus_spark.workloads.generator import Generator, LocalLogSink
 from daedalus_spark.workloads.locallog import LocalLog

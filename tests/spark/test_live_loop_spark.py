@@ -37,11 +37,11 @@ from daedalus_spark.config import (
 )
 from daedalus_spark.controller import Controller
 from daedalus_spark.domain import Observation
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.kafkacluster.broker import LocalKafka
 from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.sparkcluster import LocalCluster
-from daedalus_spark.sparkcluster.cluster import free_port
 from daedalus_spark.workloads import wordcount
 from daedalus_spark.workloads.generator import Generator, KafkaSink, LocalLogSink, RecordSink
 from daedalus_spark.workloads.locallog import LocalLog

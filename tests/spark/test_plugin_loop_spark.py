@@ -27,6 +27,7 @@ pytest.importorskip("pyspark")
 from daedalus_spark.agent.driverui import DriverUiReader, fetch_json, live_executors
 from daedalus_spark.buildcache import JarsMissing
 from daedalus_spark.config import render_yaml
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.kafkacluster.broker import LocalKafka
 from daedalus_spark.kafkacluster.jars import connector_jars
 from daedalus_spark.kafkacluster.offsets import BrokerOffsets
@@ -125,7 +126,7 @@ def start_job(case: Case, kafka: LocalKafka, master: str, work: Path) -> Job:
         kafka_jars = connector_jars(home / "jars", line.spark)
     except JarsMissing as exc:
         pytest.fail(str(exc))
-    topic, output, port = f"count-{case.id.replace('.', '')}", work / "counts", jvm._free_port()
+    topic, output, port = f"count-{case.id.replace('.', '')}", work / "counts", free_port()
     kafka.create_topic(topic, PARTITIONS)
     conf = jvm.plugin_conf(port=port, max_executors=MAX_EXECUTORS, initialTarget="1", scaleIn=case.scale_in)
     if case.scale_in == "decommission":

@@ -12,9 +12,9 @@ import pytest
 from daedalus_spark.cli import main
 from daedalus_spark.config import Config, parse_config
 from daedalus_spark.domain import CapacityTable, Recovery
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.knowledge.state import Knowledge, snapshot
-from daedalus_spark.monitor.promserver import free_port
 from daedalus_spark.testing import TUNE_GRID, TUNE_INPUTS, TUNE_TRACE, tune_row
 from daedalus_spark.tune.grid import SplitSettings, TuneGrid, candidates
 from daedalus_spark.tune.outputs import summary, write_all

@@ -15,7 +15,7 @@ import pytest
 
 from daedalus_spark.cli import main
 from daedalus_spark.config import Config
-from daedalus_spark.monitor.promserver import free_port
+from daedalus_spark.httpserve import free_port
 from daedalus_spark.testing import TUNE_GRID, TUNE_INPUTS, TUNE_TRACE, tune_row
 from daedalus_spark.tune.grid import TuneGrid, candidates
 from daedalus_spark.tune.outputs import write_all
