@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from daedalus_spark.config import parse_config
+from daedalus_spark.config import parse_config, with_topic_partitions
 from tests.conftest import ROOT
 from tests.integration.kustomize import DEPLOY, EXAMPLES, TARGETS, find, kubectl_command, pod_template, rendered
 
@@ -147,7 +147,9 @@ def test_the_jobs_config_is_the_components_plus_its_partition_count_everywhere(t
     assert data == template, "the job's config differs from the component's beyond its job keys"
     partitions = PARTITIONS[target]
     config = parse_config(config_of(target), target)
-    assert config.controller.max_scaleout == config.capacity.partitions == partitions
+    assert config.controller.max_scaleout == config.capacity.partitions == 0  # the topic's count, as it is listed
+    followed, warnings = with_topic_partitions(config, partitions)
+    assert followed.controller.max_scaleout == followed.capacity.partitions == partitions and not warnings
     conf = app_of(target)["spec"]["sparkConf"]
     if "spark.plugins" in conf:  # the JVM agent reads its bound from the SparkConf
         assert int(conf["spark.daedalus.agent.maxExecutors"]) == partitions
