@@ -1,6 +1,11 @@
 """Demo (Kafka): checks the monitor's lag source while the demo runs — kafka-exporter's lag as Prometheus holds it
 against the lag computed from the broker's own offsets at the moment of that scrape, within one batch's records.
 
+One batch's records are what a batch read on average over the last 30 s, and at least what one trigger interval
+brings at the produce rate then: through a rescale's stall no batch completes, yet the batch that follows reads at
+least that much, and the exporter's and the broker's readings of a log that grows by thousands a second differ by
+what arrived between them.
+
 The broker is read every second, and the exported value is compared with the broker's lag interpolated to the
 scrape's own timestamp (Prometheus's `timestamp()`), not with a reading taken up to a scrape interval later: between
 the two a batch may commit, or a few seconds of records arrive, and a gap of that kind says nothing about the
@@ -27,16 +32,25 @@ _BATCH = (
 )
 
 
+_PRODUCED = 'sum(rate(kafka_topic_partition_current_offset{{topic="{topic}"}}[30s]))'
+
+
 @dataclass(frozen=True)
 class LagSample:
     t_s: float
     exported: float  # sum of kafka_consumergroup_lag in Prometheus (its last scrape)
     broker: float  # sum over partitions of log-end minus committed, from the broker, at the scrape's time
     batch_records: float  # records a batch read, on average over the last 30 s
+    trigger_records: float = 0.0  # records one trigger interval brings at the produce rate of the last 30 s
+
+    @property
+    def bound(self) -> float:
+        """One batch's records: the batches' average, at least one trigger interval's records, at least one."""
+        return max(self.batch_records, self.trigger_records, 1.0)
 
     @property
     def within(self) -> bool:
-        return abs(self.exported - self.broker) <= max(self.batch_records, 1.0)
+        return abs(self.exported - self.broker) <= self.bound
 
 
 @dataclass
@@ -47,9 +61,10 @@ class LagCheck:
     offsets: BrokerOffsets
     topic: str
     group: str
+    trigger_s: float = 1.0
     period_s: float = 5.0
     samples: list[LagSample] = field(default_factory=list)
-    missing: int = 0
+    missing: dict[str, int] = field(default_factory=dict)  # samples not taken, by what was lacking
     _stop: threading.Event = field(default_factory=threading.Event)
     started: float = field(default_factory=time.monotonic)
 
@@ -76,15 +91,27 @@ class LagCheck:
                 exported = self._query(f"sum(kafka_consumergroup_lag{{{selector}}})")
                 scraped_s = self._query(f"max(timestamp(kafka_consumergroup_lag{{{selector}}}))")
                 batch = self._query(_BATCH)
+                produced = self._query(_PRODUCED.format(topic=self.topic))
                 self._read_broker(readings)  # after the query: the scrape it returned lies between two readings
             except Exception:  # noqa: BLE001 - a busy moment: counted as missing, the next period tries again
-                self.missing += 1
+                self._miss("Prometheus did not answer")
                 continue
             broker = None if scraped_s is None else readings.at(scraped_s)
-            if exported is None or batch is None or broker is None:
-                self.missing += 1
+            if exported is None and not self.samples:
+                continue  # the group has committed nothing yet: no lag to compare
+            lacking = [
+                what
+                for what, value in (("exported lag", exported), ("batch size", batch), ("broker reading", broker))
+                if value is None
+            ]
+            if lacking or exported is None or batch is None or broker is None:
+                self._miss(", ".join(lacking))
                 continue
-            self.samples.append(LagSample(time.monotonic() - self.started, exported, broker, batch))
+            trigger = (produced or 0.0) * self.trigger_s
+            self.samples.append(LagSample(time.monotonic() - self.started, exported, broker, batch, trigger))
+
+    def _miss(self, what: str) -> None:
+        self.missing[what] = self.missing.get(what, 0) + 1
 
     def _read_broker(self, readings: BrokerReadings) -> None:
         # a busy moment: the interpolation spans the readings either side
@@ -103,9 +130,10 @@ class LagCheck:
         return {
             "samples": len(self.samples),
             "within_one_batch": sum(s.within for s in self.samples),
-            "missing": self.missing,
+            "missing": sum(self.missing.values()),
+            "missing_because": dict(sorted(self.missing.items())),
             "worst_gap_records": None if worst is None else round(abs(worst.exported - worst.broker)),
-            "worst_gap_batch_records": None if worst is None else round(worst.batch_records),
+            "worst_gap_batch_records": None if worst is None else round(worst.bound),
             # every sample outside the bound, for summary.json: when, and the three figures it compared
             "outside": [
                 {
@@ -113,6 +141,7 @@ class LagCheck:
                     "exported": s.exported,
                     "broker": round(s.broker),
                     "batch": round(s.batch_records),
+                    "trigger": round(s.trigger_records),
                 }
                 for s in self.samples
                 if not s.within

@@ -281,7 +281,8 @@ def _start_everything(
         from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 
         offsets = BrokerOffsets(running.kafka.bootstrap)
-        running.lag_check = LagCheck(running.prometheus.url, offsets, TOPIC, GROUP).start()
+        trigger_s = config.capacity.trigger_interval_s
+        running.lag_check = LagCheck(running.prometheus.url, offsets, TOPIC, GROUP, trigger_s=trigger_s).start()
     running.agent_answer = _agent_status(agent, processes)
     log(
         f"demo: load cycle of {plan.duration_s:.0f} s running; autoscaler {plan.autoscaler}"

@@ -185,12 +185,18 @@ def lag_check_line(check: dict[str, Any] | None) -> list[str]:
         return []
     return [
         f"  kafka-exporter's lag through Prometheus within one batch's records of the broker's: "
-        f"{check['within_one_batch']} of {check['samples']} samples ({_worst_gap(check)}; {check['missing']} missing)"
+        f"{check['within_one_batch']} of {check['samples']} samples ({_worst_gap(check)}; {_missing(check)})"
     ]
+
+
+def _missing(check: dict[str, Any]) -> str:
+    because = check.get("missing_because") or {}
+    reasons = ", ".join(f"{count} without {what}" for what, count in because.items())
+    return f"{check['missing']} missing" + (f": {reasons}" if reasons else "")
 
 
 def _worst_gap(check: dict[str, Any]) -> str:
     gap, batch = check.get("worst_gap_records"), check.get("worst_gap_batch_records")
     if gap is None or batch is None:
         return "no sample"
-    return f"worst {gap:,} records apart, when a batch read {batch:,} records"
+    return f"worst {gap:,} records apart, when one batch was {batch:,} records"

@@ -10,42 +10,49 @@ from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 
 
 @pytest.mark.parametrize(
-    ("exported", "broker", "batch", "within"),
+    ("exported", "broker", "batch", "trigger", "within"),
     [
-        (1000.0, 1000.0, 500.0, True),
-        (1500.0, 1000.0, 500.0, True),
-        (1501.0, 1000.0, 500.0, False),
-        (0.0, 300.0, 0.0, False),  # no batch in the window: the bound is one record, not zero
-        (0.0, 1.0, 0.0, True),
+        (1000.0, 1000.0, 500.0, 0.0, True),
+        (1500.0, 1000.0, 500.0, 0.0, True),
+        (1501.0, 1000.0, 500.0, 0.0, False),
+        (0.0, 300.0, 0.0, 0.0, False),  # nothing produced and no batch in the window: the bound is one record
+        (0.0, 1.0, 0.0, 0.0, True),
+        (5000.0, 3000.0, 0.0, 2000.0, True),  # a stall: no batch, 2,000 records a trigger interval brings
+        (5001.0, 3000.0, 0.0, 2000.0, False),
+        (1800.0, 1000.0, 800.0, 400.0, True),  # batches larger than a trigger's records: theirs is the bound
     ],
-    ids=["equal", "one-batch-off", "past-one-batch", "no-batch-yet", "one-record"],
+    ids=["equal", "one-batch-off", "past-one-batch", "nothing-yet", "one-record", "stall", "past-stall", "backlog"],
 )
-def test_a_sample_is_within_one_batchs_records(exported: float, broker: float, batch: float, within: bool) -> None:
-    assert LagSample(0.0, exported, broker, batch).within is within
+def test_a_sample_is_within_one_batchs_records(
+    exported: float, broker: float, batch: float, trigger: float, within: bool
+) -> None:
+    assert LagSample(0.0, exported, broker, batch, trigger).within is within
 
 
 def test_the_summary_counts_samples_within_and_gives_the_worst_gap_in_records() -> None:
     check = LagCheck("http://127.0.0.1:1", BrokerOffsets("127.0.0.1:1"), "t", "g")
     check.samples = [LagSample(0, 100, 100, 50), LagSample(5, 200, 100, 50), LagSample(10, 130, 100, 50)]
-    check.missing = 1
+    check.missing = {"exported lag": 1}
     assert check.summary() == {
         "samples": 3,
         "within_one_batch": 2,
         "missing": 1,
+        "missing_because": {"exported lag": 1},
         "worst_gap_records": 100,
         "worst_gap_batch_records": 50,
-        "outside": [{"t_s": 5.0, "exported": 200, "broker": 100, "batch": 50}],
+        "outside": [{"t_s": 5.0, "exported": 200, "broker": 100, "batch": 50, "trigger": 0}],
     }
+    assert "1 missing: 1 without exported lag" in format_summary_line(check.summary())
 
 
 def test_a_gap_during_a_stall_is_records_not_thousands_of_batches() -> None:
-    """No batch in the window (a stall): the gap is reported in records beside a batch of 0, not divided by 1."""
+    """No batch and no record produced in the window: the gap is reported in records beside a bound of 1 record."""
     check = LagCheck("http://127.0.0.1:1", BrokerOffsets("127.0.0.1:1"), "t", "g")
     check.samples = [LagSample(0, 9000, 524, 0), LagSample(5, 100, 100, 4000)]
     summary = check.summary()
-    assert (summary["worst_gap_records"], summary["worst_gap_batch_records"]) == (8476, 0)
+    assert (summary["worst_gap_records"], summary["worst_gap_batch_records"]) == (8476, 1)
     line = format_summary_line(summary)
-    assert "worst 8,476 records apart, when a batch read 0 records" in line
+    assert "worst 8,476 records apart, when one batch was 1 records" in line
     assert "batches;" not in line
 
 
