@@ -99,14 +99,10 @@ class LagCheck:
             broker = None if scraped_s is None else readings.at(scraped_s)
             if exported is None and not self.samples:
                 continue  # the group has committed nothing yet: no lag to compare
-            lacking = [
-                what
-                for what, value in (("exported lag", exported), ("batch size", batch), ("broker reading", broker))
-                if value is None
-            ]
-            if lacking or exported is None or batch is None or broker is None:
-                self._miss(", ".join(lacking))
+            if exported is None or broker is None:
+                self._miss("exported lag" if exported is None else "broker reading")
                 continue
+            batch = batch or 0.0  # no batch series with two points in the window: no batch read anything in it
             trigger = (produced or 0.0) * self.trigger_s
             self.samples.append(LagSample(time.monotonic() - self.started, exported, broker, batch, trigger))
 
