@@ -7,7 +7,8 @@ with the plugin (`spark.plugins`) and Spark's Kafka connector of the same versio
 Kafka broker. Each record holds its task for RECORD_MS (waiting, not computing: the 2 cores stay free for the
 driver, the broker and the controller), so one executor carries about 1000 / RECORD_MS records/s and two about
 twice that. The controller sees the job only through the plugin's /metrics (busy time as utilization) and sets the
-count only through its PUT /executors; a generator replays low -> high -> low.
+count only through its PUT /executors; its largest scale-out is the topic's partition count (2), read from the
+partitions the plugin lists. A generator replays low -> high -> low.
 """
 
 from __future__ import annotations
@@ -185,7 +186,14 @@ def test_the_controller_scales_the_job_out_and_in_through_the_plugin_every_recor
     job: Job, kafka: LocalKafka, tmp_path: Path
 ) -> None:
     submitted = job.submitted
-    config = live_config(tmp_path, submitted.agent_url, None, "kafka")
+    base = live_config(tmp_path, submitted.agent_url, None, "kafka")
+    # the largest scale-out and the partition count left to the topic, as the plugin lists its partitions
+    config = base.model_copy(
+        update={
+            "controller": base.controller.model_copy(update={"max_scaleout": 0}),
+            "capacity": base.capacity.model_copy(update={"partitions": 0}),
+        }
+    )
     config_file = tmp_path / "live.yaml"
     config_file.write_text(render_yaml(config))
     decision_log = Path(config.runtime.decision_log)
@@ -249,4 +257,5 @@ def test_the_controller_scales_the_job_out_and_in_through_the_plugin_every_recor
     assert size > 0
     logged = ticks()
     assert logged and all(t.get("reason") for t in logged), "every tick has a logged reason"
+    assert f"source topic: {PARTITIONS} partitions" in (tmp_path / "runtime.log").read_text()
     print(f"{job.case.id}: {len(logged)} ticks, {produced} records")
