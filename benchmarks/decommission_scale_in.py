@@ -29,12 +29,6 @@ from daedalus_spark.sparkcluster import LocalCluster
 from daedalus_spark.sparkcluster import plugin as jvm
 from daedalus_spark.waiting import wait_until
 
-DECOMMISSION = {
-    "spark.decommission.enabled": "true",
-    "spark.storage.decommission.enabled": "true",
-    "spark.storage.decommission.shuffleBlocks.enabled": "true",
-    "spark.storage.decommission.rddBlocks.enabled": "true",
-}
 STEADY_S = 30.0
 WATCH_S = 45.0
 
@@ -145,7 +139,7 @@ def run_mode(mode: str, rounds: int, *, rate: int, row_ms: float, root: Path) ->
     work = root / mode
     work.mkdir()
     port = free_port()
-    conf = {**DECOMMISSION, **jvm.plugin_conf(port=port, initialTarget="2", scaleIn=mode)}
+    conf = {**jvm.DECOMMISSION_CONF, **jvm.plugin_conf(port=port, initialTarget="2", scaleIn=mode)}
     app = ["--class", jvm.EXAMPLE_JOB_CLASS, str(jar), "ratecount", str(rate), str(work / "ck"), str(work / "stop")]
     app.append(str(row_ms))
     results = []

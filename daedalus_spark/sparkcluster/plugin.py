@@ -186,6 +186,17 @@ def submit(
     return SubmittedJob(process, stop_file, f"http://127.0.0.1:{agent_port}", f"http://127.0.0.1:{ui_port}", log)
 
 
+# Graceful scale-in: executors asked to leave finish their tasks and hand their shuffle and cached blocks over first.
+DECOMMISSION_CONF = MappingProxyType(
+    {
+        "spark.decommission.enabled": "true",
+        "spark.storage.decommission.enabled": "true",
+        "spark.storage.decommission.shuffleBlocks.enabled": "true",
+        "spark.storage.decommission.rddBlocks.enabled": "true",
+    }
+)
+
+
 def plugin_conf(*, port: int, max_executors: int = 2, **more: str) -> dict[str, str]:
     """The settings that attach the plugin: `spark.plugins` and the agent's own (`more` as `scaleIn="kill"`)."""
     conf = {

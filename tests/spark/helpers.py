@@ -1,4 +1,5 @@
-"""Test helpers for the Spark tests: bounded polling and reading the agent's HTTP endpoint."""
+"""Test helpers for the Spark tests: bounded polling, reading the agent's HTTP endpoint, and asking a submitted
+driver whether its agent answers and how many executors it has live."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from daedalus_spark import waiting
+from daedalus_spark.agent.driverui import DriverUiReader, fetch_json, live_executors
+from daedalus_spark.sparkcluster.plugin import SubmittedJob
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0, step_s: float = 0.2) -> None:
@@ -42,6 +45,27 @@ def request(url: str, method: str = "GET", body: Any = None, token: str | None =
             return r.status, json.load(r)
     except urllib.error.HTTPError as exc:
         return exc.code, json.load(exc)
+
+
+def answering(job: SubmittedJob) -> bool:
+    """The driver's agent answers /healthz; an AssertionError naming the log once the driver has exited."""
+    if not job.running():
+        raise AssertionError(f"the driver exited with {job.process.returncode}: see {job.log}")
+    try:
+        return request(f"{job.agent_url}/healthz")[0] == 200
+    except OSError:
+        return False
+
+
+def driver_live(job: SubmittedJob) -> int:
+    """Live executors as the driver's own REST API lists them (not through the agent); -1 while a driver too busy
+    to answer within 30 s, or still starting up (its UI answers in plain text then), cannot say."""
+    try:
+        app_id = fetch_json(f"{job.ui_url}/api/v1/applications", 30)[0]["id"]
+        executors = fetch_json(f"{job.ui_url}/api/v1/applications/{app_id}/allexecutors", 30)
+    except (OSError, ValueError):
+        return -1
+    return len(live_executors(DriverUiReader._executor(e) for e in executors))
 
 
 def stop_leftover_spark_session() -> None:

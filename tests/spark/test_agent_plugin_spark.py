@@ -15,7 +15,6 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from daedalus_spark.agent.driverui import DriverUiReader, fetch_json, live_executors
 from daedalus_spark.buildcache import JarsMissing
 from daedalus_spark.config import ActuatorConfig
 from daedalus_spark.execute.agent import AgentActuator
@@ -23,20 +22,13 @@ from daedalus_spark.execute.port import ActuatorError, Outcome
 from daedalus_spark.httpserve import free_port
 from daedalus_spark.sparkcluster import LocalCluster, rate_job
 from daedalus_spark.sparkcluster import plugin as jvm
-from tests.spark.helpers import request, scrape, total, wait_until
+from tests.spark.helpers import answering, driver_live, request, scrape, total, wait_until
 
 pytestmark = pytest.mark.spark
 TOKEN = "plugin-s3cret"
 MAX_EXECUTORS = 2
 START_S = 180.0  # a driver JVM, two workers and the first batch on a busy 2-core machine
 SCALE_S = 180.0  # a decommissioned executor takes ~30 s to leave; the reconcile waits 30 s first
-# Graceful scale-in: executors asked to leave finish their tasks and hand their blocks over first.
-DECOMMISSION = {
-    "spark.decommission.enabled": "true",
-    "spark.storage.decommission.enabled": "true",
-    "spark.storage.decommission.shuffleBlocks.enabled": "true",
-    "spark.storage.decommission.rddBlocks.enabled": "true",
-}
 
 
 @dataclass(frozen=True)
@@ -82,7 +74,7 @@ def app_args(case: Case, jar: Path, work: Path, agent_port: int) -> list[str]:
 def start(case: Case, work: Path, master: str) -> jvm.SubmittedJob:
     home, jar = artifacts(case.line)
     port = free_port()
-    conf = dict(DECOMMISSION) if case.scale_in == "decommission" else {}
+    conf = dict(jvm.DECOMMISSION_CONF) if case.scale_in == "decommission" else {}
     env = {"DAEDALUS_AGENT_TOKEN": TOKEN, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     jars: list[Path] = []
     if case.agent == "plugin":
@@ -93,26 +85,6 @@ def start(case: Case, work: Path, master: str) -> jvm.SubmittedJob:
         env["PYTHONPATH"] = os.pathsep.join([str(jvm.runtime_dir()), str(repo)])
     app = app_args(case, jar, work, port)
     return jvm.submit(home, app, master=master, workdir=work, conf=conf, jars=jars, env=env, agent_port=port)
-
-
-def answering(job: jvm.SubmittedJob) -> bool:
-    if not job.running():
-        raise AssertionError(f"the driver exited with {job.process.returncode}: see {job.log}")
-    try:
-        return request(f"{job.agent_url}/healthz")[0] == 200
-    except OSError:
-        return False
-
-
-def driver_live(job: jvm.SubmittedJob) -> int:
-    """Live executors as the driver's own REST API lists them (not through the agent); -1 while a driver too busy
-    to answer within 30 s cannot say."""
-    try:
-        app_id = fetch_json(f"{job.ui_url}/api/v1/applications", 30)[0]["id"]
-        executors = fetch_json(f"{job.ui_url}/api/v1/applications/{app_id}/allexecutors", 30)
-    except OSError:
-        return -1
-    return len(live_executors(DriverUiReader._executor(e) for e in executors))
 
 
 def batches(job: jvm.SubmittedJob) -> float:

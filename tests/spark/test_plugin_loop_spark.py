@@ -25,7 +25,6 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from daedalus_spark.agent.driverui import DriverUiReader, fetch_json, live_executors
 from daedalus_spark.buildcache import JarsMissing
 from daedalus_spark.config import render_yaml
 from daedalus_spark.httpserve import free_port
@@ -37,7 +36,7 @@ from daedalus_spark.sparkcluster import plugin as jvm
 from daedalus_spark.workloads.generator import Generator, KafkaSink
 from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
 from daedalus_spark.workloads.records import wordcount_line
-from tests.spark.helpers import request, scrape, total, wait_until
+from tests.spark.helpers import answering, driver_live, request, scrape, total, wait_until
 from tests.spark.jobs import PARTITIONS, Runtime, applied, decisions, live_config
 
 pytestmark = pytest.mark.spark
@@ -69,11 +68,6 @@ class Case:
 
 
 CASES = [Case("4", "java"), Case("4", "python"), Case("3.5", "java"), Case("3.5", "python")]
-DECOMMISSION = {
-    "spark.decommission.enabled": "true",
-    "spark.storage.decommission.enabled": "true",
-    "spark.storage.decommission.shuffleBlocks.enabled": "true",
-}
 
 
 class Load:
@@ -131,7 +125,7 @@ def start_job(case: Case, kafka: LocalKafka, master: str, work: Path) -> Job:
     kafka.create_topic(topic, PARTITIONS)
     conf = jvm.plugin_conf(port=port, max_executors=MAX_EXECUTORS, initialTarget="1", scaleIn=case.scale_in)
     if case.scale_in == "decommission":
-        conf.update(DECOMMISSION)
+        conf.update(jvm.DECOMMISSION_CONF)
     conf["spark.sql.shuffle.partitions"] = str(PARTITIONS)
     env = {"DAEDALUS_AGENT_TOKEN": TOKEN, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     common = [str(work / "checkpoint"), str(work / "stop"), str(output), str(RECORD_MS)]
@@ -146,26 +140,6 @@ def start_job(case: Case, kafka: LocalKafka, master: str, work: Path) -> Job:
         home, app, master=master, workdir=work, conf=conf, jars=[jar, *kafka_jars], env=env, agent_port=port
     )
     return Job(case, submitted, topic, output)
-
-
-def answering(job: jvm.SubmittedJob) -> bool:
-    if not job.running():
-        raise AssertionError(f"the driver exited with {job.process.returncode}: see {job.log}")
-    try:
-        return request(f"{job.agent_url}/healthz")[0] == 200
-    except OSError:
-        return False
-
-
-def driver_live(job: jvm.SubmittedJob) -> int:
-    """Live executors as the driver's own REST API lists them (not through the plugin); -1 while a driver too busy
-    to answer within 30 s, or still starting up (its UI answers in plain text then), cannot say."""
-    try:
-        app_id = fetch_json(f"{job.ui_url}/api/v1/applications", 30)[0]["id"]
-        executors = fetch_json(f"{job.ui_url}/api/v1/applications/{app_id}/allexecutors", 30)
-    except (OSError, ValueError):
-        return -1
-    return len(live_executors(DriverUiReader._executor(e) for e in executors))
 
 
 @pytest.fixture(params=CASES, ids=lambda c: c.id)
