@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +47,7 @@ RECORD_MS = 1.5
 LOW, HIGH = 120.0, 900.0  # records/s: one executor carries LOW easily and HIGH not at all; two carry HIGH
 # Each level holds until what the test waits for happens, with a deadline: the controller settled at 1 executor
 # under the low load, a scale-out under the high load, a scale-in after the load fell.
-SETTLE_S, HIGH_MAX_S, TAIL_MAX_S = 300, 420, 420
+SETTLE_S, HIGH_MAX_S, TAIL_MAX_S = 480, 480, 480
 HOLD_MAX_S = 3600  # longer than any of those
 START_S = 240.0  # a driver JVM, two workers, the first batch, or the runtime's first tick, on a busy 2-core machine
 SCALE_S = 180.0  # a decommissioned executor takes ~30 s to leave; the plugin's reconcile waits 30 s first
@@ -89,12 +89,26 @@ class Load:
 
 
 def holds_one(ticks: list[dict[str, object]]) -> bool:
-    """The last three ticks decided on data to keep 1 executor, with a capacity at 1 learned."""
-    last = ticks[-3:]
-    return len(last) == 3 and all(
-        d["current"] == d["target"] == 1 and "capacity_current_per_s" in d["evidence"]  # type: ignore[operator]
-        for d in last
+    """The last three ticks that decided on data kept 1 executor with a capacity at 1 learned, and nothing since
+    moved it. A tick skipped for a late scrape (a busy machine) neither counts nor breaks the run."""
+    learned = [d for d in ticks if "capacity_current_per_s" in d["evidence"]]  # type: ignore[operator]
+    last = learned[-3:]
+    return (
+        len(last) == 3
+        and all(d["current"] == d["target"] == 1 for d in last)
+        and all(d["target"] in (0, 1) for d in ticks[ticks.index(last[-1]) :])
     )
+
+
+def shown(ticks: list[dict[str, object]], last: int = 60) -> str:
+    """The last ticks, one a line, for a failure message (CI keeps the message, not always the captured output)."""
+    lines = [
+        f"{float(d['time_s']):.1f} {d['current']}->{d['target']} {d['reason']} "  # type: ignore[arg-type]
+        f"capacity={d['evidence'].get('capacity_current_per_s')} "  # type: ignore[attr-defined]
+        f"load={d['evidence'].get('workload_avg_per_s')}"  # type: ignore[attr-defined]
+        for d in ticks[-last:]
+    ]
+    return f"{len(ticks)} ticks, the last {len(lines)}:\n" + "\n".join(lines)
 
 
 @pytest.fixture(scope="module")
@@ -181,9 +195,11 @@ def test_the_controller_scales_the_job_out_and_in_through_the_plugin_every_recor
     def after(t: float, direction: int) -> list[dict[str, object]]:
         return [d for d in applied(ticks(), direction) if float(d["time_s"]) > t]  # type: ignore[arg-type]
 
-    def show_ticks() -> None:
-        for d in ticks():
-            print(d["time_s"], d["current"], d["target"], d["reason"], d.get("notes", [""])[:1])
+    def wait_for(condition: Callable[[], bool], what: str, timeout_s: float) -> None:
+        try:
+            wait_until(condition, what, timeout_s, 1)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}; {shown(ticks())}") from None
 
     try:
         feeder.start()
@@ -191,24 +207,12 @@ def test_the_controller_scales_the_job_out_and_in_through_the_plugin_every_recor
         wait_until(lambda: bool(ticks()), "the runtime's first tick", START_S, step_s=0.5)
         # A controller that has seen a few seconds of a job may scale out to be safe (its capacity then rests on a
         # batch or two); the high load waits until it holds 1 executor with the low load learned.
-        try:
-            wait_until(lambda: holds_one(ticks()), "the controller holding 1 executor at the low load", SETTLE_S, 1)
-        except TimeoutError:
-            show_ticks()
-            raise
+        wait_for(lambda: holds_one(ticks()), "the controller holding 1 executor at the low load", SETTLE_S)
         high_at = load.set(HIGH)
-        try:
-            wait_until(lambda: bool(after(high_at, +1)), "a scale-out under the high load", HIGH_MAX_S, 1)
-        except TimeoutError:
-            show_ticks()
-            raise
+        wait_for(lambda: bool(after(high_at, +1)), "a scale-out under the high load", HIGH_MAX_S)
         wait_until(lambda: driver_live(submitted) == 2, "2 executors in the driver's REST API", SCALE_S)
         low_at = load.set(LOW)  # and it stays low until the controller has scaled back in
-        try:
-            wait_until(lambda: bool(after(low_at, -1)), "a scale-in after the load fell", TAIL_MAX_S, 1)
-        except TimeoutError:
-            show_ticks()
-            raise
+        wait_for(lambda: bool(after(low_at, -1)), "a scale-in after the load fell", TAIL_MAX_S)
         wait_until(lambda: driver_live(submitted) == 1, "the executor asked to leave gone from the driver", SCALE_S)
         status = request(f"{submitted.agent_url}/executors", token=TOKEN)[1]
         assert (status["target"], status["current"], status["scale_in"]) == (1, 1, job.case.scale_in), status
