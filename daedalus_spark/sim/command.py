@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--job-model",
         metavar="YAML|PROFILE",
         help="simulated job: a YAML file (capacity, skew, engine, rescales, partitions) or a packaged profile: "
-        "local, kubernetes (Spark micro-batches, in-place rescales)",
+        "local, demo, kubernetes (Spark micro-batches, in-place rescales)",
     )
     p.add_argument("--seed", type=integer(0, 2**32 - 1), default=1, help="random seed, 0..2^32-1 (default 1)")
     p.add_argument(

@@ -96,3 +96,17 @@ def test_the_cold_first_batch_lasts_as_the_live_ones(seed: int) -> None:
     measured = [d - waves.duration_s(r, 4) for _, r, d in FIRST_BATCHES.values()]
     assert min(measured) - 0.1 <= stall <= max(measured) + 0.1
     assert job.reporting_since_s() == ends[0]
+
+
+# the demo's job (benchmarks/results/spark_local.json `kafka_0.25cpu`, 2026-11-26): lines/s per executors, batches of
+# 10,000 lines per executor read back to back from 8 Kafka partitions
+DEMO_SATURATED_PER_S = {1: 1_338.0, 2: 2_623.0, 3: 3_686.0, 4: 5_229.0}
+
+
+@pytest.mark.parametrize("executors", sorted(DEMO_SATURATED_PER_S))
+def test_the_demo_profile_saturates_as_the_demo_job_did(executors: int) -> None:
+    capacity = build_simulated_capacity(load_job_model("demo"), max_scaleout=4, peak_per_s=1.0)
+    waves = capacity.waves
+    assert waves is not None
+    lines = 10_000.0 * executors
+    assert lines / waves.duration_s(lines, executors) == pytest.approx(DEMO_SATURATED_PER_S[executors], rel=0.03)
