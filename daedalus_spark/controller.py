@@ -236,25 +236,19 @@ class Controller:
             log.warning("%s", warning)
 
     def _after_gap(self, decision: Decision) -> Decision:
-        """A scale-in waits until the workload has been seen for long enough:
-        - after the monitor could not read the job, for as long as it was not (at most one forecast horizon): the
-          first minute after a 15-minute gap tells nothing of the cycle the gap hid, and a scale-in on it met a load
-          three times higher within a minute;
-        - from a fresh start (nothing remembered or read back before), for `forecast.min_history_s`, the history the
-          forecaster needs before it forecasts more than a line (at most one forecast horizon): on a few minutes of
-          a rising or cycling load, scale-ins met a load that doubled within a minute."""
-        forecast = self.config.forecast
-        seen_s, gap_s = seen_since_gap(self.knowledge.history.workload, step_s=forecast.resolution_s)
-        if gap_s > 0:
-            wait_s, reason = min(gap_s, forecast.horizon_s), Reason.SCALE_IN_AFTER_GAP
-            why = f"the workload went unseen for {gap_s:.0f} s and has been seen again for {seen_s:.0f} s"
-        else:
-            wait_s, reason = min(forecast.min_history_s, forecast.horizon_s), Reason.SCALE_IN_BEFORE_HISTORY
-            why = f"the workload has been seen for {seen_s:.0f} s since the start"
+        """A scale-in waits, after the monitor could not read the job, until the workload has been seen again for as
+        long as it was not (at most one forecast horizon): the first minute after a 15-minute gap tells nothing of
+        the cycle the gap hid, and a scale-in on it met a load three times higher within a minute."""
+        step_s = self.config.forecast.resolution_s
+        seen_s, gap_s = seen_since_gap(self.knowledge.history.workload, step_s=step_s)
+        wait_s = min(gap_s, self.config.forecast.horizon_s)
         if seen_s >= wait_s:
             return decision
-        note = f"a scale-in to {decision.target_scaleout} waits: {why}, of the {wait_s:.0f} s it needs"
-        held = replace(decision, target_scaleout=decision.current_scaleout, reason=reason)
+        note = (
+            f"a scale-in to {decision.target_scaleout} waits: the workload went unseen for {gap_s:.0f} s and has been "
+            f"seen again for {seen_s:.0f} s of the {wait_s:.0f} s it needs"
+        )
+        held = replace(decision, target_scaleout=decision.current_scaleout, reason=Reason.SCALE_IN_AFTER_GAP)
         return replace(held, evidence=replace(held.evidence, target=None), notes=(*decision.notes, note))
 
     def _plan(self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast) -> Decision:
@@ -275,7 +269,6 @@ class Controller:
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
             budget=self._rescale_budget(now_s),
-            last_target=self._last_applied_target(),
         )
         tick = TickContext(observation=obs, config=self.config, workload_history=k.history.workload)
         return planner_named(settings.planner).plan(inputs, tick)

@@ -267,8 +267,6 @@ class Reason(StrEnum):
     # controller.max_scaleout 0 (the topic's partition count) before an observation has listed the partitions
     WAITING_FOR_PARTITION_COUNT = "waiting_for_partition_count"
     SCALE_IN_AFTER_GAP = "scale_in_after_monitoring_gap"
-    # a fresh controller (nothing remembered or read back): a scale-in waits for forecast.min_history_s of workload
-    SCALE_IN_BEFORE_HISTORY = "scale_in_before_min_history"
 
 
 class Outcome(StrEnum):

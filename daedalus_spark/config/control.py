@@ -128,13 +128,13 @@ class ControllerConfig(Section):
         CostAwarePlannerConfig(), "-", "The cost_aware planner's own keys (read only with planner cost_aware)."
     )
     max_rescales_per_hour: float = setting(
-        6,
+        3,
         "rescales",
         "cost_aware and horizon: rescale budget, a token bucket refilled at this rate and holding at most this many: "
         "every applied rescale takes a token, and a scale-in waits for a whole one (scale-outs never wait: safety "
         "first; they may leave the bucket in debt). The bucket fills from empty at the oldest tick remembered, so a "
         "fresh controller earns its budget. horizon plans with the tokens plus the refill over its horizon. "
-        "6 = one per 10 minutes on average. 0 = off.",
+        "3 = one per 20 minutes on average. 0 = off.",
         ge=0,
         le=3600,
     )

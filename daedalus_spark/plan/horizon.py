@@ -123,24 +123,21 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
     # Planned as if out of the cool-down (Algorithm 1, the fallback, would hold for it otherwise)
     decision = _plan_horizon(replace(inputs, last_rescale_s=None) if cooling else inputs, settings, evidence)
-    if cooling and decision.target_scaleout <= _on_its_way(inputs):  # within the cool-down only a larger scale-out
+    if cooling and decision.target_scaleout <= current:  # within the cool-down only a scale-out goes ahead
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
     if cooling:
-        note = "within the cool-down, but the load observed outgrew the scale-out"
+        note = "within the cool-down, but the load observed outgrew the scale-out and the latency is past the plan's"
         return replace(decision, notes=(*decision.notes, note))
     return decision
 
 
 def _outgrown(inputs: PlanInputs, settings: ControllerConfig) -> bool:
-    """The load observed exceeds what the current scale-out (or the one a scale-out is bringing) carries: waiting out
-    the cool-down would only let the latency grow. After a scale-in right before a steep rise (demand up 60 % in two
-    minutes), waiting also for the lag to pass the plan's share of the objective made the scale-out a tick late."""
-    return inputs.workload_avg_per_s > inputs.capacities.at(_on_its_way(inputs))
-
-
-def _on_its_way(inputs: PlanInputs) -> int:
-    """The scale-out the job is heading to: the last rescale's target while its executors are still starting."""
-    return max(inputs.current_scaleout, inputs.last_target or 0)
+    """The load observed exceeds what the current scale-out carries and the lag is past the plan's share of the
+    objective: waiting out the cool-down would only let the latency grow (a step of the load right after a
+    scale-in)."""
+    capacity = inputs.capacities.at(inputs.current_scaleout)
+    lag_s = inputs.consumer_lag_records / capacity if capacity > 0 else math.inf
+    return inputs.workload_avg_per_s > capacity and lag_s > planning_objective_s(settings)
 
 
 def _plan_horizon(inputs: PlanInputs, settings: ControllerConfig, evidence: Evidence) -> Decision:

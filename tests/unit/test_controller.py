@@ -27,19 +27,14 @@ def drive(controller, ticks, *, workload=1000.0, scaleout=4, start=60.0, seed=0)
     return decisions
 
 
-def test_overprovisioned_job_scales_in_to_the_smallest_valid_scaleout_once_the_forecaster_has_its_history():
+def test_overprovisioned_job_scales_in_to_the_smallest_valid_scaleout():
     # A load varying within the minute spreads utilization enough for the regression to be trusted.
-    decisions = drive(Controller(CONFIG), 12, workload=1000 + 400 * np.sin(np.arange(60) * np.pi / 10), scaleout=8)
-    # a fresh controller: the scale-in waits for forecast.min_history_s (600 s) of the workload seen
-    waiting = [d for d in decisions if d.reason is Reason.SCALE_IN_BEFORE_HISTORY]
-    assert [d.time_s for d in waiting] == [60.0 * k for k in range(1, 10)]
-    assert all(d.target_scaleout == 8 for d in waiting)
-    assert "seen for 60 s since the start, of the 600 s it needs" in waiting[0].notes[-1]
-    first = decisions[len(waiting)]
-    assert first.time_s == 600.0 and first.reason is Reason.PLAN_SCALES_IN  # the default planner: horizon
+    decisions = drive(Controller(CONFIG), 3, workload=1000 + 400 * np.sin(np.arange(60) * np.pi / 10), scaleout=8)
+    first = decisions[0]
+    assert first.reason is Reason.PLAN_SCALES_IN  # the default planner: horizon
     assert first.target_scaleout == 3  # 2 x 500/s only just carries 1000/s: no headroom to recover
     assert first.evidence.tick.capacity_current_per_s == pytest.approx(8 * CAPACITY, rel=0.05)
-    assert decisions[len(waiting) + 1].reason is Reason.COOLDOWN
+    assert decisions[1].reason is Reason.COOLDOWN
     assert {w.method for w in Controller(CONFIG).knowledge.capacity.regressions.values()} <= {"regression"}
 
 
@@ -193,8 +188,7 @@ def test_rescale_budget_off_never_holds():
 def test_only_applied_rescales_spend_the_budget():
     """A refused or failed rescale changed nothing: it takes no token."""
     settings = {"max_scaleout": 12, "max_rescales_per_hour": 1, "planner": "cost_aware"}  # its budget reason
-    # the first minute is history enough: this test is about the budget, not the cold start
-    controller = Controller(parse_config({"controller": settings, "forecast": {"min_history_s": 60}}))
+    controller = Controller(parse_config({"controller": settings}))
     controller.conclude(Decision(-3600.0, 8, 8, Reason.SKIP_WARMUP))  # ticking for an hour: a full bucket of 1
     rng = np.random.default_rng(0)
     load = 1000 + 400 * np.sin(np.arange(60) * np.pi / 10)

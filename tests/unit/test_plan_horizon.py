@@ -47,14 +47,6 @@ COOLDOWN_CASES = [
         Reason.PLAN_SCALES_OUT,
         id="cooldown-outgrown-scales-out",
     ),
-    # No lag yet, but the load outgrew 4: waiting out the cool-down would only let the lag grow.
-    pytest.param(
-        inputs(workload=450, lag=0, since_rescale=60),
-        SETTINGS,
-        5,
-        Reason.PLAN_SCALES_OUT,
-        id="cooldown-outgrown-no-lag",
-    ),
     # The same lag with a load 4 carries: the cool-down holds (the lag is being worked off).
     pytest.param(
         inputs(workload=350, lag=10_000, since_rescale=60), SETTINGS, 4, Reason.COOLDOWN, id="cooldown-lag-only"

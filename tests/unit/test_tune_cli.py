@@ -238,8 +238,8 @@ def test_answer_files_from_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         "tune.json",
     ]
     saved = json.loads((tmp_path / "tune.json").read_text())
-    risk = {"violations": 0, "rescales_per_hour": 1.0, "rescales": 1, "allowed_rescales": 12.0, "within_budget": True}
-    assert saved["recommendation"]["risk"] == risk  # 6/h over 1 h in 1 window, and the bucket's 6
+    risk = {"violations": 0, "rescales_per_hour": 1.0, "rescales": 1, "allowed_rescales": 6.0, "within_budget": True}
+    assert saved["recommendation"]["risk"] == risk  # 3/h over 1 h in 1 window, and the bucket's 3
     assert [c["pareto"] for c in saved["candidates"]] == [True, True, True]  # 0: fewest rescales
     text = summary(result)
     assert "recommendation: candidate 2: controller.cooldown_s: 120" in text and "saving 15.0%" in text
