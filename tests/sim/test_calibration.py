@@ -30,26 +30,26 @@ FIRST_BATCHES = {
 QUERY_STARTS = [start for start, _, _ in FIRST_BATCHES.values()]
 
 
-def _local() -> SimulatedCapacity:
-    return build_simulated_capacity(load_job_model("local"), max_scaleout=4, peak_per_s=1.0)
+def _capacity(profile: str = "local") -> SimulatedCapacity:
+    return build_simulated_capacity(load_job_model(profile), max_scaleout=4, peak_per_s=1.0)
 
 
 @pytest.mark.parametrize("executors", sorted(SMALL_BATCH_S))
 def test_small_batches_last_as_measured(executors: int) -> None:
-    waves = _local().waves
+    waves = _capacity().waves
     assert waves is not None
     assert waves.duration_s(8000, executors) == pytest.approx(SMALL_BATCH_S[executors], rel=0.3)
 
 
 @pytest.mark.parametrize("executors", sorted(SATURATED_PER_S))
 def test_saturated_throughput_with_large_batches(executors: int) -> None:
-    waves = _local().waves
+    waves = _capacity().waves
     assert waves is not None
     assert 1.2e6 / waves.duration_s(1.2e6, executors) == pytest.approx(SATURATED_PER_S[executors], rel=0.32)
 
 
 def test_bounded_maximum_at_two_executors() -> None:
-    capacity = _local()
+    capacity = _capacity()
     steady = float(capacity.steady_capacity_per_s[1])
     assert steady == pytest.approx(BOUNDED_PER_S, rel=0.3)
     assert steady < UNBOUNDED_PER_S
@@ -105,8 +105,17 @@ DEMO_SATURATED_PER_S = {1: 1_338.0, 2: 2_623.0, 3: 3_686.0, 4: 5_229.0}
 
 @pytest.mark.parametrize("executors", sorted(DEMO_SATURATED_PER_S))
 def test_the_demo_profile_saturates_as_the_demo_job_did(executors: int) -> None:
-    capacity = build_simulated_capacity(load_job_model("demo"), max_scaleout=4, peak_per_s=1.0)
-    waves = capacity.waves
+    waves = _capacity("demo").waves
     assert waves is not None
     lines = 10_000.0 * executors
     assert lines / waves.duration_s(lines, executors) == pytest.approx(DEMO_SATURATED_PER_S[executors], rel=0.03)
+
+
+def test_the_demo_profile_keeps_the_clusters_figures_of_the_local_profile() -> None:
+    """Only the job's batch line, placement and signal differ: the cluster's measured times are the local ones."""
+    demo, local = load_job_model("demo").model_dump(), load_job_model("local").model_dump()
+    job_specific = {"microbatch", "executor_capacity_per_s", "partition_assignment", "utilization_signal"}
+    assert {k: v for k, v in demo.items() if k not in job_specific} == {
+        k: v for k, v in local.items() if k not in job_specific
+    }
+    assert demo["microbatch"]["trigger_s"] == local["microbatch"]["trigger_s"]

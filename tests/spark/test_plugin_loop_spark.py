@@ -91,12 +91,12 @@ class Load:
 def holds_one(ticks: list[dict[str, object]]) -> bool:
     """The last three ticks that decided on data kept 1 executor with a capacity at 1 learned, and nothing since
     moved it. A tick skipped for a late scrape (a busy machine) neither counts nor breaks the run."""
-    learned = [d for d in ticks if "capacity_current_per_s" in d["evidence"]]  # type: ignore[operator]
+    learned = [i for i, d in enumerate(ticks) if "capacity_current_per_s" in d["evidence"]]  # type: ignore[operator]
     last = learned[-3:]
     return (
         len(last) == 3
-        and all(d["current"] == d["target"] == 1 for d in last)
-        and all(d["target"] in (0, 1) for d in ticks[ticks.index(last[-1]) :])
+        and all(ticks[i]["current"] == ticks[i]["target"] == 1 for i in last)
+        and all(d["target"] in (0, 1) for d in ticks[last[-1] :])
     )
 
 
