@@ -14,12 +14,19 @@ seconds per record. That line tells the two capacities of a scale-out apart:
   steady one with L = T / 2, (1 - 2 fixed / T) / per_record (never below the trigger's): this one sizes;
 - catch-up while a backlog is worked off: batches run back to back and grow to B records, so B / (fixed + B x
   per_record), which approaches 1 / per_record. Recovery predictions use this one.
+
+The two sizing rates read the line where the job has seldom been: batches of L seconds, often larger than any seen.
+A line fitted on a few windows of similar batches can put them far off (a live demo's first line at one executor
+said 2,646 lines/s where 1,338 were measured, and the job fell 60 s behind before it scaled out). So they are read
+off the line's upper confidence bound on a batch's seconds (`BATCH_LINE_CONFIDENCE`), which widens with the
+residuals and with the distance from the batches seen, and meets the line as evidence accumulates. The largest
+batch of B records whose bound is at most L gives B / L.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from daedalus_spark.analyze.stats import OnlineRegression
@@ -28,15 +35,19 @@ from daedalus_spark.untrusted import Damaged, mapping, number, scaleout_key
 
 # Batch sizes must vary this much (coefficient of variation) before the fixed cost can be told from the slope.
 MIN_BATCH_SIZE_SPREAD_RATIO = 0.1
+# The one-sided confidence of the bound on a batch's seconds that the sizing rates are read off.
+BATCH_LINE_CONFIDENCE = 0.9
+_BISECTION_STEPS = 60
 
 
 @dataclass(frozen=True)
 class BatchFit:
-    """The learned line at one scale-out."""
+    """The learned line at one scale-out, and the moments it came from (None: an exact line, such as a model's)."""
 
     fixed_s: float
     per_record_s: float
     largest_batch_records: float
+    line: OnlineRegression | None = None
 
     def batch_bound_s(self, trigger_s: float) -> float:
         """The longest batch the steady state allows: the trigger, or twice the fixed cost where that exceeds it."""
@@ -46,15 +57,39 @@ class BatchFit:
         """Records/s whose back-to-back batches last at most `batch_bound_s`; None without a trigger."""
         if trigger_s <= 0:
             return None
-        return (1.0 - self.fixed_s / self.batch_bound_s(trigger_s)) / self.per_record_s
+        return self._within_per_s(self.batch_bound_s(trigger_s))
 
     def at_latency_per_s(self, trigger_s: float, target_latency_s: float) -> float | None:
         """Records/s whose back-to-back batches keep every record's latency (at most two batches) within
         `target_latency_s`, never below the trigger's steady rate; None without a trigger."""
         if trigger_s <= 0:
             return None
-        bound = max(self.batch_bound_s(trigger_s), 0.5 * target_latency_s)
-        return (1.0 - self.fixed_s / bound) / self.per_record_s
+        return self._within_per_s(max(self.batch_bound_s(trigger_s), 0.5 * target_latency_s))
+
+    def seconds_bound(self, records: float) -> float:
+        """A batch's seconds at `records` by the line's upper confidence bound (never below the line)."""
+        point = self.fixed_s + self.per_record_s * records
+        return point if self.line is None else max(point, self.line.mean_upper_bound(records, BATCH_LINE_CONFIDENCE))
+
+    def _within_per_s(self, bound_s: float) -> float:
+        """B / bound for the largest batch of B records whose `seconds_bound` is at most `bound_s` (0: none is).
+
+        The line alone gives B = (bound - fixed) / per_record. The bound is convex in B (a line plus the root of a
+        quadratic), so the batches within it are an interval; bisection finds its right end."""
+        high = (bound_s - self.fixed_s) / self.per_record_s
+        if high <= 0:
+            return 0.0
+        if self.line is None or self.seconds_bound(high) <= bound_s:
+            return high / bound_s
+        low = min(max(self.line.mean_x, 0.0), high)  # the bound is tightest near the batches seen
+        if self.seconds_bound(low) > bound_s:
+            low = 0.0
+            if self.seconds_bound(low) > bound_s:
+                return 0.0
+        for _ in range(_BISECTION_STEPS):
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if self.seconds_bound(middle) <= bound_s else (low, middle)
+        return low / bound_s
 
     def catch_up_per_s(self) -> float:
         """Records/s with back-to-back batches of the largest size seen at this scale-out."""
@@ -88,7 +123,7 @@ class BatchEconomics:
         spread = math.sqrt(reg.variance_x()) / reg.mean_x
         if spread < MIN_BATCH_SIZE_SPREAD_RATIO or reg.slope <= 0 or reg.correlation < self.min_correlation_ratio:
             return None
-        return BatchFit(max(reg.intercept, 0.0), reg.slope, self.largest_batch_records[scaleout])
+        return BatchFit(max(reg.intercept, 0.0), reg.slope, self.largest_batch_records[scaleout], replace(reg))
 
     def to_state(self) -> dict[str, Any]:
         return {

@@ -267,17 +267,21 @@ class CapacityModel:
         measured = saturation * self._scale_factor(len(settled), n) if len(settled) != n else saturation
         rows = executor_rows(samples, owns, shares, saturation, measured, self.regressions)
         notes: list[str] = []
-        sizing, catch_up = self._job_evidence(n, measured, target_latency_s, notes)
-        sizing = self._floor_kept_below(n, sizing, owns, notes)
+        micro = self._micro_batch(observation)
+        sizing, catch_up = self._job_evidence(n, measured, target_latency_s, micro, notes)
+        sizing = self._floor_kept_below(n, sizing, owns, micro, notes)
         sizing = self._bounded(n, sizing, notes)
-        self._trusted_now = not notes and len(settled) == n and all(m in FITTED_METHODS for _, m in owns.values())
+        # What later tables prefer to extrapolation: a micro-batch job's own batch line here, else every executor's
+        # own fit (a micro-batch job's utilization is no such evidence, `_job_evidence`).
+        own = self.batches.fit(n) is not None if micro else all(m in FITTED_METHODS for _, m in owns.values())
+        self._trusted_now = not notes and len(settled) == n and own
         table = self._table(n, sizing, max(catch_up, sizing), rows, max_scaleout, tuple(notes))
         fit = self.batches.fit(n)
         at_trigger = fit.steady_per_s(self.config.trigger_interval_s) if fit is not None else None
         return replace(table, current_at_trigger_per_s=at_trigger)
 
     def _job_evidence(
-        self, n: int, measured: float, target_latency_s: float | None, notes: list[str]
+        self, n: int, measured: float, target_latency_s: float | None, micro: bool, notes: list[str]
     ) -> tuple[float, float]:
         """(sizing, catch-up) at the current scale-out: the batches' rate at the latency objective (at the trigger
         without one) sizes where it is known, else the regression floored by the backlog; catch-up is the best of
@@ -292,7 +296,7 @@ class CapacityModel:
         kept_up = self.kept_up_per_scaleout.get(n, 0.0)
         reference = self._previous(n)
         evidence = max(kept_up, floor)
-        if fit is None and self._micro_batch() and measured > max(reference, evidence) and reference > 0:
+        if fit is None and micro and measured > max(reference, evidence) and reference > 0:
             # A micro-batch job's utilization regression is no evidence that this scale-out carries more than the
             # table said (its CPU carries a fixed cost per batch, and while it works a backlog off its executors read
             # idle between batches): a live demo read 45,000 lines/s at 4 executors that carry 6,000, and scaled in
@@ -315,11 +319,15 @@ class CapacityModel:
         """The previous tick's capacity at scale-out `n` (0: none yet)."""
         return self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
 
-    def _micro_batch(self) -> bool:
-        """The job's batches have a line at some scale-out: a micro-batch job."""
-        return any(self.batches.fit(m) is not None for m in self.batches.fits)
+    def _micro_batch(self, observation: Observation) -> bool:
+        """A micro-batch job: its window reports batches, or batches were learned before (from the first window
+        on: a live demo's utilization said 2,051 lines/s at 1 executor that carries 1,338, before any line)."""
+        window = observation.batches
+        return bool(self.batches.fits) or (window is not None and window.usable)
 
-    def _floor_kept_below(self, n: int, estimate: float, owns: dict[str, tuple[float, str]], notes: list[str]) -> float:
+    def _floor_kept_below(
+        self, n: int, estimate: float, owns: dict[str, tuple[float, str]], micro: bool, notes: list[str]
+    ) -> float:
         """The previous capacity where the estimate is only a floor below it. A job that keeps up at a scale-out whose
         batches' line is not known yet says that it carries what it carried, and its utilization regression, where
         the job's batches have a line elsewhere (a micro-batch job: its CPU carries a fixed cost per batch at any
@@ -329,7 +337,7 @@ class CapacityModel:
         # a backlog at a settled scale-out is evidence; one while an executor joins (a replacement) is not
         if estimate >= reference or self._backlog_now_per_s is not None or self.batches.fit(n) is not None:
             return estimate
-        if not self._micro_batch() and bool(owns) and all(m in FITTED_METHODS for _, m in owns.values()):
+        if not micro and bool(owns) and all(m in FITTED_METHODS for _, m in owns.values()):
             return estimate
         notes.append(f"capacity at {n}: {estimate:.0f}/s carried while keeping up is a floor; {reference:.0f}/s kept")
         return reference

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import Field
+from scipy.stats import t as student_t
 
 from daedalus_spark.untrusted import Damaged, StoredRecord, record
 
@@ -79,6 +80,22 @@ class OnlineRegression:
 
     def predict(self, x: float) -> float:
         return self.intercept + self.slope * x
+
+    def residual_sd(self) -> float:
+        """The residuals' standard deviation about the line, with n - 2 degrees of freedom (0 with fewer than 3)."""
+        if self.n < 3 or self.m2_x <= 0:
+            return 0.0
+        return math.sqrt(max(self.m2_y - self.c_xy * self.c_xy / self.m2_x, 0.0) / (self.n - 2))
+
+    def mean_upper_bound(self, x: float, confidence: float) -> float:
+        """One-sided upper confidence bound of the line's mean at `x` (Student's t with n - 2 degrees of freedom):
+        it widens with the residuals and with the distance of `x` from the points seen. The line itself with fewer
+        than 3 points."""
+        sd = self.residual_sd()
+        if sd <= 0:
+            return self.predict(x)
+        t = float(student_t.ppf(confidence, self.n - 2))
+        return self.predict(x) + t * sd * math.sqrt(1.0 / self.n + (x - self.mean_x) ** 2 / self.m2_x)
 
     def to_state(self) -> dict[str, Any]:
         return asdict(self)

@@ -4,6 +4,7 @@ swings — one row per rule, and a property: no single executor moves the job's 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -388,3 +389,70 @@ def test_ticks_in_a_row_confirm_a_change_at_one_scale_out_only() -> None:
     # The next tick runs at another scale-out: its own change beyond the bound is its first tick, not the second.
     other = tick(model, window(240.0, {w: (linear(4000.0), UTIL) for w in ("a", "b")}))
     assert any("(this is 1)" in note for note in other.notes), other.notes
+
+
+def noisy_line(sizes: list[float], noise_s: list[float]) -> BatchFit:
+    """The fit of seconds = 0.2 + records x 1e-4 (+ noise) over one window per size."""
+    economics = BatchEconomics()
+    for size, noise in zip(sizes, noise_s, strict=True):
+        economics.learn(1, BatchWindow(1.0, size, 0.2 + size * 1e-4 + noise))
+    fit = economics.fit(1)
+    assert fit is not None
+    return fit
+
+
+LINE_AT_30S = (1 - 0.2 / 15.0) / 1e-4  # the line's own rate at a 30-s objective: batches of 15 s
+ALTERNATING = [0.05, -0.05] * 20
+
+
+@pytest.mark.parametrize(
+    ("sizes", "noise_s", "low", "high"),
+    [
+        pytest.param([1000, 2000, 4000, 6000, 8000], [0.0] * 5, 1.0, 1.0, id="exact-line-is-believed-as-is"),
+        # five windows of 8,000-12,000 records, 0.05 s about the line: batches of 148,000 are far from them
+        pytest.param(
+            [8000, 9000, 10000, 11000, 12000], [0.05, -0.05, 0.05, -0.05, 0.05], 0.7, 0.85, id="few-similar-windows"
+        ),
+        pytest.param(
+            [8000 + 100 * i for i in range(40)], ALTERNATING, 0.9, 0.96, id="many-windows-still-far-from-15s-batches"
+        ),
+        pytest.param(
+            [10000 + 3500 * i for i in range(40)], ALTERNATING, 0.99, 1.0, id="many-windows-up-to-15s-batches"
+        ),
+    ],
+)
+def test_the_sizing_rate_is_read_off_the_lines_upper_bound(sizes, noise_s, low, high) -> None:
+    fit = noisy_line(sizes, noise_s)
+    rate = fit.at_latency_per_s(1.0, 30.0)
+    assert rate is not None
+    assert low * LINE_AT_30S <= rate <= high * LINE_AT_30S * (1 + 1e-9)
+    # the batch it rests on lasts the objective's half by the bound: B / rate = 15 s
+    assert fit.seconds_bound(rate * 15.0) == pytest.approx(15.0, rel=1e-6)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(500, 50_000), st.floats(-0.3, 0.3)), min_size=5, max_size=30),
+    st.floats(0.0, 120.0),
+)
+def test_the_bounded_rate_never_exceeds_the_lines_own(windows, objective_s) -> None:
+    economics = BatchEconomics(min_correlation_ratio=0.0)
+    for size, noise in windows:
+        economics.learn(1, BatchWindow(1.0, size, 0.2 + size * 1e-4 + noise))
+    fit = economics.fit(1)
+    if fit is None:
+        return
+    bounded, point = fit.at_latency_per_s(1.0, objective_s), replace(fit, line=None).at_latency_per_s(1.0, objective_s)
+    assert bounded is not None and point is not None
+    assert 0.0 <= bounded <= point * (1 + 1e-9)
+
+
+def test_a_jobs_first_batches_make_its_utilization_no_evidence_of_a_rise_before_any_line() -> None:
+    model = settled_model(CapacityConfig(), {"a": 1000.0})
+    first = tick(model, window(120.0, {"a": (linear(1000.0), UTIL)}))
+    assert model.batches.fits == {}  # no line anywhere yet
+    # Busy time reads low between batches while the driver plans the next: throughput / utilization says 4x.
+    low_busy = {"a": ([900.0] * 60, [0.22] * 60)}
+    table = tick(model, window(180.0, low_busy, batches=BatchWindow(3.0, 2700.0, 2.4)))
+    assert table.current_per_s == pytest.approx(first.current_per_s)
+    assert any("is not evidence of a rise" in note for note in table.notes), table.notes
