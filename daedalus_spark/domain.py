@@ -220,6 +220,9 @@ class CapacityTable:
     # The current scale-out's steady rate at one batch per trigger, where the batches' line is known: sizing is at
     # the latency objective, which a job a little behind its trigger keeps (analyze/batches.py); both are reported.
     current_at_trigger_per_s: float | None = None
+    # What set `current_per_s`: batch_line, utilization, kept_up, backlog_floor, previous (the last table's figure,
+    # kept for want of evidence) or bounded (a change held at the bound); empty where no model made the table.
+    current_basis: str = ""
 
     def at(self, scaleout: int) -> float:
         """Sizing capacity: what `scaleout` executors sustain at steady state."""

@@ -31,6 +31,7 @@ class TickEvidence:
     capacity_catch_up_per_s: float
     consumer_lag_records: float
     since_rescale_s: float | None  # None: no rescale remembered
+    capacity_basis: str | None = field(default=None, metadata=OPTIONAL)  # CapacityTable.current_basis, when known
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,10 @@ seconds per record. That line tells the two capacities of a scale-out apart:
   per_record), which approaches 1 / per_record. Recovery predictions use this one.
 
 The two sizing rates read the line where the job has seldom been: batches of L seconds, often larger than any seen.
-A line fitted on a few windows of similar batches can put them far off (a live demo's first line at one executor
-said 2,646 lines/s where 1,338 were measured, and the job fell 60 s behind before it scaled out). So they are read
-off the line's upper confidence bound on a batch's seconds (`BATCH_LINE_CONFIDENCE`), which widens with the
-residuals and with the distance from the batches seen, and meets the line as evidence accumulates. The largest
-batch of B records whose bound is at most L gives B / L.
+A line fitted on a few windows of similar batches can put them far off. So they are read off the line's upper
+confidence bound on a batch's seconds (`BATCH_LINE_CONFIDENCE`), which widens with the residuals and with the
+distance from the batches seen, and meets the line as evidence accumulates. The largest batch of B records whose
+bound is at most L gives B / L.
 """
 
 from __future__ import annotations

@@ -267,10 +267,11 @@ class CapacityModel:
         measured = saturation * self._scale_factor(len(settled), n) if len(settled) != n else saturation
         rows = executor_rows(samples, owns, shares, saturation, measured, self.regressions)
         notes: list[str] = []
-        micro = self._micro_batch(observation)
-        sizing, catch_up = self._job_evidence(n, measured, target_latency_s, micro, notes)
-        sizing = self._floor_kept_below(n, sizing, owns, micro, notes)
-        sizing = self._bounded(n, sizing, notes)
+        micro = self._micro_batch()
+        estimate, catch_up, basis = self._job_evidence(n, measured, target_latency_s, micro, notes)
+        floored = self._floor_kept_below(n, estimate, owns, micro, notes)
+        sizing = self._bounded(n, floored, notes)
+        basis = "bounded" if sizing != floored else "previous" if floored != estimate else basis
         # What later tables prefer to extrapolation: a micro-batch job's own batch line here, else every executor's
         # own fit (a micro-batch job's utilization is no such evidence, `_job_evidence`).
         own = self.batches.fit(n) is not None if micro else all(m in FITTED_METHODS for _, m in owns.values())
@@ -278,14 +279,14 @@ class CapacityModel:
         table = self._table(n, sizing, max(catch_up, sizing), rows, max_scaleout, tuple(notes))
         fit = self.batches.fit(n)
         at_trigger = fit.steady_per_s(self.config.trigger_interval_s) if fit is not None else None
-        return replace(table, current_at_trigger_per_s=at_trigger)
+        return replace(table, current_at_trigger_per_s=at_trigger, current_basis=basis)
 
     def _job_evidence(
         self, n: int, measured: float, target_latency_s: float | None, micro: bool, notes: list[str]
-    ) -> tuple[float, float]:
-        """(sizing, catch-up) at the current scale-out: the batches' rate at the latency objective (at the trigger
-        without one) sizes where it is known, else the regression floored by the backlog; catch-up is the best of
-        the batches' back-to-back rate, the backlog floor and sizing."""
+    ) -> tuple[float, float, str]:
+        """(sizing, catch-up, what sized) at the current scale-out: the batches' rate at the latency objective (at the
+        trigger without one) sizes where it is known, else the regression floored by what the job carried and worked
+        off; catch-up is the best of the batches' back-to-back rate, the backlog floor and sizing."""
         fit = self.batches.fit(n)
         trigger = self.config.trigger_interval_s
         steady = None
@@ -296,43 +297,48 @@ class CapacityModel:
         kept_up = self.kept_up_per_scaleout.get(n, 0.0)
         reference = self._previous(n)
         evidence = max(kept_up, floor)
+        basis = "utilization"
         if fit is None and micro and measured > max(reference, evidence) and reference > 0:
             # A micro-batch job's utilization regression is no evidence that this scale-out carries more than the
-            # table said (its CPU carries a fixed cost per batch, and while it works a backlog off its executors read
-            # idle between batches): a live demo read 45,000 lines/s at 4 executors that carry 6,000, and scaled in
-            # at the peak. Without this scale-out's own batch line, what it carried and worked off raise it.
+            # table said (its CPU carries a fixed cost per batch, and while the driver plans the next batch or a
+            # backlog is worked off its executors read idle): a live demo read 45,000 lines/s at 4 executors that
+            # carry 6,000, and scaled in at the peak. Without this scale-out's own batch line, what it carried and
+            # worked off raise it. (The first table has no other figure: a job kept at a low load never shows more.)
             kept = max(reference, evidence)
             notes.append(
                 f"capacity at {n}: {measured:.0f}/s from utilization is not evidence of a rise; {kept:.0f}/s kept"
             )
-            measured = kept
+            measured, basis = kept, "previous"
         # Without the batches' line, what the job did while a backlog waited is the best floor there is: the
-        # utilization regression misses a micro-batch job's fixed cost per batch (its CPU stays high at any load,
-        # and throughput / utilization then merely follows the load). Either way the job carries what it carried.
-        sizing = max(steady, kept_up) if steady is not None else max(measured, kept_up, floor)
+        # utilization regression misses a micro-batch job's fixed cost per batch. Either way the job carries what it
+        # carried.
+        if steady is not None:
+            sizing, basis = max((steady, "batch_line"), (kept_up, "kept_up"), key=lambda c: c[0])
+        else:
+            sizing, basis = max((measured, basis), (kept_up, "kept_up"), (floor, "backlog_floor"), key=lambda c: c[0])
         catch_up = max(sizing, floor)
         if fit is not None:
             catch_up = max(catch_up, fit.catch_up_per_s())
-        return sizing, catch_up
+        return sizing, catch_up, basis
 
     def _previous(self, n: int) -> float:
         """The previous tick's capacity at scale-out `n` (0: none yet)."""
         return self.last_per_scaleout[n - 1] if len(self.last_per_scaleout) >= n else 0.0
 
-    def _micro_batch(self, observation: Observation) -> bool:
-        """A micro-batch job: its window reports batches, or batches were learned before (from the first window
-        on: a live demo's utilization said 2,051 lines/s at 1 executor that carries 1,338, before any line)."""
-        window = observation.batches
-        return bool(self.batches.fits) or (window is not None and window.usable)
+    def _micro_batch(self) -> bool:
+        """The job's batches have a line at some scale-out: a micro-batch job. (Not from its first batches: the
+        simulated suite's utilization regressions are close to the truth before any line, and holding the table's
+        figure against them until a line exists cost 7-10 executor-hours on two traces of 22-33.)"""
+        return any(self.batches.fit(m) is not None for m in self.batches.fits)
 
     def _floor_kept_below(
         self, n: int, estimate: float, owns: dict[str, tuple[float, str]], micro: bool, notes: list[str]
     ) -> float:
         """The previous capacity where the estimate is only a floor below it. A job that keeps up at a scale-out whose
-        batches' line is not known yet says that it carries what it carried, and its utilization regression, where
-        the job's batches have a line elsewhere (a micro-batch job: its CPU carries a fixed cost per batch at any
-        load), extrapolates from a low load to well below what it carries. Neither is evidence that capacity fell; a
-        backlog worked off at a settled scale-out, or the batches' line at this scale-out once known, is."""
+        batches' line is not known yet says that it carries what it carried, and a micro-batch job's utilization
+        regression (its CPU carries a fixed cost per batch at any load) extrapolates from a low load to well below
+        what it carries. Neither is evidence that capacity fell; a backlog worked off at a settled scale-out, or the
+        batches' line at this scale-out once known, is."""
         reference = self._previous(n)
         # a backlog at a settled scale-out is evidence; one while an executor joins (a replacement) is not
         if estimate >= reference or self._backlog_now_per_s is not None or self.batches.fit(n) is not None:

@@ -89,6 +89,7 @@ def tick_evidence(inputs: PlanInputs) -> TickEvidence:
         capacity_catch_up_per_s=round(inputs.capacities.catch_up_at(inputs.current_scaleout), 3),
         consumer_lag_records=round(inputs.consumer_lag_records, 3),
         since_rescale_s=None if math.isinf(since_rescale) else round(since_rescale, 3),
+        capacity_basis=inputs.capacities.current_basis or None,
     )
 
 

@@ -162,6 +162,7 @@ def test_batch_economics_size_at_steady_state_and_recover_at_catch_up() -> None:
     # seconds per batch = 0.2 + records x 1e-4: at a 1-s trigger (1 - 0.2) / 1e-4 = 8,000/s fit one batch each,
     # and back-to-back batches of the largest size seen (8,000) run at 8,000 / (0.2 + 0.8) = 8,000/s.
     assert table.current_per_s == pytest.approx(8000.0, rel=1e-6)
+    assert table.current_basis == "batch_line"
     assert table.catch_up_at(1) == pytest.approx(8000.0, rel=1e-6)
     fit = model.batches.fit(1)
     assert fit is not None
@@ -240,6 +241,7 @@ def test_a_swing_is_held_at_the_bound_with_a_note_then_believed_when_it_holds() 
     model.pooled = fresh.pooled
     held = tick(model, window(180.0, {"a": (linear(4000.0), UTIL)}))
     assert held.current_per_s == pytest.approx(first.current_per_s * 1.5)
+    assert (first.current_basis, held.current_basis) == ("utilization", "bounded")
     assert "held at" in held.notes[0] and "1 of" not in held.notes[0]
     believed = tick(model, window(240.0, {"a": (linear(4000.0), UTIL)}))
     assert believed.current_per_s > 3 * first.current_per_s
@@ -445,14 +447,3 @@ def test_the_bounded_rate_never_exceeds_the_lines_own(windows, objective_s) -> N
     bounded, point = fit.at_latency_per_s(1.0, objective_s), replace(fit, line=None).at_latency_per_s(1.0, objective_s)
     assert bounded is not None and point is not None
     assert 0.0 <= bounded <= point * (1 + 1e-9)
-
-
-def test_a_jobs_first_batches_make_its_utilization_no_evidence_of_a_rise_before_any_line() -> None:
-    model = settled_model(CapacityConfig(), {"a": 1000.0})
-    first = tick(model, window(120.0, {"a": (linear(1000.0), UTIL)}))
-    assert model.batches.fits == {}  # no line anywhere yet
-    # Busy time reads low between batches while the driver plans the next: throughput / utilization says 4x.
-    low_busy = {"a": ([900.0] * 60, [0.22] * 60)}
-    table = tick(model, window(180.0, low_busy, batches=BatchWindow(3.0, 2700.0, 2.4)))
-    assert table.current_per_s == pytest.approx(first.current_per_s)
-    assert any("is not evidence of a rise" in note for note in table.notes), table.notes
