@@ -447,3 +447,27 @@ def test_the_bounded_rate_never_exceeds_the_lines_own(windows, objective_s) -> N
     bounded, point = fit.at_latency_per_s(1.0, objective_s), replace(fit, line=None).at_latency_per_s(1.0, objective_s)
     assert bounded is not None and point is not None
     assert 0.0 <= bounded <= point * (1 + 1e-9)
+
+
+def behind(t: float, arrivals: float, throughput: float) -> Observation:
+    """A window with a large backlog, `arrivals` records/s coming in and the CPU busy."""
+    return Observation.of(
+        time_s=t,
+        workload_per_s=[arrivals] * 60,
+        executors={"a": ([throughput] * 60, [1.0] * 60)},
+        consumer_lag_records=1e6,
+    )
+
+
+def test_a_rise_is_not_believed_while_the_job_works_a_backlog_off() -> None:
+    model = settled_model(CapacityConfig(max_change_ratio=0.5, change_confirm_ticks=2), {"a": 1000.0})
+    first = tick(model, window(120.0, {"a": (linear(1000.0), UTIL)}))
+    assert first.current_per_s == pytest.approx(1000.0, rel=0.05)
+    fresh = settled_model(CapacityConfig(), {"a": 4000.0})  # the regression now says 4x
+    model.regressions, model.pooled = fresh.regressions, fresh.pooled
+    # Three ticks behind, working the backlog off at 1,200/s: less than the 4,000/s the regression says.
+    for t in (180.0, 240.0, 300.0):
+        held = tick(model, behind(t, 1000.0, 1200.0))
+        assert held.current_per_s == pytest.approx(1200.0)  # what it shows, not the regression's 4,000
+        assert held.current_basis == "bounded"
+        assert any("no rise while the job is behind" in note for note in held.notes), held.notes
