@@ -221,7 +221,8 @@ class CapacityTable:
     # the latency objective, which a job a little behind its trigger keeps (analyze/batches.py); both are reported.
     current_at_trigger_per_s: float | None = None
     # What set `current_per_s`: batch_line, utilization, kept_up, backlog_floor, previous (the last table's figure,
-    # kept for want of evidence) or bounded (a change held at the bound); empty where no model made the table.
+    # kept for want of evidence) or bounded (a change held back: beyond the bound, or a rise while the job is behind);
+    # empty where no model made the table.
     current_basis: str = ""
 
     def at(self, scaleout: int) -> float:

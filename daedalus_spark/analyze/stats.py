@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -27,6 +28,12 @@ class _StoredMoments(StoredRecord):
     n: int = Field(ge=0, le=2**53)
     mean: float
     var: float = Field(ge=0.0)
+
+
+@functools.lru_cache(maxsize=256)
+def _t_quantile(confidence: float, dof: int) -> float:
+    """Student's t quantile, once per (confidence, degrees of freedom): a batch line's rate bisects on the bound."""
+    return float(student_t.ppf(confidence, dof))
 
 
 @dataclass
@@ -94,7 +101,7 @@ class OnlineRegression:
         sd = self.residual_sd()
         if sd <= 0:
             return self.predict(x)
-        t = float(student_t.ppf(confidence, self.n - 2))
+        t = _t_quantile(confidence, self.n - 2)
         return self.predict(x) + t * sd * math.sqrt(1.0 / self.n + (x - self.mean_x) ** 2 / self.m2_x)
 
     def to_state(self) -> dict[str, Any]:
