@@ -269,6 +269,7 @@ class Controller:
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
             budget=self._rescale_budget(now_s),
+            last_target=self._last_applied_target(),
         )
         tick = TickContext(observation=obs, config=self.config, workload_history=k.history.workload)
         return planner_named(settings.planner).plan(inputs, tick)

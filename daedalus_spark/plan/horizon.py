@@ -123,7 +123,11 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
     # Planned as if out of the cool-down (Algorithm 1, the fallback, would hold for it otherwise)
     decision = _plan_horizon(replace(inputs, last_rescale_s=None) if cooling else inputs, settings, evidence)
-    if cooling and decision.target_scaleout <= current:  # within the cool-down only a scale-out goes ahead
+    # Within the cool-down only a scale-out goes ahead, and only beyond one still on its way: executors that take
+    # longer to register than a tick lasts are no reason to ask for fewer (a live demo scaled 1 -> 3, saw 1 a tick
+    # later, asked for 2, and reached 4 a minute later with 91,000 lines of lag).
+    on_its_way = inputs.last_target if inputs.last_target is not None and inputs.last_target > current else current
+    if cooling and decision.target_scaleout <= on_its_way:
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
     if cooling:
         note = "within the cool-down, but the load observed outgrew the scale-out and the latency is past the plan's"

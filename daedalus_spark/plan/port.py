@@ -28,6 +28,8 @@ class PlanInputs:
     downtime_scale_out_s: float
     downtime_scale_in_s: float
     budget: RescaleBudget = field(default_factory=RescaleBudget)  # built once per tick (plan/budget.py)
+    # The scale-out our last rescale asked for (None: none remembered); above the current one while it is on its way.
+    last_target: int | None = None
 
     def extended(self, planner_inputs: type[Extended], **only_it_reads: Any) -> Extended:
         """These inputs as a planner's own (a subclass), with what that planner alone reads."""

@@ -308,7 +308,9 @@ def test_executor_killed_is_replaced_and_not_learned(job: Job) -> None:
         after = c.decisions()[ticks_before:]
 
     for r in after:
-        print(r["time_s"], r["current"], r["target"], r["reason"], r.get("evidence", {}).get("problem", ""))
+        evidence = r.get("evidence", {})
+        print(r["time_s"], r["current"], r["target"], r["reason"], evidence.get("problem", ""), end=" ")
+        print(evidence.get("capacity_basis"), evidence.get("capacity_current_per_s"))
     print(f"killed {victim}, now {replaced_by}; capacity per executor before {before[-3:]}")
     assert not actuations(c.decisions()), "the count came back by Spark and the agent: the controller sent nothing"
     saw_loss = [r for r in after if r["current"] < 2 or "executors but the scale-out" in str(r.get("evidence"))]

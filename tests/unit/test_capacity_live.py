@@ -471,3 +471,25 @@ def test_a_rise_is_not_believed_while_the_job_works_a_backlog_off() -> None:
         assert held.current_per_s == pytest.approx(1200.0)  # what it shows, not the regression's 4,000
         assert held.current_basis == "bounded"
         assert any("no rise while the job is behind" in note for note in held.notes), held.notes
+
+
+@pytest.mark.parametrize(
+    ("busy", "learned"),
+    [
+        pytest.param(0.45, 0.45, id="a micro-batch job saturates below a busy fraction of 1"),
+        pytest.param(1.0, 1.0, id="a job that saturates its cores"),
+        pytest.param(0.05, None, id="a backlog its executors barely work on says nothing of them"),
+    ],
+)
+def test_capacity_is_read_at_the_utilization_a_backlog_showed_saturated(busy: float, learned: float | None) -> None:
+    model = settled_model(CapacityConfig(), {"a": 4000.0})  # the regression: 4,000/s at a busy fraction of 1
+    first = tick(model, window(120.0, {"a": (linear(4000.0), UTIL)}))
+    assert first.current_per_s == pytest.approx(4000.0, rel=0.05)
+    table = tick(model, window(180.0, {"a": ([1300.0] * 60, [busy] * 60)}, lag=1e6))
+    assert model.saturated_utilization_ratio == (None if learned is None else pytest.approx(learned))
+    if learned is not None:
+        # read off the regression where this executor saturates, not at 1
+        expected = max(4000.0 * (learned - 0.1) / 0.9, 1300.0)
+        assert table.current_per_s == pytest.approx(expected, rel=0.05)
+        again = CapacityModel.from_state(model.config, model.to_state())
+        assert again.saturated_utilization_ratio == model.saturated_utilization_ratio

@@ -1,6 +1,8 @@
 """The horizon planner as a table (hand-computed cases), the shared schedule DP against hand-computed queues, and a
 property: without rescale costs its first step is the optimum's (the smallest scale-out carrying the interval)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -46,6 +48,23 @@ COOLDOWN_CASES = [
         5,
         Reason.PLAN_SCALES_OUT,
         id="cooldown-outgrown-scales-out",
+    ),
+    # The same, with a scale-out to 6 asked for and its executors not registered yet: the cool-down holds rather
+    # than ask for fewer.
+    pytest.param(
+        replace(inputs(workload=450, lag=10_000, since_rescale=60), last_target=6),
+        SETTINGS,
+        4,
+        Reason.COOLDOWN,
+        id="cooldown-outgrown-but-more-on-the-way",
+    ),
+    # One on its way to 5 (500/s) where 560/s came: the one beyond it goes ahead.
+    pytest.param(
+        replace(inputs(workload=560, lag=10_000, since_rescale=60), last_target=5),
+        SETTINGS,
+        6,
+        Reason.PLAN_SCALES_OUT,
+        id="cooldown-outgrown-beyond-what-is-on-the-way",
     ),
     # The same lag with a load 4 carries: the cool-down holds (the lag is being worked off).
     pytest.param(
