@@ -205,10 +205,11 @@ class CapacityModel:
         old = self.backlog_floor_per_scaleout.get(obs.scaleout)
         a = BACKLOG_FLOOR_LEARNING_RATIO
         self.backlog_floor_per_scaleout[obs.scaleout] = throughput if old is None else old + a * (throughput - old)
-        busiest = max((sum(x for _, _, x, _ in s) / len(s) for s in self._plausible(obs).values() if s), default=0.0)
+        means = [sum(x for _, _, x, _ in s) / len(s) for s in self._plausible(obs).values() if s]
+        busiest = min(max(means, default=0.0), 1.0)
         if busiest >= MIN_SATURATED_UTILIZATION_RATIO:
             u = self.saturated_utilization_ratio
-            self.saturated_utilization_ratio = min(busiest, 1.0) if u is None else u + a * (min(busiest, 1.0) - u)
+            self.saturated_utilization_ratio = busiest if u is None else u + a * (busiest - u)
 
     def _learn_partition_shares(self, observation: Observation) -> None:
         """Move the shares toward this window's; a window without a usable total leaves them as they are. A window

@@ -126,7 +126,7 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     # Within the cool-down only a scale-out goes ahead, and only beyond one still on its way: executors that take
     # longer to register than a tick lasts are no reason to ask for fewer (a live demo scaled 1 -> 3, saw 1 a tick
     # later, asked for 2, and reached 4 a minute later with 91,000 lines of lag).
-    on_its_way = inputs.last_target if inputs.last_target is not None and inputs.last_target > current else current
+    on_its_way = max(current, inputs.last_target or current)
     if cooling and decision.target_scaleout <= on_its_way:
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
     if cooling:
