@@ -174,9 +174,8 @@ class Controller:
         k.history.add_workload(obs, self.config.forecast.resolution_s)
         if warmup_samples >= len(obs.workload_per_s):
             return self._hold(obs, now_s, Reason.SKIP_WARMUP, SkipEvidence(uptime_s=obs.uptime_s))
-        lost = self.losses.lost(
-            obs, now_s=now_s, our_target=self._last_applied_target(), hold_s=self._replacement_within_s()
-        )
+        last_target = self._last_applied_target()
+        lost = self.losses.lost(obs, now_s=now_s, our_target=last_target, hold_s=self._replacement_within_s())
         if lost.hold:
             return self._hold(obs, now_s, Reason.SKIP_MISSING_DATA, SkipEvidence(problem=lost.hold))
         if not settings.max_scaleout:
@@ -208,7 +207,7 @@ class Controller:
                 planned_per_s=provisioned_per_s(forecast, settings),
             )
         )
-        decision = self._plan(obs, now_s, table, forecast)
+        decision = self._plan(obs, now_s, table, forecast, last_target)
         if decision.target_scaleout < decision.current_scaleout:
             decision = self._after_gap(decision)
         notes = table.notes + lost.notes
@@ -251,7 +250,9 @@ class Controller:
         held = replace(decision, target_scaleout=decision.current_scaleout, reason=Reason.SCALE_IN_AFTER_GAP)
         return replace(held, evidence=replace(held.evidence, target=None), notes=(*decision.notes, note))
 
-    def _plan(self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast) -> Decision:
+    def _plan(
+        self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast, last_target: int | None
+    ) -> Decision:
         """The configured planner on what this tick analyzed: the shared inputs with the rescale budget built once,
         and the tick it may read more from."""
         k, settings = self.knowledge, self.config.controller
@@ -269,7 +270,7 @@ class Controller:
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
             budget=self._rescale_budget(now_s),
-            last_target=self._last_applied_target(),
+            last_target=last_target,
         )
         tick = TickContext(observation=obs, config=self.config, workload_history=k.history.workload)
         return planner_named(settings.planner).plan(inputs, tick)

@@ -238,13 +238,13 @@ class CapacityModel:
                 self.regressions.pop(executor_id, None)
                 self.active_since_s.pop(executor_id, None)
 
-    def saturated_at(self) -> float:
+    def saturated_at(self, micro: bool) -> float:
         """The utilization the regressions are read at: the expected maximum, or below it what a backlog showed the
-        busiest executor at. Only until the job has a batch line anywhere: from then on a micro-batch job is sized by
-        its batches, and the simulated suite's regressions read at 1 come closer to what a line sizes (fast_cycle:
-        19.1 executor-hours at 1, 22.8 where the backlog showed the executors saturated at 0.76)."""
+        busiest executor at. Only until the job has a batch line anywhere (`micro`, `_micro_batch`): from then on it
+        is sized by its batches, and the simulated suite's regressions read at 1 come closer to what a line sizes
+        (fast_cycle: 19.1 executor-hours at 1, 22.8 where the backlog showed the executors saturated at 0.76)."""
         u_max = self.config.expected_max_utilization_ratio
-        if self.saturated_utilization_ratio is None or self._micro_batch():
+        if self.saturated_utilization_ratio is None or micro:
             return u_max
         return min(u_max, self.saturated_utilization_ratio)
 
@@ -252,7 +252,7 @@ class CapacityModel:
         """An executor's capacity at utilization `u_max` (`saturated_at` by default) as if it got all the load it
         could take."""
         reg = self.regressions.get(executor_id)
-        u_max = self.saturated_at() if u_max is None else u_max
+        u_max = self.saturated_at(self._micro_batch()) if u_max is None else u_max
         if reg is None or reg.n == 0 or reg.mean_x <= 0:
             return math.nan, "peer_mean"
         if self._trusted(reg):
@@ -281,7 +281,8 @@ class CapacityModel:
         """
         samples = self._current_executors(observation)
         settled = [w for w in samples if self.settled(w, observation.time_s)]
-        u_max = self.saturated_at()
+        micro = self._micro_batch()
+        u_max = self.saturated_at(micro)
         owns = {w: self.own_capacity(w, u_max) for w in settled}
         shares = load_shares({w: samples[w] for w in settled}) if settled else {}
         saturation = saturation_point_per_s(owns, shares)
@@ -292,7 +293,6 @@ class CapacityModel:
         measured = saturation * self._scale_factor(len(settled), n) if len(settled) != n else saturation
         rows = executor_rows(samples, owns, shares, saturation, measured, self.regressions)
         notes: list[str] = []
-        micro = self._micro_batch()
         estimate, catch_up, basis = self._job_evidence(n, measured, target_latency_s, micro, notes)
         floored = self._floor_kept_below(n, estimate, owns, micro, notes)
         sizing = self._bounded(n, floored, notes)
