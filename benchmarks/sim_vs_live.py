@@ -1,6 +1,7 @@
-"""Benchmark: the demo's trace and config run live on the local Spark cluster and in the simulator with the `local`
-job profile, side by side — executor-seconds, rescales, lag p95 and the final capacity table — and the live
-capacity against the throughput measured at each scale-out (benchmarks/results/spark_local.json).
+"""Benchmark: the demo's trace and config run live on the local Spark cluster and in the simulator with the `demo`
+job profile (the demo's calibrated job), side by side — executor-seconds, rescales, lag p95 and the final capacity
+table — and the live capacity against the throughput the demo's calibration measured at each scale-out
+(benchmarks/results/spark_local.json, section `kafka_0.25cpu`).
 
 Usage: python benchmarks/sim_vs_live.py [--out out/sim_vs_live] [--live-dir DIR (reuse a finished demo run)]
        [--seeds 3]. The live run is `make demo` (about 10 minutes); it stops everything it started.
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from live_capacity import saturated
 
 from daedalus_spark.config import Config, load_config
 from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
@@ -45,8 +47,8 @@ def demo_config(plan: DemoPlan) -> Config:
 
 
 def demo_setup(plan: DemoPlan, config: Config, seed: int) -> SimSetup:
-    """The demo's workload on the `local` job profile, started at the demo's initial executors."""
-    job_model = load_job_model("local").model_copy(update={"initial_scaleout": plan.initial_executors})
+    """The demo's workload on the `demo` job profile (its calibrated job), started at the demo's initial executors."""
+    job_model = load_job_model("demo").model_copy(update={"initial_scaleout": plan.initial_executors})
     return make_setup(demo_workload(plan), job_model, config, seed)
 
 
@@ -91,12 +93,9 @@ def live(plan: DemoPlan, out: Path, reuse: Path | None) -> dict[str, Any]:
 
 
 def measured_saturation() -> dict[int, float]:
-    """Saturated throughput per scale-out measured by spark_capacity.py (`saturation`: back-to-back batches of
-    150,000 records per partition, even partitions), when it has been run."""
-    if not MEASURED.exists():
-        return {}
-    runs = json.loads(MEASURED.read_text()).get("saturation", {}).get("runs", [])
-    return {int(r["executors"]): float(r["records_per_s"]) for r in runs if r.get("layout") == "even"}
+    """Saturated throughput per scale-out of the demo's job, as the demo's calibration measured it
+    (`live_capacity.saturated`), when it has been run."""
+    return saturated(MEASURED) if MEASURED.exists() else {}
 
 
 def capacity_checks(run: dict[str, Any], saturation: dict[int, float]) -> dict[str, Any]:
