@@ -492,6 +492,33 @@ def test_a_rise_is_not_believed_while_the_job_works_a_backlog_off() -> None:
 
 
 @pytest.mark.parametrize(
+    ("floors", "arrivals", "expected", "basis"),
+    [
+        # nothing shown elsewhere: the regressions' 2 x 3,000/s stand
+        pytest.param({}, 500.0, 6000.0, "utilization", id="no-backlog-elsewhere"),
+        # 1 executor worked a backlog off at 600/s: 2, each with half the load, carry at most 1,200/s
+        pytest.param({1: 600.0}, 500.0, 1200.0, "scaled_backlog", id="a-backlog-at-1-caps-2"),
+        # what 2 carried themselves stands above it
+        pytest.param({1: 600.0}, 2000.0, 2000.0, "kept_up", id="its-own-evidence-stands"),
+        # a backlog elsewhere that allows more caps nothing
+        pytest.param({1: 4000.0}, 500.0, 6000.0, "utilization", id="a-higher-backlog-caps-nothing"),
+    ],
+)
+def test_no_scale_out_carries_more_than_a_backlog_elsewhere_in_proportion(floors, arrivals, expected, basis) -> None:
+    model = settled_model(CapacityConfig(), {"a": 3000.0, "b": 3000.0})
+    model.backlog_floor_per_scaleout.update(floors)
+    obs = Observation.of(
+        time_s=180.0,  # a settled window: what it carries is evidence
+        workload_per_s=[arrivals] * 60,
+        executors={w: (linear(3000.0), UTIL) for w in ("a", "b")},
+        consumer_lag_records=0.0,
+    )
+    table = tick(model, obs)
+    assert (table.current_per_s, table.current_basis) == (pytest.approx(expected, rel=0.05), basis)
+    assert any("a backlog showed elsewhere" in note for note in table.notes) == (expected < 6000.0)
+
+
+@pytest.mark.parametrize(
     ("busy", "learned"),
     [
         pytest.param(0.45, 0.45, id="a micro-batch job saturates below a busy fraction of 1"),
