@@ -52,6 +52,10 @@ class CapacityModel:
     observed_per_scaleout: dict[int, float] = field(default_factory=dict)
     partition_shares: dict[PartitionKey, float] = field(default_factory=dict)  # of the source's records
     backlog_floor_per_scaleout: dict[int, float] = field(default_factory=dict)  # catch-up throughput seen
+    # What the job did in windows behind from start to end (saturated throughout) at a settled scale-out: what that
+    # scale-out carries. A window that only ends behind may have kept up for most of it (a live demo's 1-executor
+    # window read 459 lines/s with a micro-batch's usual 8 s of lag) and feeds the backlog floor only.
+    saturated_per_scaleout: dict[int, float] = field(default_factory=dict)
     # The highest arrival rate of a window in which the job kept up: it can certainly carry that much.
     kept_up_per_scaleout: dict[int, float] = field(default_factory=dict)
     # The busiest executor's utilization while a backlog waited at a settled scale-out: what saturated reads here.
@@ -207,6 +211,9 @@ class CapacityModel:
         old = self.backlog_floor_per_scaleout.get(obs.scaleout)
         a = BACKLOG_FLOOR_LEARNING_RATIO
         self.backlog_floor_per_scaleout[obs.scaleout] = throughput if old is None else old + a * (throughput - old)
+        if self._behind_throughout:
+            old = self.saturated_per_scaleout.get(obs.scaleout)
+            self.saturated_per_scaleout[obs.scaleout] = throughput if old is None else old + a * (throughput - old)
         means = [sum(x for _, _, x, _ in s) / len(s) for s in self._plausible(obs).values() if s]
         busiest = min(max(means, default=0.0), 1.0)
         if busiest >= MIN_SATURATED_UTILIZATION_RATIO:
@@ -338,7 +345,8 @@ class CapacityModel:
             # works the backlog off as fast as it can, so that rate is what it carries, a ceiling as much as a floor.
             # A live demo's table kept 5,487 lines/s at 4 executors while they worked 311,000 lines of lag off at
             # 4,100. (A window that only ends behind kept up for part of it: its mean is no ceiling.)
-            return floor, floor, "backlog"
+            saturated = self.saturated_per_scaleout[n]
+            return saturated, max(saturated, floor), "backlog"
         if fit is None and micro and measured > max(reference, evidence) and reference > 0:
             # A micro-batch job's utilization regression is no evidence that this scale-out carries more than the
             # table said (its CPU carries a fixed cost per batch, and while the driver plans the next batch or a
@@ -363,21 +371,23 @@ class CapacityModel:
         return sizing, catch_up, basis
 
     def _in_proportion(self, n: int, estimate: float, notes: list[str]) -> tuple[float, str | None]:
-        """At most what a backlog showed at another scale-out, scaled by the busiest executor's share of the load
+        """At most what the job did saturated (behind throughout) at another scale-out, scaled by the busiest
+        executor's share of the load
         (`_scale_factor`): executors carry in proportion to their share, never more. This scale-out's own evidence
         (what it carried, what it worked off) stands above it; the basis when it caps, else None. Live, a
         micro-batch job's utilization regressions at a scale-out without its batch line read 2.5-3x what the job
         carried there (16,554 lines/s at 4 executors that the calibration puts at 5,229, and the controller scaled
         in at the peak)."""
-        floors = self.backlog_floor_per_scaleout
-        scaled = max((f * self._scale_factor(m, n) for m, f in floors.items() if m != n and f > 0), default=math.inf)
-        own = ((self.kept_up_per_scaleout.get(n, 0.0), "kept_up"), (floors.get(n, 0.0), "backlog_floor"))
+        shown = self.saturated_per_scaleout
+        scaled = max((c * self._scale_factor(m, n) for m, c in shown.items() if m != n and c > 0), default=math.inf)
+        floor = self.backlog_floor_per_scaleout.get(n, 0.0)
+        own = ((self.kept_up_per_scaleout.get(n, 0.0), "kept_up"), (floor, "backlog_floor"))
         ceiling, basis = max((scaled, "scaled_backlog"), *own, key=lambda c: c[0])
         if estimate <= ceiling:
             return estimate, None
         notes.append(
-            f"capacity at {n}: {estimate:.0f}/s is more than a backlog showed elsewhere, in proportion to the "
-            f"executors' share of the load, or than it carried itself; {ceiling:.0f}/s"
+            f"capacity at {n}: {estimate:.0f}/s is more than the job did saturated at another scale-out, in "
+            f"proportion to the executors' share of the load, or than it carried itself; {ceiling:.0f}/s"
         )
         return ceiling, basis
 
@@ -526,6 +536,7 @@ class CapacityModel:
             "partition_shares": [[t, p, share] for (t, p), share in sorted(self.partition_shares.items())],
             "backlog_floor_per_scaleout": {str(n): c for n, c in self.backlog_floor_per_scaleout.items()},
             "kept_up_per_scaleout": {str(n): c for n, c in self.kept_up_per_scaleout.items()},
+            "saturated_per_scaleout": {str(n): c for n, c in self.saturated_per_scaleout.items()},
             "saturated_utilization_ratio": self.saturated_utilization_ratio,
             "batches": self.batches.to_state(),
             "last_per_scaleout": list(self.last_per_scaleout),

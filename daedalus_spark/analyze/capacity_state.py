@@ -44,6 +44,10 @@ def read_state(config: CapacityConfig, raw: Any, where: str) -> dict[str, Any]:
         state["backlog_floor_per_scaleout"], f"{where}.backlog_floor_per_scaleout"
     )
     fields["kept_up_per_scaleout"] = _per_scaleout(state["kept_up_per_scaleout"], f"{where}.kept_up_per_scaleout")
+    # absent from stores written before it was learned
+    fields["saturated_per_scaleout"] = _per_scaleout(
+        state.get("saturated_per_scaleout", {}), f"{where}.saturated_per_scaleout"
+    )
     saturated = state.get("saturated_utilization_ratio")  # absent before it was learned
     if saturated is not None:
         fields["saturated_utilization_ratio"] = number(

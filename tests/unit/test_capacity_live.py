@@ -144,9 +144,11 @@ def test_while_behind_without_a_batch_line_the_rate_a_backlog_is_worked_off_at_i
     busy = [1.0] * 60
     ends_behind = tick(model, window(180.0, {"a": ([worked_off] * 60, busy)}, lag=100_000.0))
     assert ends_behind.current_basis != "backlog"  # only its end is known to be behind: it may have kept up before
+    assert model.saturated_per_scaleout == {}
     # Behind from start to end: the next window.
     table = tick(model, window(240.0, {"a": ([worked_off] * 60, busy)}, lag=100_000.0))
     assert model.backlog_floor_per_scaleout[1] == pytest.approx(worked_off)
+    assert model.saturated_per_scaleout[1] == pytest.approx(worked_off)
     assert (
         model.regressions["a"].n == 120
     )  # the settled minute and the next; the backlog's samples are not learned as steady state
@@ -495,18 +497,20 @@ def test_a_rise_is_not_believed_while_the_job_works_a_backlog_off() -> None:
     ("floors", "arrivals", "expected", "basis"),
     [
         # nothing shown elsewhere: the regressions' 2 x 3,000/s stand
-        pytest.param({}, 500.0, 6000.0, "utilization", id="no-backlog-elsewhere"),
-        # 1 executor worked a backlog off at 600/s: 2, each with half the load, carry at most 1,200/s
-        pytest.param({1: 600.0}, 500.0, 1200.0, "scaled_backlog", id="a-backlog-at-1-caps-2"),
+        pytest.param({}, 500.0, 6000.0, "utilization", id="nothing-saturated-elsewhere"),
+        # 1 executor, behind throughout, did 600/s: 2, each with half the load, carry at most 1,200/s
+        pytest.param({1: 600.0}, 500.0, 1200.0, "scaled_backlog", id="saturated-at-1-caps-2"),
         # what 2 carried themselves stands above it
         pytest.param({1: 600.0}, 2000.0, 2000.0, "kept_up", id="its-own-evidence-stands"),
-        # a backlog elsewhere that allows more caps nothing
-        pytest.param({1: 4000.0}, 500.0, 6000.0, "utilization", id="a-higher-backlog-caps-nothing"),
+        # saturated elsewhere at a rate that allows more: caps nothing
+        pytest.param({1: 4000.0}, 500.0, 6000.0, "utilization", id="a-higher-rate-caps-nothing"),
     ],
 )
-def test_no_scale_out_carries_more_than_a_backlog_elsewhere_in_proportion(floors, arrivals, expected, basis) -> None:
+def test_no_scale_out_carries_more_than_the_job_did_saturated_elsewhere_in_proportion(
+    floors, arrivals, expected, basis
+) -> None:
     model = settled_model(CapacityConfig(), {"a": 3000.0, "b": 3000.0})
-    model.backlog_floor_per_scaleout.update(floors)
+    model.saturated_per_scaleout.update(floors)
     obs = Observation.of(
         time_s=180.0,  # a settled window: what it carries is evidence
         workload_per_s=[arrivals] * 60,
@@ -515,7 +519,9 @@ def test_no_scale_out_carries_more_than_a_backlog_elsewhere_in_proportion(floors
     )
     table = tick(model, obs)
     assert (table.current_per_s, table.current_basis) == (pytest.approx(expected, rel=0.05), basis)
-    assert any("a backlog showed elsewhere" in note for note in table.notes) == (expected < 6000.0)
+    assert any("did saturated at another scale-out" in note for note in table.notes) == (expected < 6000.0)
+    again = CapacityModel.from_state(model.config, model.to_state())
+    assert again.saturated_per_scaleout == model.saturated_per_scaleout
 
 
 @pytest.mark.parametrize(
