@@ -345,7 +345,7 @@ class CapacityModel:
             # works the backlog off as fast as it can, so that rate is what it carries, a ceiling as much as a floor.
             # A live demo's table kept 5,487 lines/s at 4 executors while they worked 311,000 lines of lag off at
             # 4,100. (A window that only ends behind kept up for part of it: its mean is no ceiling.)
-            saturated = self.saturated_per_scaleout[n]
+            saturated = self.saturated_per_scaleout.get(n, floor)  # learned from this very window
             return saturated, max(saturated, floor), "backlog"
         if fit is None and micro and measured > max(reference, evidence) and reference > 0:
             # A micro-batch job's utilization regression is no evidence that this scale-out carries more than the
@@ -372,9 +372,9 @@ class CapacityModel:
 
     def _in_proportion(self, n: int, estimate: float, notes: list[str]) -> tuple[float, str | None]:
         """At most what the job did saturated (behind throughout) at another scale-out, scaled by the busiest
-        executor's share of the load
-        (`_scale_factor`): executors carry in proportion to their share, never more. This scale-out's own evidence
-        (what it carried, what it worked off) stands above it; the basis when it caps, else None. Live, a
+        executor's share of the load (`_scale_factor`): executors carry in proportion to their share, never more.
+        This scale-out's own evidence (what it carried, what it worked off) stands above it; the basis when it caps,
+        else None. Live, a
         micro-batch job's utilization regressions at a scale-out without its batch line read 2.5-3x what the job
         carried there (16,554 lines/s at 4 executors that the calibration puts at 5,229, and the controller scaled
         in at the peak)."""
