@@ -38,6 +38,12 @@ _MIN_RESIDUAL_RATIO = 0.05
 _FORGOTTEN_SHARE = 1e-6
 
 
+def _toward(old: float | None, new: float) -> float:
+    """A running mean of backlog windows: `new` first, then each window moves it BACKLOG_FLOOR_LEARNING_RATIO of the
+    way."""
+    return new if old is None else old + BACKLOG_FLOOR_LEARNING_RATIO * (new - old)
+
+
 @dataclass
 class CapacityModel:
     """What the loop has learned about capacity: one regression per executor, capacities seen per scale-out, the
@@ -208,17 +214,14 @@ class CapacityModel:
             self.kept_up_per_scaleout[obs.scaleout] = max(kept_up, carried)
             return
         self._backlog_now_per_s = throughput
-        old = self.backlog_floor_per_scaleout.get(obs.scaleout)
-        a = BACKLOG_FLOOR_LEARNING_RATIO
-        self.backlog_floor_per_scaleout[obs.scaleout] = throughput if old is None else old + a * (throughput - old)
+        n = obs.scaleout
+        self.backlog_floor_per_scaleout[n] = _toward(self.backlog_floor_per_scaleout.get(n), throughput)
         if self._behind_throughout:
-            old = self.saturated_per_scaleout.get(obs.scaleout)
-            self.saturated_per_scaleout[obs.scaleout] = throughput if old is None else old + a * (throughput - old)
+            self.saturated_per_scaleout[n] = _toward(self.saturated_per_scaleout.get(n), throughput)
         means = [sum(x for _, _, x, _ in s) / len(s) for s in self._plausible(obs).values() if s]
         busiest = min(max(means, default=0.0), 1.0)
         if busiest >= MIN_SATURATED_UTILIZATION_RATIO:
-            u = self.saturated_utilization_ratio
-            self.saturated_utilization_ratio = busiest if u is None else u + a * (busiest - u)
+            self.saturated_utilization_ratio = _toward(self.saturated_utilization_ratio, busiest)
 
     def _learn_partition_shares(self, observation: Observation) -> None:
         """Move the shares toward this window's; a window without a usable total leaves them as they are. A window
@@ -374,10 +377,9 @@ class CapacityModel:
         """At most what the job did saturated (behind throughout) at another scale-out, scaled by the busiest
         executor's share of the load (`_scale_factor`): executors carry in proportion to their share, never more.
         This scale-out's own evidence (what it carried, what it worked off) stands above it; the basis when it caps,
-        else None. Live, a
-        micro-batch job's utilization regressions at a scale-out without its batch line read 2.5-3x what the job
-        carried there (16,554 lines/s at 4 executors that the calibration puts at 5,229, and the controller scaled
-        in at the peak)."""
+        else None. Live, a micro-batch job's utilization regressions at a scale-out without its batch line read
+        2.5-3x what the job carried there (16,554 lines/s at 4 executors that the calibration puts at 5,229, and the
+        controller scaled in at the peak)."""
         shown = self.saturated_per_scaleout
         scaled = max((c * self._scale_factor(m, n) for m, c in shown.items() if m != n and c > 0), default=math.inf)
         floor = self.backlog_floor_per_scaleout.get(n, 0.0)
