@@ -1,6 +1,6 @@
 """Plan: the cheapest schedule of scale-outs over a known load that keeps every second's latency and every recovery
-within the target — dynamic programming over the loop's decision points, shared by the horizon planner (over the
-forecast) and the offline optimum (over the whole trace, sim/optimum.py).
+within the target — dynamic programming over the loop's decision points, for the horizon planner (over the
+forecast).
 
 The job, as the schedule sees it (a fluid queue):
 - scale-out n processes up to `capacity_per_s[n]` records a second; the backlog follows the Lindley recursion
@@ -20,10 +20,7 @@ and a recovery may take any latency until it ends (within the recovery target).
 Approximation: the state is (decision index, scale-out[, rescales so far]). The backlog, the records to replay and
 the times of the last recovery are carried from the cheapest path into each state (ties: the smaller backlog), not
 enumerated; a dearer path that arrives with less backlog is dropped, so the result is an upper bound on the true
-optimum of this model. With `QueueModel.relaxed` every state carries instead the most lenient of what any path
-brings (the least backlog and replay, the latest end of a recovery, the earliest gate and restart) beside the
-cheapest cost: every path's cost and constraints are then at least as tight as the state's, so the result is a lower
-bound on the model's true optimum (the offline optimum's yardstick; its schedule need not be feasible).
+optimum of this model. The offline optimum's lower bound over the same queue is plan/bound.py.
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ import numpy as np
 
 # A problem this small (scale-outs x seconds a rescale is followed; the horizon planner's is ~100 cells) runs as plain
 # Python floats, second by second: numpy costs a microsecond or more a call whatever the size, and its ~70 calls a
-# state made the planner the largest part of a controller tick. The offline optimum's (12 x 601) stays vectorized.
+# state made the planner the largest part of a controller tick. A larger one (12 scale-outs x 601 s) stays vectorized.
 # Both give the same bits (tests/unit/test_schedule_paths.py); plain floats only where no NaN, no infinity and no
 # division by zero can arise.
 _SMALL_CELLS = 512
@@ -75,7 +72,6 @@ class QueueModel:
     # The user's latency objective: caught up = latency within it; none: the backlog within `caught_up_records` and
     # every second's latency within the recovery target.
     target_latency_s: float | None = None
-    relaxed: bool = False  # a lower bound instead of an upper one (see the module's docstring)
 
 
 @dataclass(frozen=True)
@@ -109,16 +105,17 @@ def lindley(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.n
     return np.asarray(np.maximum(s - floor, 0.0), dtype=float)
 
 
-def _tails(
-    backlog0: float, arrivals: np.ndarray, lags: np.ndarray, caps: np.ndarray, downs: np.ndarray, ckpt: int
+def replayed(
+    backlog0: float | np.ndarray, arrivals: np.ndarray, lags: np.ndarray, caps: np.ndarray, downs: np.ndarray, ckpt: int
 ) -> np.ndarray:
     """Upper bound of the replay of a rescale at the end of an interval, for each row of lags (backlog after each
-    second, from `backlog0` before): the records processed in its last `ckpt` seconds, or capacity x `ckpt` where
-    those seconds reach into the row's downtime (the job, whose downtime may be shorter than the worst case, may
-    already process there)."""
+    second, from `backlog0` before: one for all rows, or one per row): the records processed in its last `ckpt`
+    seconds, or capacity x `ckpt` where those seconds reach into the row's downtime (the job, whose downtime may be
+    shorter than the worst case, may already process there)."""
     if ckpt <= 0:
         return np.zeros(len(lags))
-    before = np.concatenate([np.full((len(lags), 1), backlog0), lags[:, :-1]], axis=1)
+    first = np.broadcast_to(np.reshape(np.asarray(backlog0, dtype=float), (-1, 1)), (len(lags), 1))
+    before = np.concatenate([first, lags[:, :-1]], axis=1)
     processed = np.maximum(before + arrivals[None, :] - lags, 0.0)
     inside = ckpt <= lags.shape[1] - downs
     return np.asarray(np.where(inside, processed[:, -ckpt:].sum(axis=1), caps * ckpt), dtype=float)
@@ -165,8 +162,6 @@ class _Problem:
     floor: np.ndarray  # caught up: the backlog within this, per second...
     floor_by_size: np.ndarray  # ...or within this at each scale-out (the latency objective's backlog; 0: none)
     lat_cap: float  # every second's latency within this (infinite under the latency objective: it binds elsewhere)
-    hold: int  # seconds latency holds within the objective that end a judged recovery (relaxed: see _held_ends)
-    relaxed: bool
     # Column b of every state array: paths that have rescaled b times (one column when rescales are not limited).
     levels: int
     spent: int  # columns a rescale moves to the right
@@ -193,8 +188,7 @@ class _Problem:
         values = np.concatenate([w, caps, floor, [backlog0, model.base_latency_s]])
         objective = model.target_latency_s
         small = (
-            not model.relaxed
-            and len(caps) * horizon <= _SMALL_CELLS
+            len(caps) * horizon <= _SMALL_CELLS
             and bool(np.all(np.abs(values) <= _SMALL_MAGNITUDE))  # False for NaN too
             and bool(np.all(caps > 0))
         )
@@ -215,8 +209,6 @@ class _Problem:
             floor=floor,
             floor_by_size=np.zeros(len(caps)) if objective is None else (objective - model.base_latency_s) * caps,
             lat_cap=target if objective is None else math.inf,
-            hold=1 if objective is None else math.ceil(objective),
-            relaxed=model.relaxed,
             levels=1 if max_rescales is None else max(0, max_rescales) + 1,
             spent=0 if max_rescales is None else 1,
             small=(w.tolist(), caps.tolist(), floor.tolist(), [int(n) for n in model.scaleouts]) if small else None,
@@ -281,7 +273,7 @@ def _first_states(p: _Problem, start: Start | None) -> tuple[_States, int]:
             rows0 <= _floors(p, 0, end0, p.floor_by_size[:, None])
         ).all(axis=1)
         s.cost[ok, 0], s.backlog[ok, 0] = p.sizes[ok].astype(float) * end0, rows0[ok, -1]
-        s.tail[ok, 0] = _tails(0.0, arr0, rows0[ok], p.caps[ok], np.zeros(int(ok.sum())), p.ckpt)
+        s.tail[ok, 0] = replayed(0.0, arr0, rows0[ok], p.caps[ok], np.zeros(int(ok.sum())), p.ckpt)
     else:
         matches = np.flatnonzero(p.sizes == start.scaleout)
         if len(matches) != 1:
@@ -318,15 +310,10 @@ def _hold(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarra
     if not (float((p.base + wait + lag / p.caps[i]).max()) <= p.lat_cap and not behind.any()):
         return
     c = s.cost[i, b] + float(p.sizes[i]) * g.seg
-    if p.relaxed:
-        tail = _tails(b_prev, g.arr, lag[None, :], p.caps[i : i + 1], np.array([down_left]), p.ckpt)
-        _merge(new, np.array([i]), b, np.array([c]), lag[-1:], tail, s.recovered[i, b], s.gate[i, b], restart)
-        parents[i, b] = i if c <= new.cost[i, b] else parents[i, b]
-        return
     if c < new.cost[i, b] or (c == new.cost[i, b] and lag[-1] < new.backlog[i, b]):
         new.cost[i, b] = c
         new.backlog[i, b] = lag[-1]
-        new.tail[i, b] = _tails(b_prev, g.arr, lag[None, :], p.caps[i : i + 1], np.array([down_left]), p.ckpt)[0]
+        new.tail[i, b] = replayed(b_prev, g.arr, lag[None, :], p.caps[i : i + 1], np.array([down_left]), p.ckpt)[0]
         new.recovered[i, b], new.gate[i, b], new.restart[i, b] = s.recovered[i, b], s.gate[i, b], restart
         parents[i, b] = i
 
@@ -348,12 +335,7 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     waits = np.where(offset >= stop_from, np.maximum(downs[:, None] - offset, 0), 0)
     lat = p.base + waits + lags / p.caps[others][:, None]
     caught = (lags <= _floors(p, g.t0, g.h1, p.floor_by_size[others][:, None])) & (offset >= downs[:, None])
-    if p.relaxed:
-        any_hit, first, hit = _held_ends(caught, p.hold, p.target)
-    else:
-        any_hit, hit = np.asarray(caught.any(axis=1)), np.argmax(caught, axis=1)
-        first = hit
-    gate_at = np.where(any_hit, g.t0 + first + 1, p.total + 1)
+    any_hit, hit = np.asarray(caught.any(axis=1)), np.argmax(caught, axis=1)
     rec_at = np.where(any_hit, g.t0 + hit + 1, p.total + 1)
     # once recovered, the lag must stay caught up for the rest of the interval
     behind = ~caught[:, : g.seg] & (g.secs[None, : g.seg] >= rec_at[:, None])
@@ -361,72 +343,30 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     # A recovery still under way where the load ends is refused, else a schedule would drop executors in the last
     # `target` seconds for free.
     ok_rec = any_hit & (hit + 1 <= p.target)
-    if s.recovered[i, b] > g.t0 and not p.relaxed:  # still working off the start's backlog: its deadline stays
+    if s.recovered[i, b] > g.t0:  # still working off the start's backlog: its deadline stays
         ok_rec &= rec_at <= s.recovered[i, b] + 1
     # every feasible target at once (each appears once for this state)
     rows = np.flatnonzero(ok_lat & ok_rec)
     js = others[rows]
     c = s.cost[i, b] + p.sizes[js].astype(float) * g.seg
     end = lags[rows, g.seg - 1]
-    if p.relaxed:
-        tails = _tails(backlog, g.arr, lags[rows, : g.seg], p.caps[js], downs[rows], p.ckpt)
-        cheaper = c < new.cost[js, nb]
-        _merge(new, js, nb, c, end, tails, rec_at[rows], gate_at[rows], g.t0 + downs[rows])
-        parents[js[cheaper], nb] = i
-        return
     better = (c < new.cost[js, nb]) | ((c == new.cost[js, nb]) & (end < new.backlog[js, nb]))
     rows, js, c, end = rows[better], js[better], c[better], end[better]
     if len(rows) == 0:
         return
     new.cost[js, nb] = c
     new.backlog[js, nb] = end
-    new.tail[js, nb] = _tails(backlog, g.arr, lags[rows, : g.seg], p.caps[js], downs[rows], p.ckpt)
+    new.tail[js, nb] = replayed(backlog, g.arr, lags[rows, : g.seg], p.caps[js], downs[rows], p.ckpt)
     new.recovered[js, nb] = rec_at[rows]
     new.gate[js, nb] = rec_at[rows]
     new.restart[js, nb] = g.t0 + downs[rows]
     parents[js, nb] = i
 
 
-def _held_ends(caught: np.ndarray, hold_s: int, target_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of a rescale followed second by second: whether some second within the target starts a run of `hold_s`
-    caught-up seconds (to the row's end, where it ends sooner), the first such second and the last. A judge that ends
-    a recovery at the first second from which latency holds within the objective (sim/metrics.py) may see any earlier
-    dip within it as part of the recovery, and a fluid job reaches each such second no later than the judged one: the
-    relaxed DP lets the recovery end at the last of them and the next rescale start from the first."""
-    misses = np.concatenate([np.zeros((len(caught), 1), dtype=np.int64), np.cumsum(~caught, axis=1)], axis=1)
-    cols = np.arange(caught.shape[1])
-    ends = np.minimum(cols + max(1, hold_s), caught.shape[1])
-    held = (misses[:, ends] - misses[:, cols] == 0) & (cols < target_s)[None, :]
-    last = caught.shape[1] - 1 - np.argmax(held[:, ::-1], axis=1)
-    return held.any(axis=1), np.argmax(held, axis=1), last
-
-
 def _floors(p: _Problem, t0: int, t1: int, by_size: np.ndarray | float) -> np.ndarray:
     """The caught-up bound of seconds [t0, t1): the per-second floor or the latency objective's, whichever is larger
     (`by_size` broadcasts against the seconds: a scalar, or a column of scale-outs)."""
     return np.asarray(np.maximum(p.floor[t0:t1], by_size), dtype=float)
-
-
-def _merge(
-    new: _States,
-    js: np.ndarray,
-    b: int,
-    cost: np.ndarray,
-    backlog: np.ndarray,
-    tail: np.ndarray,
-    recovered: np.ndarray | float,
-    gate: np.ndarray | float,
-    restart: np.ndarray | float,
-) -> None:
-    """The relaxed DP's update of states `js` in column `b`: the cheapest cost, and the most lenient of everything
-    else any path brings (a state reached for the first time takes the path's own)."""
-    fresh = ~np.isfinite(new.cost[js, b])
-    new.cost[js, b] = np.minimum(new.cost[js, b], cost)
-    new.backlog[js, b] = np.where(fresh, backlog, np.minimum(new.backlog[js, b], backlog))
-    new.tail[js, b] = np.where(fresh, tail, np.minimum(new.tail[js, b], tail))
-    new.recovered[js, b] = np.where(fresh, recovered, np.maximum(new.recovered[js, b], recovered))
-    new.gate[js, b] = np.where(fresh, gate, np.minimum(new.gate[js, b], gate))
-    new.restart[js, b] = np.where(fresh, restart, np.minimum(new.restart[js, b], restart))
 
 
 # The small problems' path (see _SMALL_CELLS): the same states and the same floating-point operations in the same

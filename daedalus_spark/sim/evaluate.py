@@ -84,7 +84,7 @@ def evaluate(
     )
     oracle = run_oracle(setup)
     # The optimum is the yardstick of every row (vs_optimum), so it is solved even when its own row is not asked for;
-    # the DP takes ~0.1 s on a 6-h trace at a 60-s loop interval.
+    # its search takes a few seconds on a 6-h trace at a 60-s loop interval.
     schedule: OptimumSchedule | None = None
     note = ""
     try:

@@ -3,8 +3,8 @@ loop's decision points that passes the acceptance rule (sim/metrics.py: latency 
 recoveries, every recovery within its target), by dynamic programming with perfect knowledge of the trace.
 
 It errs on one side only, the cheap one: every modelling choice is the job's best case, so no policy that passes
-the rule can cost less (tests/sim/test_properties.py checks it against every baseline, every static and the
-replayed oracle, and the suite on every trace it runs):
+the rule can cost less (tests/sim/test_optimum.py checks it against every baseline, every static and the replayed
+oracle, tests/unit/test_bound.py against brute force, and the suite on every trace it runs):
 - decisions at the loop's decision points t = k * loop_interval_s (k >= 1), as run_policy calls the controller; the
   scale-out of the first interval is free to choose (other policies start at max_scaleout);
 - capacity: for the micro-batch engine, what a scale-out works off with ever larger batches (the catch-up rate:
@@ -13,11 +13,9 @@ replayed oracle, and the suite on every trace it runs):
 - rescales: in place, the new capacity from the request (a joining executor only helps after it registers and
   stalls; a leaving one's capacity is gone at once); a driver restart stops for its shortest downtime; nothing is
   replayed;
-- the DP relaxed (plan/schedule.py): each state carries the most lenient of every path into it;
-- the rule as the judges apply it, at its most lenient: a recovery must end within the recovery target and before
-  the trace ends, at a second from which latency holds within the objective (plan/schedule.py `_held_ends`: the
-  last such second, the next rescale from the first); no rescale before the previous one has recovered (a policy
-  that rescales during a recovery gains at most that interval's difference);
+- the rule as the judges apply it, at its most lenient (plan/bound.py): a rescale may come while earlier ones are
+  still recovering, and a recovery may end at any caught-up second after its stop, before its deadline and before
+  the trace ends;
 - objective: executor-seconds (scale-out summed per second, as metrics.summarize counts executor-hours);
 - optionally at most `max_rescales` rescales (policy `optimum:R`: R rescales per 20 minutes on average), the
   yardstick for a controller held to that rate.
@@ -31,9 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
-from daedalus_spark.plan.schedule import QueueModel, Schedule, ScheduleInfeasible, Stop, cheapest_schedule
+from daedalus_spark.plan.bound import lowest_cost
+from daedalus_spark.plan.schedule import QueueModel, Schedule, ScheduleInfeasible, Stop
 from daedalus_spark.sim.job import SimulatedJob
 from daedalus_spark.sim.jobmodel import JobModel
 from daedalus_spark.sim.policies import OPTIMUM
@@ -68,7 +65,7 @@ class ReplayPolicy:
 
 
 def solve_optimum(setup: SimSetup, *, max_rescales: int | None = None) -> OptimumSchedule:
-    """The shared DP (plan/schedule.py, relaxed: a lower bound) over the whole trace under the acceptance rule,
+    """The lower bound's DP (plan/bound.py) over the whole trace under the acceptance rule,
     with the job model's best cases; raises OptimumInfeasible when no schedule meets the rule (with
     `max_rescales`, none that rescales at most that often)."""
     w = setup.workload_per_s
@@ -87,16 +84,9 @@ def solve_optimum(setup: SimSetup, *, max_rescales: int | None = None) -> Optimu
         scale_in_stop=Stop(in_from, in_to),
         base_latency_s=0.0 if micro else model.base_latency_s,
         target_latency_s=float(ctl.target_latency_s),
-        relaxed=True,
     )
     try:
-        return cheapest_schedule(
-            w,
-            queue,
-            interval_s=max(1, round(ctl.loop_interval_s)),
-            caught_up_records=np.zeros(len(w)),
-            max_rescales=max_rescales,
-        )
+        return lowest_cost(w, queue, interval_s=max(1, round(ctl.loop_interval_s)), max_rescales=max_rescales)
     except ScheduleInfeasible as exc:
         raise OptimumInfeasible(_infeasible_message(exc.t_s, setup.max_scaleout)) from exc
 

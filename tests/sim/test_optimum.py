@@ -62,13 +62,29 @@ def test_capacities_are_as_the_cases_assume() -> None:
     ],
 )
 def test_optimum_schedule(workload: np.ndarray, scaleouts: set[int], rescales: int) -> None:
+    # One rescale at most: a round trip (below) is the only way to do better on these loads
     setup = _setup(workload)
-    schedule = solve_optimum(setup)
+    schedule = solve_optimum(setup, max_rescales=1)
     assert set(schedule.scaleouts) == scaleouts
     assert schedule.rescales == rescales
     run = run_optimum(setup, schedule)
     assert len(run.rescales) == rescales
     assert float(run.scaleout.sum()) == pytest.approx(schedule.executor_seconds)
+
+
+def test_a_scale_in_into_overload_that_a_scale_out_works_off_in_time_passes_and_costs_less() -> None:
+    # 150 records/s: 1 executor (100/s) falls behind, 2 (~191/s) keep up. The rule lets 2 -> 1 -> 2 run behind for as
+    # long as the backlog is worked off within the target of the first rescale: cheaper than 2 throughout, and the
+    # schedule replayed through the simulated job passes
+    setup = _setup(_levels((150.0, 1800)))
+    two = solve_optimum(setup, max_rescales=2)
+    assert two.rescales == 2 and set(two.scaleouts) == {1, 2}
+    assert two.executor_seconds < 2 * 1800
+    run = run_optimum(setup, two)
+    ctl = setup.config.controller
+    assert passes(run, target_latency_s=ctl.target_latency_s, target_recovery_s=ctl.target_recovery_s)
+    assert float(run.scaleout.sum()) == pytest.approx(two.executor_seconds)
+    assert solve_optimum(setup).executor_seconds <= two.executor_seconds  # more round trips, no dearer
 
 
 def test_step_down_costs_no_more_than_dropping_at_the_step() -> None:
@@ -159,14 +175,9 @@ def test_no_policy_that_passes_the_rule_costs_less_than_the_optimum(
     _no_passing_rival_costs_less(levels, minutes, noise, seed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the relaxed DP follows each rescale's recovery as if no rescale followed it, so a scale-in into "
-    "overload that a scale-out one interval later rescues within the recovery target is never considered; the "
-    "oracle's schedule replayed does that and costs 1,620 executor-seconds against the optimum's 1,680",
-)
 def test_a_scale_in_that_a_scale_out_rescues_costs_no_less_than_the_optimum() -> None:
-    # found by the property above (a random draw)
+    # found by the property above (a random draw): the oracle's schedule replayed scales in into an overload and out
+    # again a minute later, both within the target
     _no_passing_rival_costs_less([20.0, 20.0, 150.0], 7, 0.25, 0)
 
 
@@ -214,8 +225,7 @@ BURSTS = _levels((150.0, 1200), (350.0, 1200), (150.0, 1200), (350.0, 1200), (15
 @pytest.mark.parametrize(
     ("max_rescales", "expected"),
     [
-        pytest.param(None, 4, id="unlimited-follows-both-bursts"),
-        pytest.param(4, 4, id="budget-of-four-is-enough"),
+        pytest.param(4, 4, id="budget-of-four-follows-both-bursts"),
         pytest.param(2, 2, id="budget-of-two-follows-one-burst"),
         pytest.param(1, 1, id="budget-of-one-drops-after-the-last-burst-or-rises-before-the-first"),
         pytest.param(0, 0, id="budget-of-none-is-the-best-static"),
@@ -234,12 +244,12 @@ def test_rescale_limited_optimum_costs_more_as_the_budget_shrinks() -> None:
     setup = _setup(BURSTS)
     costs = [solve_optimum(setup, max_rescales=b).executor_seconds for b in (4, 3, 2, 1, 0)]
     assert costs == sorted(costs)
-    assert costs[0] == pytest.approx(solve_optimum(setup).executor_seconds)
+    assert solve_optimum(setup).executor_seconds <= costs[0]  # unlimited: round trips besides
     assert costs[-1] == pytest.approx(min(_passing_statics(setup).values()))  # no rescale: the best static
 
 
 def test_evaluate_runs_the_rescale_limited_optimum_beside_the_optimum() -> None:
     ev = evaluate("bursts", BURSTS, ["optimum", "optimum:0.25"], job_model=JOB, config=_config(), seed=1)
     # 6000 s = 5 x 20 min; 0.25 per 20 min -> a budget of 1 rescale
-    assert len(ev.runs["optimum"].rescales) == 4 and len(ev.runs["optimum:0.25"].rescales) == 1
+    assert len(ev.runs["optimum"].rescales) >= 4 and len(ev.runs["optimum:0.25"].rescales) == 1
     assert ev.metrics["optimum:0.25"].vs_optimum > 1.0

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from daedalus_spark.plan import schedule
-from daedalus_spark.plan.schedule import QueueModel, ScheduleInfeasible, Start, Stop, _held_ends
+from daedalus_spark.plan.schedule import QueueModel, ScheduleInfeasible, Start, Stop
 
 
 def _random_problem(seed: int) -> tuple[schedule._Problem, Start | None]:
@@ -135,23 +135,3 @@ def test_pairwise_sum_is_numpys_to_the_last_bit(n: int) -> None:
     for _ in range(50):
         row = (rng.random(n) * rng.choice([1e-3, 1.0, 1e8], n)).tolist()
         assert schedule._pairwise_sum(row) == float(np.asarray([row]).sum(axis=1)[0])
-
-
-@pytest.mark.parametrize(
-    ("row", "hold_s", "target_s", "expected"),
-    [
-        pytest.param("..##", 2, 4, (True, 2, 3), id="held-to-the-row-end"),
-        pytest.param(".#.###", 3, 6, (True, 3, 5), id="a-dip-that-does-not-hold-is-part-of-the-recovery"),
-        pytest.param(".#####", 2, 6, (True, 1, 5), id="first-and-last-held-second"),
-        pytest.param(".#####", 2, 3, (True, 1, 2), id="only-seconds-within-the-target"),
-        pytest.param("..#.#.", 2, 6, (False, 0, 5), id="never-held"),
-        pytest.param("....##", 2, 4, (False, 0, 5), id="held-only-past-the-target"),
-    ],
-)
-def test_held_ends(row: str, hold_s: int, target_s: float, expected: tuple[bool, int, int]) -> None:
-    caught = np.array([[c == "#" for c in row]])
-    held, first, last = _held_ends(caught, hold_s, target_s)
-    if expected[0]:
-        assert (bool(held[0]), int(first[0]), int(last[0])) == expected
-    else:
-        assert not held[0]
