@@ -83,7 +83,8 @@ class _Profiles:
 @dataclass(frozen=True)
 class _Paths:
     """Paths to a decision point, one row each: its scale-out (an index into the sizes), rescales made, age slot,
-    cost, backlog and restart, and the row of the path it extends (at the decision point before)."""
+    cost (whole executor-seconds), backlog and restart, and the row of the path it extends (at the decision point
+    before)."""
 
     size: np.ndarray
     spent: np.ndarray
@@ -136,7 +137,7 @@ def _problem(arrivals: np.ndarray, model: QueueModel, interval_s: int, max_resca
         w=np.asarray(arrivals, dtype=float),
         interval=max(1, int(interval_s)),
         target=float(model.target_recovery_s),
-        sizes=np.asarray(model.scaleouts),
+        sizes=np.asarray(model.scaleouts, dtype=np.int64),
         caps=caps,
         floors=(model.target_latency_s - model.base_latency_s) * caps,
         stops=(
@@ -156,7 +157,7 @@ def _first(p: _Bound) -> _Paths:
     if len(ok) == 0:
         raise ScheduleInfeasible(0, int(p.sizes[-1]))
     none = np.zeros(len(ok), dtype=np.int64)
-    return _Paths(ok, none, none, p.sizes[ok].astype(float) * end, lag[ok, -1], none.astype(float), none - 1)
+    return _Paths(ok, none, none, p.sizes[ok] * end, lag[ok, -1], none.astype(float), none - 1)
 
 
 def _front(paths: _Paths, t1: int) -> _Paths:
@@ -168,7 +169,7 @@ def _front(paths: _Paths, t1: int) -> _Paths:
     state = ((paths.size * (paths.spent.max() + 1) + paths.spent) * (paths.slot.max() + 1) + paths.slot) * (
         ahead.max() + 1
     ) + ahead
-    order = np.lexsort((paths.backlog, paths.cost, state))
+    order = np.lexsort((paths.backlog, state * (paths.cost.max() + 1) + paths.cost))  # whole executor-seconds
     paths, state = paths.take(order), state[order]
     least_before = pd.Series(paths.backlog).groupby(state).cummin().groupby(state).shift(1).to_numpy()
     return paths.take(np.flatnonzero(np.isnan(least_before) | (paths.backlog < least_before)))
@@ -196,7 +197,7 @@ def _hold(p: _Bound, paths: _Paths, t0: int, t1: int) -> _Paths:
         size=paths.size[rows],
         spent=paths.spent[rows],
         slot=np.concatenate([paths.slot[stay] + 1, np.zeros(int(ends.sum()), dtype=np.int64)]),
-        cost=paths.cost[rows] + p.sizes[paths.size[rows]].astype(float) * seg,
+        cost=paths.cost[rows] + p.sizes[paths.size[rows]] * seg,
         backlog=np.maximum(prof.end_m[kind], prof.end_d[kind] + b0)[rows],
         restart=paths.restart[rows],
         parent=rows,
@@ -236,7 +237,7 @@ def _rescale(p: _Bound, paths: _Paths, t0: int, t1: int) -> _Paths:
         size=js[rows],
         spent=paths.spent[rr[rows]] + p.spent,
         slot=np.concatenate([np.where(older_end, 1, age + 1)[pending], np.zeros(int(ends.sum()), dtype=np.int64)]),
-        cost=paths.cost[rr[rows]] + p.sizes[js[rows]].astype(float) * seg,
+        cost=paths.cost[rr[rows]] + p.sizes[js[rows]] * seg,
         backlog=np.maximum(any_second.end_m[kind], any_second.end_d[kind] + b0)[rows],
         restart=(t0 + downs[kind]).astype(float)[rows],
         parent=rr[rows],
