@@ -105,17 +105,16 @@ def lindley(backlog0: float, arrivals: np.ndarray, capacity: np.ndarray) -> np.n
     return np.asarray(np.maximum(s - floor, 0.0), dtype=float)
 
 
-def replayed(
-    backlog0: float | np.ndarray, arrivals: np.ndarray, lags: np.ndarray, caps: np.ndarray, downs: np.ndarray, ckpt: int
+def _tails(
+    backlog0: float, arrivals: np.ndarray, lags: np.ndarray, caps: np.ndarray, downs: np.ndarray, ckpt: int
 ) -> np.ndarray:
     """Upper bound of the replay of a rescale at the end of an interval, for each row of lags (backlog after each
-    second, from `backlog0` before: one for all rows, or one per row): the records processed in its last `ckpt`
-    seconds, or capacity x `ckpt` where those seconds reach into the row's downtime (the job, whose downtime may be
-    shorter than the worst case, may already process there)."""
+    second, from `backlog0` before): the records processed in its last `ckpt` seconds, or capacity x `ckpt` where
+    those seconds reach into the row's downtime (the job, whose downtime may be shorter than the worst case, may
+    already process there)."""
     if ckpt <= 0:
         return np.zeros(len(lags))
-    first = np.broadcast_to(np.reshape(np.asarray(backlog0, dtype=float), (-1, 1)), (len(lags), 1))
-    before = np.concatenate([first, lags[:, :-1]], axis=1)
+    before = np.concatenate([np.full((len(lags), 1), backlog0), lags[:, :-1]], axis=1)
     processed = np.maximum(before + arrivals[None, :] - lags, 0.0)
     inside = ckpt <= lags.shape[1] - downs
     return np.asarray(np.where(inside, processed[:, -ckpt:].sum(axis=1), caps * ckpt), dtype=float)
@@ -273,7 +272,7 @@ def _first_states(p: _Problem, start: Start | None) -> tuple[_States, int]:
             rows0 <= _floors(p, 0, end0, p.floor_by_size[:, None])
         ).all(axis=1)
         s.cost[ok, 0], s.backlog[ok, 0] = p.sizes[ok].astype(float) * end0, rows0[ok, -1]
-        s.tail[ok, 0] = replayed(0.0, arr0, rows0[ok], p.caps[ok], np.zeros(int(ok.sum())), p.ckpt)
+        s.tail[ok, 0] = _tails(0.0, arr0, rows0[ok], p.caps[ok], np.zeros(int(ok.sum())), p.ckpt)
     else:
         matches = np.flatnonzero(p.sizes == start.scaleout)
         if len(matches) != 1:
@@ -313,7 +312,7 @@ def _hold(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarra
     if c < new.cost[i, b] or (c == new.cost[i, b] and lag[-1] < new.backlog[i, b]):
         new.cost[i, b] = c
         new.backlog[i, b] = lag[-1]
-        new.tail[i, b] = replayed(b_prev, g.arr, lag[None, :], p.caps[i : i + 1], np.array([down_left]), p.ckpt)[0]
+        new.tail[i, b] = _tails(b_prev, g.arr, lag[None, :], p.caps[i : i + 1], np.array([down_left]), p.ckpt)[0]
         new.recovered[i, b], new.gate[i, b], new.restart[i, b] = s.recovered[i, b], s.gate[i, b], restart
         parents[i, b] = i
 
@@ -356,7 +355,7 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
         return
     new.cost[js, nb] = c
     new.backlog[js, nb] = end
-    new.tail[js, nb] = replayed(backlog, g.arr, lags[rows, : g.seg], p.caps[js], downs[rows], p.ckpt)
+    new.tail[js, nb] = _tails(backlog, g.arr, lags[rows, : g.seg], p.caps[js], downs[rows], p.ckpt)
     new.recovered[js, nb] = rec_at[rows]
     new.gate[js, nb] = rec_at[rows]
     new.restart[js, nb] = g.t0 + downs[rows]
