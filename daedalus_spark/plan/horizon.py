@@ -115,7 +115,7 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     learned capacities and downtimes, the rescale budget left) and apply its first interval. Where no schedule
     keeps the target within the budget, a scale-out beyond it (scale-outs never wait for a token) is planned the
     same way; where none keeps it at all (a load above what max_scaleout carries, a lag the job cannot work off in
-    time), Algorithm 1 on the forecast's upper bound decides, and the decision says so."""
+    time), Algorithm 1 on the point forecast decides, and the decision says so."""
     current = inputs.current_scaleout
     evidence = Evidence(tick=tick_evidence(inputs), planner="horizon")
     cooling = seconds_since_rescale(inputs) < settings.cooldown_s
@@ -165,8 +165,11 @@ def _plan_horizon(inputs: PlanInputs, settings: ControllerConfig, evidence: Evid
                 note = "no schedule within the rescale budget keeps the target: a scale-out beyond it"
                 return replace(debt, notes=(*debt.notes, note))
     assert evidence.horizon is None
-    safe = plan(replace(inputs, forecast=inputs.forecast.upper_bound()), settings)
-    notes = (f"{problem}; Algorithm 1 on the forecast's upper bound decides", *safe.notes)
+    # On the point forecast, not its upper bound: after a spike the band reaches what only the most executors carry,
+    # and Algorithm 1 on it held them for half an hour at a time (the simulated suite: 3.7 % fewer executor-hours on
+    # two seeds, every verdict of the rule unchanged)
+    safe = plan(inputs, settings)
+    notes = (f"{problem}; Algorithm 1 on the point forecast decides", *safe.notes)
     # Algorithm 1's numbers, with this tick's (the point forecast's peak) and the horizon's attempt
     merged = replace(safe.evidence, tick=evidence.tick, planner="horizon", horizon=horizon)
     return replace(safe, evidence=merged, notes=notes)

@@ -135,6 +135,17 @@ def test_a_band_above_what_the_largest_carries_is_capped_before_the_point_is_tri
         assert decision.target_scaleout == 12, (upper, decision.notes)
 
 
+def test_without_a_schedule_algorithm_1_decides_on_the_point_forecast_not_its_band():
+    # 12 executors where at most 8 are allowed: no schedule starts there. The point forecast (150/s) needs 2; the band
+    # (700/s) would need 8 and hold them (on the suite's spiky traces the band's fallback held the maximum for 30-40
+    # minutes at a time).
+    decision = plan_horizon(
+        inputs(current=12, workload=150, upper=[700] * 90), SETTINGS.model_copy(update={"max_scaleout": 8})
+    )
+    assert (decision.target_scaleout, decision.reason) == (2, Reason.SCALE_IN_SMALLEST_VALID), decision.notes
+    assert decision.notes[0].endswith("Algorithm 1 on the point forecast decides")
+
+
 def test_no_schedule_says_why_in_the_notes_and_algorithm_1_decides():
     # 10 million records of lag: even 12 executors (1,050/s spare) need 9,500 s
     decision = plan_horizon(inputs(workload=150, lag=10_000_000), SETTINGS)
