@@ -79,6 +79,10 @@ class _Profiles:
         after = np.minimum.accumulate(slack[:, ::-1], axis=1)[:, ::-1]
         return cls(m[:, -1], d[:, -1], before, after)
 
+    def end_backlog(self, kind: np.ndarray, b0: np.ndarray) -> np.ndarray:
+        """The backlog at the interval's end of paths on profiles `kind` that start it with `b0`."""
+        return np.asarray(np.maximum(self.end_m[kind], self.end_d[kind] + b0))
+
 
 @dataclass(frozen=True)
 class _Paths:
@@ -198,7 +202,7 @@ def _hold(p: _Bound, paths: _Paths, t0: int, t1: int) -> _Paths:
         spent=paths.spent[rows],
         slot=np.concatenate([paths.slot[stay] + 1, np.zeros(int(ends.sum()), dtype=np.int64)]),
         cost=paths.cost[rows] + p.sizes[paths.size[rows]] * seg,
-        backlog=np.maximum(prof.end_m[kind], prof.end_d[kind] + b0)[rows],
+        backlog=prof.end_backlog(kind, b0)[rows],
         restart=paths.restart[rows],
         parent=rows,
     )
@@ -238,7 +242,7 @@ def _rescale(p: _Bound, paths: _Paths, t0: int, t1: int) -> _Paths:
         spent=paths.spent[rr[rows]] + p.spent,
         slot=np.concatenate([np.where(older_end, 1, age + 1)[pending], np.zeros(int(ends.sum()), dtype=np.int64)]),
         cost=paths.cost[rr[rows]] + p.sizes[js[rows]] * seg,
-        backlog=np.maximum(any_second.end_m[kind], any_second.end_d[kind] + b0)[rows],
+        backlog=any_second.end_backlog(kind, b0)[rows],
         restart=(t0 + downs[kind]).astype(float)[rows],
         parent=rr[rows],
     )
