@@ -13,6 +13,9 @@ from typing import Any
 from daedalus_spark.domain import SPARK_DRIVER_ID
 
 
+RECHECKED_IDS = 64  # more stages than one micro-batch's job has
+
+
 @dataclass(frozen=True)
 class ExecutorInfo:
     executor_id: str
@@ -68,10 +71,13 @@ class DriverUiReader:
             found = self._fold(self.next_stage)
             if found is None:
                 # A stage id may never be listed (a skipped stage, one the UI no longer retains): go on at the next
-                # id the driver lists, or wait for this one when none follows it.
+                # id the driver lists, or wait for this one when none follows it. The ids passed over are asked
+                # once more on the next poll (the last `RECHECKED_IDS` of them): a job's stages are stored one by one,
+                # in no set order, so a later id can be listed a moment before this one.
                 later = self._listed_after(self.next_stage)
                 if later is None:
                     return
+                self._pending.update(range(max(self.next_stage, later - RECHECKED_IDS), later))
                 self.next_stage = later
                 continue
             if not found:

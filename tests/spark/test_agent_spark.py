@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from daedalus_spark.agent import Agent, AgentConfig, start_agent
+from daedalus_spark.agent.driverui import live_executors
 from daedalus_spark.sparkcluster import LocalCluster
 from daedalus_spark.workloads import wordcount
 from daedalus_spark.workloads.locallog import LocalLog
@@ -127,6 +128,9 @@ def drain(job: Job) -> None:
 def test_records_and_lag_match_the_query(job: Job) -> None:
     wait_until(lambda: executors(job) >= 1, "an executor", 90)
     set_target(job, 1)
+    # The agent stops counting an executor once asked to leave; the driver lists it until it is gone. Load starts
+    # after that, so no stage is retried on a lost executor while the records are counted.
+    wait_until(lambda: len(live_executors(job.agent.reader.executors())) == 1, "the driver listing 1 executor", 90)
     gen, thread = generate(job.log, seconds=6, rate=400.0, seed=1)
     while thread.is_alive():
         before = job.log.latest_offsets(TOPIC)

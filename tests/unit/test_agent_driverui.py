@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from daedalus_spark.agent.driverui import DriverUiReader
+from daedalus_spark.agent.driverui import RECHECKED_IDS, DriverUiReader
 
 APP = "app-1"
 
@@ -92,3 +92,28 @@ def test_reader_keeps_counting_after_a_gap_on_later_polls(driver) -> None:
     del stand_in.stages[5]
     reader.poll_stages()
     assert reader._pending == set()
+
+
+def test_a_stage_listed_after_a_later_id_of_its_job_is_still_counted(driver) -> None:
+    """A job's stages are stored one at a time: the result stage (1) can be listed a moment before the map stage
+    (0) that read the source. Stage 0 is asked once more on the next poll, and counted."""
+    stand_in, url = driver
+    stand_in.stages = {1: ("COMPLETE", {"1": 0})}
+    reader = DriverUiReader(url, APP)
+    reader.poll_stages()
+    assert dict(reader.records) == {"1": 0}
+    stand_in.stages[0] = ("COMPLETE", {"1": 80})
+    reader.poll_stages()
+    assert dict(reader.records) == {"1": 80}
+    assert reader._pending == set()
+
+
+def test_ids_passed_over_after_a_long_gap_are_asked_again_only_near_the_next_listed_one(driver) -> None:
+    stand_in, url = driver
+    stand_in.stages = {1000: ("COMPLETE", {"1": 3})}
+    reader = DriverUiReader(url, APP)
+    reader.poll_stages()
+    assert reader._pending == set(range(1000 - RECHECKED_IDS, 1000))
+    reader.poll_stages()
+    assert reader._pending == set()
+    assert dict(reader.records) == {"1": 3}
