@@ -12,7 +12,6 @@ from typing import Any
 
 from daedalus_spark.domain import SPARK_DRIVER_ID
 
-
 RECHECKED_IDS = 64  # more stages than one micro-batch's job has
 
 
