@@ -280,16 +280,21 @@ def _first_step(
         carries = next((n for n in range(lo, hi + 1) if inputs.capacities.at(n) > avg), hi)
         notes.append(f"{target} does not carry the {avg:.0f}/s observed now; {carries} does")
         target = carries
-    if target < current and schedule.scaleouts[-1] >= current and inputs.budget.counted:
-        # A scale-in the plan undoes within the horizon spends two tokens for what it saves meanwhile ("5 for 300 s,
-        # then 6" against 6 throughout: 300 executor-seconds). A token takes the bucket `seconds_per_token` to earn
-        # back, so it is priced at one executor for that long. A scale-in the plan keeps saves beyond the horizon
-        # too, and is not priced.
-        saved = current * len(schedule.scaleouts) * schedule.interval_s - schedule.executor_seconds
+        if (merged := _merged_scale_out(inputs, schedule, carries)) is not None:
+            target, note = merged
+            notes.append(note)
+    first, steps = schedule.scaleouts[0], len(schedule.scaleouts)
+    held = next((i for i, n in enumerate(schedule.scaleouts) if n != first), steps) * schedule.interval_s
+    if target < current and held < steps * schedule.interval_s and inputs.budget.counted:
+        # A scale-in the plan changes again within the horizon (back up: "5 for 300 s, then 6"; or further down: "5
+        # for 300 s, then 4") spends a token for what it saves until then, against holding and rescaling once when
+        # the plan changes. A token takes the bucket `seconds_per_token` to earn back, so it is priced at one
+        # executor for that long. A scale-in the plan keeps saves beyond the horizon too, and is not priced.
+        saved = (current - target) * held
         price = inputs.budget.seconds_per_token
         if saved < price:
             notes.append(
-                f"a scale-in the plan undoes within the horizon saves {saved:.0f} executor-seconds, a token costs "
+                f"a scale-in the plan changes after {held} s saves {saved:.0f} executor-seconds, a token costs "
                 f"{price:.0f}"
             )
             target = current
@@ -306,6 +311,23 @@ def _first_step(
         chosen = candidate(inputs, target, inputs.forecast.per_second())
         evidence = replace(evidence, target=target_evidence(chosen))
     return Decision(inputs.now_s, current, target, reason, evidence, tuple(notes))
+
+
+def _merged_scale_out(inputs: PlanInputs, schedule: Schedule, carries: int) -> tuple[int, str] | None:
+    """A scale-out to `carries` now that the plan's first step did not make, merged with the plan's step at the next
+    tick where that goes further: one token spent instead of two, where the executor-seconds of being there a tick
+    early are below a token's price (a rising load was met 4 -> 5 -> 6 -> 8 -> 12 a tick apart, and the debt then
+    held 12 executors for 35 minutes of falling load). A step further ahead is the forecast's more than the load's:
+    merged with one three ticks ahead, a fast cycle's plan held 12 executors for an hour where 8 were enough."""
+    later = schedule.scaleouts[1] if len(schedule.scaleouts) > 1 else carries
+    early, price = (later - carries) * schedule.interval_s, inputs.budget.seconds_per_token
+    if not inputs.budget.counted or later <= carries or early >= price:
+        return None
+    note = (
+        f"the plan goes to {later} at the next tick: {later} now, one rescale for two ({early:.0f} executor-seconds "
+        f"early, a token costs {price:.0f})"
+    )
+    return later, note
 
 
 PLANNER = Planner(plan_horizon, shared_only, provisioned_per_s)  # its registry entry (plan/registry.py)

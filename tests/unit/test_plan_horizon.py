@@ -315,6 +315,9 @@ def test_with_the_budget_spent_a_falling_load_holds_a_scale_in_waits_for_a_token
         pytest.param(steps((400, 300), (550, 600)), float("inf"), 5, False, id="tokens-not-counted-not-priced"),
         # "3 for 420 s, then 6" saves 1,260, more than a token: it goes ahead.
         pytest.param(steps((200, 420), (550, 480)), 3.0, 3, False, id="undone-saving-more-than-a-token-goes"),
+        # "4 for 360 s, then 3" (5 carries the 400/s observed now): 5 saves 360 before the plan scales in further;
+        # holding and scaling in once then spends one token, not two.
+        pytest.param(steps((400, 300), (250, 600)), 3.0, 6, True, id="further-down-saving-less-than-a-token-holds"),
         # A scale-in the plan keeps (400/s throughout) saves beyond the horizon too: not priced.
         pytest.param(steps((400, 900)), 3.0, 5, False, id="kept-scale-in-goes-ahead"),
     ],
@@ -323,3 +326,29 @@ def test_a_scale_in_the_plan_undoes_must_save_a_tokens_price(forecast, tokens, t
     decision = plan_horizon(inputs(current=6, workload=forecast[0], forecast=forecast, tokens=tokens), BUDGET)
     assert decision.target_scaleout == target, decision.notes
     assert any("a token costs 1200" in note for note in decision.notes) is priced
+
+
+# A latency objective of 30 s: the plan holds 4 executors (400/s) through a minute at 450/s (its backlog is 7.5 s)
+OBJECTIVE_30_S = BUDGET.model_copy(update={"target_latency_s": 30})
+
+
+@pytest.mark.parametrize(
+    ("forecast", "tokens", "target", "merged"),
+    [
+        # "4 for 60 s, then 8": 4 does not carry the 450/s observed now, 5 does. 8 now costs 180 executor-seconds
+        # early, less than a token (1,200 at 3 an hour): one rescale, not two.
+        pytest.param(steps((400, 120), (800, 780)), 3.0, 8, True, id="plan-rises-at-the-next-tick-merged"),
+        # The same, the budget's tokens not counted: rescales are free, and 5 carries the load now.
+        pytest.param(steps((400, 120), (800, 780)), float("inf"), 5, False, id="tokens-not-counted-not-merged"),
+        # "4 for 120 s, then 8": a step two ticks ahead is the forecast's more than the load's.
+        pytest.param(steps((450, 120), (750, 780)), 3.0, 5, False, id="plan-rises-two-ticks-later-not-merged"),
+        # "2 for 900 s": the plan falls, nothing to merge with.
+        pytest.param(steps((450, 60), (150, 840)), 3.0, 5, False, id="plan-falls-not-merged"),
+    ],
+)
+def test_a_scale_out_the_plan_did_not_make_merges_with_its_next_when_cheaper_than_a_token(
+    forecast, tokens, target, merged
+):
+    decision = plan_horizon(inputs(current=4, workload=450, forecast=forecast, tokens=tokens), OBJECTIVE_30_S)
+    assert (decision.target_scaleout, decision.reason) == (target, Reason.PLAN_SCALES_OUT), decision.notes
+    assert any("one rescale for two" in note for note in decision.notes) is merged
