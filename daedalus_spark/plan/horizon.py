@@ -317,7 +317,7 @@ def _merged_scale_out(inputs: PlanInputs, schedule: Schedule, carries: int) -> t
     """A scale-out to `carries` now that the plan's first step did not make, merged with the plan's step at the next
     tick where that goes further: one token spent instead of two, where the executor-seconds of being there a tick
     early are below a token's price (a rising load was met 4 -> 5 -> 6 -> 8 -> 12 a tick apart, and the debt then
-    held 12 executors for 35 minutes of falling load). A step further ahead is the forecast's more than the load's:
+    held 12 executors for 41 minutes of falling load). A step further ahead is the forecast's more than the load's:
     merged with one three ticks ahead, a fast cycle's plan held 12 executors for an hour where 8 were enough."""
     later = schedule.scaleouts[1] if len(schedule.scaleouts) > 1 else carries
     early, price = (later - carries) * schedule.interval_s, inputs.budget.seconds_per_token

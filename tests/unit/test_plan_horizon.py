@@ -322,7 +322,7 @@ def test_with_the_budget_spent_a_falling_load_holds_a_scale_in_waits_for_a_token
         pytest.param(steps((400, 900)), 3.0, 5, False, id="kept-scale-in-goes-ahead"),
     ],
 )
-def test_a_scale_in_the_plan_undoes_must_save_a_tokens_price(forecast, tokens, target, priced):
+def test_a_scale_in_the_plan_changes_again_must_save_a_tokens_price(forecast, tokens, target, priced):
     decision = plan_horizon(inputs(current=6, workload=forecast[0], forecast=forecast, tokens=tokens), BUDGET)
     assert decision.target_scaleout == target, decision.notes
     assert any("a token costs 1200" in note for note in decision.notes) is priced
