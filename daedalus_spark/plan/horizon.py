@@ -283,13 +283,13 @@ def _first_step(
         if (merged := _merged_scale_out(inputs, schedule, carries)) is not None:
             target, note = merged
             notes.append(note)
-    first, steps = schedule.scaleouts[0], len(schedule.scaleouts)
-    held = next((i for i, n in enumerate(schedule.scaleouts) if n != first), steps) * schedule.interval_s
-    if target < current and held < steps * schedule.interval_s and inputs.budget.counted:
+    change = next((i for i, n in enumerate(schedule.scaleouts) if n != schedule.scaleouts[0]), None)
+    if target < current and change is not None and inputs.budget.counted:
         # A scale-in the plan changes again within the horizon (back up: "5 for 300 s, then 6"; or further down: "5
         # for 300 s, then 4") spends a token for what it saves until then, against holding and rescaling once when
         # the plan changes. A token takes the bucket `seconds_per_token` to earn back, so it is priced at one
         # executor for that long. A scale-in the plan keeps saves beyond the horizon too, and is not priced.
+        held = change * schedule.interval_s
         saved = (current - target) * held
         price = inputs.budget.seconds_per_token
         if saved < price:
