@@ -543,3 +543,55 @@ def test_capacity_is_read_at_the_utilization_a_backlog_showed_saturated(busy: fl
         assert model.own_capacity("a")[0] == pytest.approx(4000.0 * (learned - 0.1) / 0.9, rel=0.05)
         again = CapacityModel.from_state(model.config, model.to_state())
         assert again.saturated_utilization_ratio == model.saturated_utilization_ratio
+
+
+
+@pytest.mark.parametrize(
+    ("read", "saturated"),
+    [
+        # a fixed cost per batch: the job holds more than 10 s of input but its batches read what arrives
+        pytest.param(600.0, False, id="batches-read-the-arrivals-kept-up"),
+        pytest.param(None, True, id="no-batches-behind-at-both-ends-is-saturated"),
+        pytest.param(400.0, True, id="batches-read-slower-fell-behind"),
+        pytest.param(900.0, True, id="batches-read-faster-worked-a-backlog-off"),
+    ],
+)
+def test_a_micro_batch_job_is_saturated_only_where_its_batches_do_not_keep_up(read, saturated: bool) -> None:
+    """Behind at both ends of two windows (6,000 lines of lag, 10 s of the 550/s the executor reads) at 550 lines/s
+    of arrivals."""
+    model = settled_model(CapacityConfig(backlog_floor_lag_s=10), {"a": 1000.0})
+
+    def behind(t: float) -> Observation:
+        return Observation.of(
+            time_s=t,
+            workload_per_s=[550.0] * 60,
+            executors={"a": ([550.0] * 60, [0.5] * 60)},
+            consumer_lag_records=6_000.0,
+            batches=None if read is None else BatchWindow(6.0, read * 60.0, 60.0),
+        )
+
+    tick(model, behind(120.0))
+    table = tick(model, behind(180.0))
+    assert (1 in model.saturated_per_scaleout) == saturated
+    assert (table.current_basis == "backlog") == saturated
+    assert model.backlog_floor_per_scaleout[1] == pytest.approx(550.0)  # the floor either way
+
+
+def test_a_kept_figure_the_job_shows_saturated_below_is_dropped() -> None:
+    """Two executors' first table from their utilization regressions (6,000/s) is kept; the job then learns a batch
+    line at 1 (800/s: a micro-batch job) and, back at 2 without a line there, works a backlog off at 2,000/s throughout:
+    the kept 6,000 stands no longer, and a table made at 1 extrapolates to 2."""
+    config = CapacityConfig(trigger_interval_s=1.0, backlog_floor_lag_s=10, max_change_ratio=0, executor_warmup_s=0)
+    model = settled_model(config, {"a": 3000.0, "b": 3000.0})
+    first = tick(model, window(120.0, {w: (linear(3000.0), UTIL) for w in ("a", "b")}))
+    assert model.observed_per_scaleout == {2: pytest.approx(first.current_per_s)}
+    for i, size in enumerate([400, 500, 600, 700, 800, 900]):
+        tick(model, window(180.0 + 60 * i, {"a": (linear(3000.0), UTIL)}, batches=batches(size, per_record_s=1e-3)))
+    assert model.batches.fit(1) is not None and model.observed_per_scaleout[2] == pytest.approx(first.current_per_s)
+    busy = {w: ([1000.0] * 60, [1.0] * 60) for w in ("a", "b")}
+    tick(model, window(600.0, busy, lag=100_000.0))
+    table = tick(model, window(660.0, busy, lag=100_000.0))
+    assert (table.current_per_s, table.current_basis) == (pytest.approx(2000.0), "backlog")
+    assert 2 not in model.observed_per_scaleout
+    one = tick(model, window(720.0, {"a": (linear(3000.0), UTIL)}, batches=batches(900, per_record_s=1e-3)))
+    assert one.at(2) < first.current_per_s and 2 not in one.observed_scaleouts
