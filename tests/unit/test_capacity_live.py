@@ -545,7 +545,6 @@ def test_capacity_is_read_at_the_utilization_a_backlog_showed_saturated(busy: fl
         assert again.saturated_utilization_ratio == model.saturated_utilization_ratio
 
 
-
 @pytest.mark.parametrize(
     ("read", "saturated"),
     [
