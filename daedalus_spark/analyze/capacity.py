@@ -191,12 +191,13 @@ class CapacityModel:
         per batch the job holds a batch or two of input, which can be more than `backlog_floor_lag_s` of it (a live
         demo's one executor held 4,000-6,500 lines at 550/s; its 624/s was taken for what it carries, 1,338, and
         capped 2 and 4 executors in proportion). Saturated, the batches read slower than the arrivals (falling
-        behind) or faster (working a backlog off). False without the window's batches."""
+        behind) or faster (working a backlog off). A batch shorter than the trigger waits for it: it reads over the
+        trigger's interval. False without the window's batches."""
         batches, arrivals = obs.batches, [x for x in obs.workload_per_s if math.isfinite(x)]
         if batches is None or not batches.usable or not arrivals:
             return False
         mean_arrivals = sum(arrivals) / len(arrivals)
-        read_per_s = batches.input_records / batches.duration_s
+        read_per_s = batches.input_records / max(batches.duration_s, batches.batches * self.config.trigger_interval_s)
         return mean_arrivals > 0 and abs(read_per_s / mean_arrivals - 1.0) <= KEPT_UP_RATIO
 
     def settled(self, executor_id: str, time_s: float) -> bool:

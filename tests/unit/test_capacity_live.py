@@ -546,19 +546,24 @@ def test_capacity_is_read_at_the_utilization_a_backlog_showed_saturated(busy: fl
 
 
 @pytest.mark.parametrize(
-    ("read", "saturated"),
+    ("batches_", "trigger_s", "saturated"),
     [
-        # a fixed cost per batch: the job holds more than 10 s of input but its batches read what arrives
-        pytest.param(600.0, False, id="batches-read-the-arrivals-kept-up"),
-        pytest.param(None, True, id="no-batches-behind-at-both-ends-is-saturated"),
-        pytest.param(400.0, True, id="batches-read-slower-fell-behind"),
-        pytest.param(900.0, True, id="batches-read-faster-worked-a-backlog-off"),
+        # a fixed cost per batch: the job holds more than 10 s of input, but its batches read what arrives
+        pytest.param(BatchWindow(6.0, 36_000.0, 60.0), 0.0, False, id="batches-read-the-arrivals-kept-up"),
+        pytest.param(None, 0.0, True, id="no-batches-behind-at-both-ends-is-saturated"),
+        pytest.param(BatchWindow(6.0, 24_000.0, 60.0), 0.0, True, id="batches-read-slower-fell-behind"),
+        pytest.param(BatchWindow(6.0, 54_000.0, 60.0), 0.0, True, id="batches-read-faster-worked-a-backlog-off"),
+        # 4 batches of 9,000 lines, 6 s each, every 15 s: 600/s over the trigger's interval, 1,500/s over their time
+        pytest.param(BatchWindow(4.0, 36_000.0, 24.0), 15.0, False, id="short-batches-read-over-the-trigger"),
+        pytest.param(BatchWindow(4.0, 36_000.0, 24.0), 0.0, True, id="the-same-without-a-trigger-worked-off"),
     ],
 )
-def test_a_micro_batch_job_is_saturated_only_where_its_batches_do_not_keep_up(read, saturated: bool) -> None:
+def test_a_micro_batch_job_is_saturated_only_where_its_batches_do_not_keep_up(
+    batches_: BatchWindow | None, trigger_s: float, saturated: bool
+) -> None:
     """Behind at both ends of two windows (6,000 lines of lag, 10 s of the 550/s the executor reads) at 550 lines/s
     of arrivals."""
-    model = settled_model(CapacityConfig(backlog_floor_lag_s=10), {"a": 1000.0})
+    model = settled_model(CapacityConfig(backlog_floor_lag_s=10, trigger_interval_s=trigger_s), {"a": 1000.0})
 
     def behind(t: float) -> Observation:
         return Observation.of(
@@ -566,7 +571,7 @@ def test_a_micro_batch_job_is_saturated_only_where_its_batches_do_not_keep_up(re
             workload_per_s=[550.0] * 60,
             executors={"a": ([550.0] * 60, [0.5] * 60)},
             consumer_lag_records=6_000.0,
-            batches=None if read is None else BatchWindow(6.0, read * 60.0, 60.0),
+            batches=batches_,
         )
 
     tick(model, behind(120.0))
