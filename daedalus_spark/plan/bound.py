@@ -42,7 +42,7 @@ class _Bound:
     target: float
     sizes: np.ndarray
     caps: np.ndarray
-    floors: np.ndarray  # caught up: the backlog within the latency objective's at each scale-out
+    floors: np.ndarray  # caught up: the backlog within the latency objective's, per scale-out and second
     stops: tuple[tuple[int, int], tuple[int, int]]  # (from, to) of a scale-out's stop, and of a scale-in's
     levels: int  # rescales a path may make, plus one (one column when they are not limited)
     spent: int  # what a rescale spends of them (0 when they are not limited)
@@ -70,9 +70,10 @@ class _Profiles:
 
     @classmethod
     def of(cls, arrivals: np.ndarray, capacity: np.ndarray, floor: np.ndarray, from_s: np.ndarray) -> _Profiles:
+        """`floor`: the caught-up backlog of each row's seconds."""
         m = lindley(0.0, arrivals, capacity)
         d = np.cumsum(arrivals - capacity, axis=1)
-        slack = np.where(m <= floor[:, None], floor[:, None] - d, -math.inf)
+        slack = np.where(m <= floor, floor - d, -math.inf)
         counted = np.where(np.arange(slack.shape[1])[None, :] >= from_s[:, None], slack, -math.inf)
         first = np.full((len(slack), 1), -math.inf)
         before = np.concatenate([first, np.maximum.accumulate(counted, axis=1)], axis=1)
@@ -107,11 +108,23 @@ class _Paths:
 
 
 def lowest_cost(
-    arrivals: np.ndarray, model: QueueModel, *, interval_s: int, max_rescales: int | None = None
+    arrivals: np.ndarray,
+    model: QueueModel,
+    *,
+    interval_s: int,
+    max_rescales: int | None = None,
+    latency_by_age: bool = False,
 ) -> Schedule:
     """The bound over the whole load: the first interval's scale-out free, the backlog empty at the start, every
-    recovery over at the end. Raises ScheduleInfeasible when no schedule meets the rule."""
-    p = _problem(arrivals, model, interval_s, max_rescales)
+    recovery over at the end. Raises ScheduleInfeasible when no schedule meets the rule.
+
+    The latency the rule holds to the objective is, by default, the time to work the backlog off at the scale-out's
+    capacity (plus the base latency). `latency_by_age`: the age of the oldest unread record instead, what a
+    micro-batch job's records wait from arrival to commit. A backlog holds no record older than L seconds exactly
+    when it is within the records that arrived in the last L seconds (first in, first out), and a record that
+    arrived at s is read L seconds later: a recovery the rule ends at arrival second s is over for the backlog at
+    s + L, so the recovery's deadline moves on by L."""
+    p = _problem(arrivals, model, interval_s, max_rescales, latency_by_age)
     total = len(p.w)
     paths = _first(p)
     steps = [paths]
@@ -133,17 +146,31 @@ def lowest_cost(
     return Schedule(p.interval, tuple(reversed(path)), best)
 
 
-def _problem(arrivals: np.ndarray, model: QueueModel, interval_s: int, max_rescales: int | None) -> _Bound:
+def _problem(
+    arrivals: np.ndarray,
+    model: QueueModel,
+    interval_s: int,
+    max_rescales: int | None,
+    latency_by_age: bool,
+) -> _Bound:
     if model.target_latency_s is None or model.replay_s:
         raise ValueError("the bound judges by a latency objective and replays nothing")
+    w = np.asarray(arrivals, dtype=float)
     caps = np.asarray(model.capacity_per_s, dtype=float)
+    latency = model.target_latency_s - model.base_latency_s
+    if latency_by_age:  # the records of the last `latency` seconds, whatever the scale-out
+        arrived = np.concatenate(([0.0], np.cumsum(w)))
+        seconds = np.arange(len(arrived), dtype=float)
+        floors = np.broadcast_to(arrived[1:] - np.interp(seconds[1:] - latency, seconds, arrived), (len(caps), len(w)))
+    else:
+        floors = np.repeat((latency * caps)[:, None], len(w), axis=1)
     return _Bound(
-        w=np.asarray(arrivals, dtype=float),
+        w=w,
         interval=max(1, int(interval_s)),
-        target=float(model.target_recovery_s),
+        target=float(model.target_recovery_s) + (latency if latency_by_age else 0.0),
         sizes=np.asarray(model.scaleouts, dtype=np.int64),
         caps=caps,
-        floors=(model.target_latency_s - model.base_latency_s) * caps,
+        floors=floors,
         stops=(
             (model.scale_out_stop.start_s, model.scale_out_stop.end_s),
             (model.scale_in_stop.start_s, model.scale_in_stop.end_s),
@@ -157,7 +184,7 @@ def _first(p: _Bound) -> _Paths:
     """The paths through the first interval: each scale-out that keeps up over it from an empty backlog."""
     end = min(p.interval, len(p.w))
     lag = lindley(0.0, p.w[:end], np.repeat(p.caps[:, None], end, axis=1))
-    ok = np.flatnonzero((lag <= p.floors[:, None]).all(axis=1))
+    ok = np.flatnonzero((lag <= p.floors[:, :end]).all(axis=1))
     if len(ok) == 0:
         raise ScheduleInfeasible(0, int(p.sizes[-1]))
     none = np.zeros(len(ok), dtype=np.int64)
@@ -188,7 +215,7 @@ def _hold(p: _Bound, paths: _Paths, t0: int, t1: int) -> _Paths:
     kinds, kind = np.unique(paths.size * (seg + 1) + down, return_inverse=True)
     size_k, down_k = kinds // (seg + 1), kinds % (seg + 1)
     cap = np.where(np.arange(seg)[None, :] < down_k[:, None], 0.0, p.caps[size_k][:, None])
-    prof = _Profiles.of(p.w[t0:t1], cap, p.floors[size_k], down_k)
+    prof = _Profiles.of(p.w[t0:t1], cap, p.floors[size_k, t0:t1], down_k)
     b0 = paths.backlog
     deadline = p.deadline(t0, paths.slot)
     last = np.minimum(seg, np.ceil(deadline - t0)) - 1  # the latest start of a run that ends the recovery in time
@@ -227,7 +254,7 @@ def _rescale(p: _Bound, paths: _Paths, t0: int, t1: int) -> _Paths:
     cap = np.where(
         offset < stop_from[:, None], p.caps[pi][:, None], np.where(offset < downs[:, None], 0.0, p.caps[pj][:, None])
     )
-    any_second = _Profiles.of(p.w[t0:t1], cap, p.floors[pj], np.zeros(len(pj), dtype=np.int64))
+    any_second = _Profiles.of(p.w[t0:t1], cap, p.floors[pj, t0:t1], np.zeros(len(pj), dtype=np.int64))
     kind = paths.size[rr] * p.n + js
     b0, age = paths.backlog[rr], paths.slot[rr]
     older = p.deadline(t0, age)

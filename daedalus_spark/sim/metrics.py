@@ -1,7 +1,8 @@
 """Simulation: judge a run by its decisions — executor-hours, rescales, lag, latency and recovery violations.
 
 The acceptance rule, the one every judge uses (`passes`): every second outside a recovery has latency within
-`target_latency_s`, and every rescale recovers within `target_recovery_s`. A recovery runs from a rescale's request
+`target_latency_s`, and every rescale recovers within `target_recovery_s`; so does the query's start where the load
+begins before it (`RunResult.start`). A recovery runs from a rescale's request
 until, once the rescale has taken effect, latency is back within the objective and holds there for as long again.
 `behind_s` (batches overrunning the trigger) is a diagnostic, not a criterion."""
 
@@ -92,17 +93,17 @@ def held_for(mask: np.ndarray, seconds: int) -> np.ndarray:
 
 
 def recoveries(result: RunResult, target_latency_s: float | None = None) -> list[RecoveryOutcome]:
-    """Per rescale: from when it has taken effect until the job is back to normal: latency within `target_latency_s`
-    and holding there for as long again (the acceptance rule: a job working off a backlog in batches dips within the
-    objective between two batches before it is through), or without it the lag down to what a job that keeps up
-    holds (paper Fig. 6)."""
+    """Per rescale (and the query's start, first, where the run has one): from when it has taken effect until the job
+    is back to normal: latency within `target_latency_s` and holding there for as long again (the acceptance rule: a
+    job working off a backlog in batches dips within the objective between two batches before it is through), or
+    without it the lag down to what a job that keeps up holds (paper Fig. 6)."""
     if target_latency_s is None:
         caught = caught_up(result)
     else:
         caught = held_for(within_latency(result, target_latency_s), math.ceil(target_latency_s))
     total = len(caught)
     out = []
-    for r in result.rescales:
+    for r in (result.start, *result.rescales) if result.start else result.rescales:
         start = min(r.time_s + math.ceil(effect_s(r)), total)
         hits = np.flatnonzero(caught[start:])
         rec = float(start + hits[0] + 1 - r.time_s) if len(hits) else None
@@ -203,7 +204,8 @@ def summarize(
 
 
 def scored_part(result: RunResult, start: int) -> RunResult:
-    """The run from second `start` on: the lead-in and the rescales made in it are not judged."""
+    """The run from second `start` on: the lead-in and the rescales made in it (the query's start too) are not
+    judged."""
     allowance = result.lag_allowance_s
     rescales = tuple(dataclasses.replace(r, time_s=r.time_s - start) for r in result.rescales if r.time_s >= start)
     return dataclasses.replace(
@@ -217,4 +219,5 @@ def scored_part(result: RunResult, start: int) -> RunResult:
         capacity_per_s=result.capacity_per_s[start:],
         rescales=rescales,
         lag_allowance_s=allowance[start:] if isinstance(allowance, np.ndarray) else allowance,
+        start=result.start if start == 0 else None,
     )

@@ -86,7 +86,9 @@ def solve_optimum(setup: SimSetup, *, max_rescales: int | None = None) -> Optimu
         target_latency_s=float(ctl.target_latency_s),
     )
     try:
-        return lowest_cost(w, queue, interval_s=max(1, round(ctl.loop_interval_s)), max_rescales=max_rescales)
+        # micro-batch: the judge's latency is a record's wait from arrival to commit
+        interval_s = max(1, round(ctl.loop_interval_s))
+        return lowest_cost(w, queue, interval_s=interval_s, max_rescales=max_rescales, latency_by_age=micro)
     except ScheduleInfeasible as exc:
         raise OptimumInfeasible(_infeasible_message(exc.t_s, setup.max_scaleout)) from exc
 

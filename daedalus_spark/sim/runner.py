@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ class RunResult:
     rescales: tuple[Rescale, ...]
     # a job that keeps up holds at most this many seconds of arrivals in its lag (micro-batch: per second, by scale-out)
     lag_allowance_s: float | np.ndarray = 1.0
+    # the query's start where the load begins before it (kind "start", from 0 executors, in effect at its first
+    # commit): the rule holds it to the recovery target as a rescale, and latency before it has recovered is excused
+    start: Rescale | None = None
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,17 @@ def _result(name: str, job: SimulatedJob) -> RunResult:
         capacity_per_s=caps,
         rescales=tuple(job.rescales),
         lag_allowance_s=job.capacity.lag_allowance_s(np.maximum(job.scaleout_at, 1)),
+        start=_start(job),
     )
+
+
+def _start(job: SimulatedJob) -> Rescale | None:
+    """The query's start as the rule judges it, where the job model has one (a job that never committed: in effect
+    at the run's end)."""
+    if job.model.startup is None or not len(job.scaleout_at):
+        return None
+    first_commit_s = min(job.reporting_since_s(), float(job.duration_s))
+    return Rescale(0, 0, int(job.scaleout_at[0]), math.ceil(first_commit_s), 0.0, kind="start")
 
 
 def run_oracle(setup: SimSetup) -> RunResult:

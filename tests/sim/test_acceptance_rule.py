@@ -1,7 +1,9 @@
-"""The acceptance rule's recovery: excused from a rescale's request until, once it has taken effect, latency is back
-within the objective and holds there for as long again."""
+"""The acceptance rule's recovery: excused from a rescale's request (or the query's start) until, once it has taken
+effect, latency is back within the objective and holds there for as long again."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -83,3 +85,22 @@ def test_an_in_place_rescale_recovers_from_when_its_executors_have_joined() -> N
 def test_without_a_rescale_nothing_is_excused() -> None:
     run = run_with([LOW] * 5 + [HIGH] + [LOW] * 4, rescale_at=None)
     assert int(latency_violation_mask(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S).sum()) == 1
+
+
+@pytest.mark.parametrize(
+    ("latency_s", "committed_at", "ok"),
+    [
+        # the load began 4 s before the query's first commit; its backlog worked off by second 9: excused
+        pytest.param([HIGH] * 9 + [LOW] * 31, 4, True, id="start-recovers-within-the-target"),
+        # the same run judged without its start: the first seconds count
+        pytest.param([HIGH] * 9 + [LOW] * 31, None, False, id="no-start-nothing-excused"),
+        # back within the objective only at second 25, past the 20-s target: the start is held to it too
+        pytest.param([HIGH] * 25 + [LOW] * 15, 4, False, id="start-recovers-too-late"),
+    ],
+)
+def test_the_querys_start_is_a_recovery_held_to_the_target(
+    latency_s: list[float], committed_at: int | None, ok: bool
+) -> None:
+    start = None if committed_at is None else Rescale(0, 0, 1, committed_at, 0.0, kind="start")
+    run = dataclasses.replace(run_with(latency_s, rescale_at=None), start=start)
+    assert passes(run, target_latency_s=OBJECTIVE_S, target_recovery_s=TARGET_S) is ok

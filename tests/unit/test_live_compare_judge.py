@@ -1,15 +1,17 @@
-"""Unit: benchmarks/live_compare.py — which lines it runs (`static:N`, `static:all`) and how a live timeline is
-judged by the acceptance rule (latency within its objective outside recoveries, every recovery within its target)."""
+"""Unit: benchmarks/live_compare.py — which lines it runs (`static:N`, `static:all`), how a live timeline is judged by
+the acceptance rule (latency within its objective outside recoveries, every recovery and the query's start within
+its target), and each line's ratio to the yardsticks."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from live_compare import autoscaler_runs, timeline_result
+from live_compare import autoscaler_runs, timeline_result, yardsticks
 
 from daedalus_spark.sim.metrics import passes
 
@@ -51,6 +53,24 @@ def test_a_live_timeline_is_judged_by_the_acceptance_rule(
     assert judged(executors, lag_s) is passing
 
 
+def stuck_start(commit_s: int, recovered_s: int) -> list[dict[str, str]]:
+    """Nothing committed before `commit_s` (the lag holds every record since the load began), then the backlog worked
+    off linearly until `recovered_s`, 5 s of lag after."""
+    lag_s = [float(i) for i in range(commit_s)]
+    lag_s += list(np.linspace(commit_s - 1, 5.0, recovered_s - commit_s)) + [5.0] * (300 - recovered_s)
+    return timeline([2] * 300, lag_s)
+
+
+@pytest.mark.parametrize(
+    ("recovered_s", "passing"), [(60, True), (120, False)], ids=["start-recovered-in-time", "start-too-slow"]
+)
+def test_the_querys_start_is_judged_from_its_first_commit(recovered_s: int, passing: bool) -> None:
+    # 39 s of input unread at the first commit, at 40 s; within the 30-s objective from 45 s, or from 61 s (too late)
+    result = timeline_result(stuck_start(40, recovered_s), load_s=300)
+    assert result.start is not None and result.start.downtime_s == 40
+    assert passes(result, target_latency_s=30.0, target_recovery_s=60.0) is passing
+
+
 def test_the_timeline_becomes_per_second_executors_latency_and_rescales() -> None:
     result = timeline_result(timeline([1] * 10 + [3] * 10, [2.0] * 20), load_s=20)
     assert list(result.scaleout) == [1] * 10 + [3] * 10
@@ -75,3 +95,29 @@ def test_lines_to_run(names: list[str], lines: dict[str, tuple[str, int]]) -> No
 def test_an_unknown_line_is_refused_by_name(name: str) -> None:
     with pytest.raises(ValueError, match=name):
         autoscaler_runs([name], 3)
+
+
+def line(executor_s: float, passing: bool) -> dict[str, object]:
+    return {"executor_seconds": executor_s, "passes": passing}
+
+
+def test_each_line_is_a_ratio_to_the_cheapest_static_that_passes_and_to_each_optimum() -> None:
+    rows = {
+        "daedalus": line(900.0, True),
+        "static:2": line(800.0, False),  # cheaper, but it fails: not the yardstick
+        "static:3": line(1200.0, True),
+        "static:4": line(1600.0, True),
+    }
+    lines = yardsticks(rows, {"optimum": line(600.0, False)})
+    assert lines[:2] == [
+        "  1. cheapest static that passes (static:3): 1,200 executor-s",
+        "  2. optimum: 600 executor-s",
+    ]
+    assert lines[2].split() == ["daedalus", "PASS", "1.", "0.75", "2.", "1.50"]
+    assert lines[3].split() == ["static:2", "FAIL", "1.", "0.67", "2.", "1.33"]
+
+
+def test_without_a_passing_static_only_the_optima_are_yardsticks() -> None:
+    lines = yardsticks({"daedalus": line(900.0, True), "static:1": line(300.0, False)}, {"optimum": line(600.0, False)})
+    assert lines[:2] == ["  1. optimum: 600 executor-s", "  (no static that passes was run)"]
+    assert lines[2].split() == ["daedalus", "PASS", "1.", "1.50"]
