@@ -12,8 +12,9 @@ as a ratio to that static and to each optimum. The optimum is solved on the quie
 live machine is busier, its executors carry less, so the ratio to the optimum errs high, never low.
 
 Usage: python benchmarks/live_compare.py [--duration 480] [--autoscalers daedalus,spark-da,batch-ratio,static:all]
-       [--reuse] [--seeds 3]. Each live run takes the duration plus about 2 minutes of start, drain and stop; it
-stops everything it started. --reuse reads finished runs from --out instead of running them.
+       [--runs 1] [--reuse] [--seeds 3]. Each live run takes the duration plus about 2 minutes of start, drain and
+stop; it stops everything it started. --runs N runs each line N times and shows the median of each figure (a line
+passes when most of its runs do). --reuse reads finished runs from --out instead of running them.
 """
 
 from __future__ import annotations
@@ -57,6 +58,18 @@ def live(plan: DemoPlan, out: Path, reuse: bool, targets: tuple[float, float]) -
         result = timeline_result(list(csv.DictReader(f)), s["load_s"])
     ok = passes(result, target_latency_s=targets[0], target_recovery_s=targets[1])
     return {**{k: s[k] for k in COLUMNS[:-1]}, "rescales": s["rescales_live"], **_counts(s), "passes": ok}
+
+
+def run_dir(out: Path, name: str, k: int) -> Path:
+    """The k-th live run of a line: `static-3`, then `static-3.run2`, ..."""
+    return out / (name.replace(":", "-") + ("" if k == 1 else f".run{k}"))
+
+
+def median_live(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A line's live runs as one: the median of each figure, passing when most runs pass, counted exactly when every
+    run was (the counts shown: the first run's that was not, else the first's)."""
+    counts = next((r for r in runs if not r["records_exact"]), runs[0])
+    return median_run(runs) | _counts(counts) | {"runs": len(runs)}
 
 
 def timeline_result(rows: list[dict[str, str]], load_s: float) -> RunResult:
@@ -239,7 +252,10 @@ def main() -> int:
     parser.add_argument("--autoscalers", default=",".join(AUTOSCALERS))
     parser.add_argument("--reuse", action="store_true", help="read finished runs from --out instead of running")
     parser.add_argument("--seeds", type=int, default=3, help="simulator runs per autoscaler (median)")
+    parser.add_argument("--runs", type=int, default=1, help="live runs per line (median)")
     args = parser.parse_args()
+    if not 1 <= args.runs <= 9:
+        parser.error(f"--runs {args.runs}: expected 1..9")
     # The demo's rates (its trough needs 1 executor, its peak all), its load cycle played in --duration, not 480 s.
     plan = DemoPlan(duration_s=args.duration, scale=DemoPlan().scale * args.duration / DemoPlan().duration_s)
     try:
@@ -252,7 +268,10 @@ def main() -> int:
     targets = (controller.target_latency_s, controller.target_recovery_s)
     seeds = range(1, args.seeds + 1)
     plans = {n: replace(plan, autoscaler=kind, static_executors=count) for n, (kind, count) in runs.items()}
-    live_rows = {n: live(plans[n], args.out / n.replace(":", "-"), args.reuse, targets) for n in names}
+    live_rows = {
+        n: median_live([live(plans[n], run_dir(args.out, n, k), args.reuse, targets) for k in range(1, args.runs + 1)])
+        for n in names
+    }
     sim_rows = {n: median_run([simulated(plans[n], runs[n][0], seed, targets) for seed in seeds]) for n in names}
     optima = {
         name: median_run([optimum(plan, seed, targets, limited=limited) for seed in seeds])

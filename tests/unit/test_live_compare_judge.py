@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from live_compare import autoscaler_runs, timeline_result, yardsticks
+from live_compare import COLUMNS, autoscaler_runs, median_live, run_dir, timeline_result, yardsticks
 
 from daedalus_spark.sim.metrics import passes
 
@@ -121,3 +121,19 @@ def test_without_a_passing_static_only_the_optima_are_yardsticks() -> None:
     lines = yardsticks({"daedalus": line(900.0, True), "static:1": line(300.0, False)}, {"optimum": line(600.0, False)})
     assert lines[:2] == ["  1. optimum: 600 executor-s", "  (no static that passes was run)"]
     assert lines[2].split() == ["daedalus", "PASS", "1.", "1.50"]
+
+
+def live_run(executor_s: float, passing: bool, counted: int = 100) -> dict[str, object]:
+    figures = dict.fromkeys(COLUMNS, 1.0) | {"executor_seconds": executor_s}
+    return figures | {"passes": passing, "records_in": 100, "records_out": counted, "records_exact": counted == 100}
+
+
+def test_a_lines_runs_are_shown_as_their_median_passing_when_most_do() -> None:
+    line = median_live([live_run(1300.0, True), live_run(1500.0, False), live_run(1400.0, True)])
+    assert (line["executor_seconds"], line["passes"], line["records_exact"], line["runs"]) == (1400.0, True, True, 3)
+    line = median_live([live_run(1300.0, False), live_run(1500.0, False, counted=99), live_run(1400.0, True)])
+    assert (line["passes"], line["records_exact"], line["records_out"]) == (False, False, 99)
+
+
+def test_the_first_run_keeps_the_lines_own_folder() -> None:
+    assert [run_dir(Path("out"), "static:3", k).name for k in (1, 2)] == ["static-3", "static-3.run2"]
