@@ -11,7 +11,14 @@ import numpy as np
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Forecast, Reason
 from daedalus_spark.evidence import Evidence, HorizonEvidence, PlanScheduleEvidence
-from daedalus_spark.plan.algorithm import candidate, plan, seconds_since_rescale, target_evidence, tick_evidence
+from daedalus_spark.plan.algorithm import (
+    candidate,
+    plan,
+    seconds_since_rescale,
+    target_evidence,
+    tick_evidence,
+    within,
+)
 from daedalus_spark.plan.port import PlanInputs, Planner, shared_only
 from daedalus_spark.plan.schedule import QueueModel, Schedule, ScheduleInfeasible, Start, Stop, cheapest_schedule
 
@@ -118,7 +125,7 @@ def plan_horizon(inputs: PlanInputs, settings: ControllerConfig) -> Decision:
     time), Algorithm 1 on the point forecast decides, and the decision says so."""
     current = inputs.current_scaleout
     evidence = Evidence(tick=tick_evidence(inputs), planner="horizon")
-    cooling = seconds_since_rescale(inputs) < settings.cooldown_s
+    cooling = within(seconds_since_rescale(inputs), settings.cooldown_s, settings)
     if cooling and not _outgrown(inputs, settings):
         return Decision(inputs.now_s, current, current, Reason.COOLDOWN, evidence)
     # Planned as if out of the cool-down (Algorithm 1, the fallback, would hold for it otherwise)
