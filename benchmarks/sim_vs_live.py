@@ -21,6 +21,7 @@ from live_capacity import saturated
 
 from daedalus_spark.config import Config, load_config
 from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
+from daedalus_spark.demo.processes import INTERRUPTED
 from daedalus_spark.monitor.files import read_trace
 from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.jobmodel import load_job_model
@@ -74,7 +75,8 @@ def simulated(plan: DemoPlan, seed: int, config: Config | None = None) -> dict[s
 
 def live(plan: DemoPlan, out: Path, reuse: Path | None) -> dict[str, Any]:
     if reuse is None:
-        run_demo(out, plan)
+        if run_demo(out, plan) == INTERRUPTED:
+            raise SystemExit(INTERRUPTED)  # everything it started is stopped
         reuse = out
     summary = json.loads((reuse / "summary.json").read_text())
     decisions = [json.loads(line) for line in (reuse / "decisions.jsonl").read_text().splitlines() if line.strip()]

@@ -29,7 +29,7 @@ from daedalus_spark.demo.plan import DEMO_CONFIG as DEMO_CONFIG
 from daedalus_spark.demo.plan import SOURCES as SOURCES
 from daedalus_spark.demo.plan import TRACE as TRACE
 from daedalus_spark.demo.plan import DemoPlan as DemoPlan
-from daedalus_spark.demo.processes import Processes
+from daedalus_spark.demo.processes import INTERRUPTED, Processes, sigterm_interrupts
 from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, summarize
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.httpserve import free_port
@@ -135,24 +135,27 @@ def run_demo(
         LocalCluster(workers=plan.max_scaleout, cpus_per_executor=plan.cpus_per_executor, memory_per_worker="768m"),
         LocalKafka() if plan.source == "kafka" else None,
     )
-    load_ended_s, drained, counts = math.inf, False, None
+    load_ended_s, drained, counts, interrupted = math.inf, False, None, False
     started = time.monotonic()
-    try:
-        sampler = _start_everything(out, plan, config_path, base, work, running, log)
-        _wait_out(plan.duration_s, running.processes, log)
-        load_ended_s = time.monotonic() - sampler.started
-        drained = _drain(sampler, plan.drain_s, running.processes, log)
-        if drained:
-            counts = _counts(running, work)
-    except KeyboardInterrupt:
-        log("demo: interrupted; stopping everything")
-    finally:
-        running.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    with sigterm_interrupts():
+        try:
+            sampler = _start_everything(out, plan, config_path, base, work, running, log)
+            _wait_out(plan.duration_s, running.processes, log)
+            load_ended_s = time.monotonic() - sampler.started
+            drained = _drain(sampler, plan.drain_s, running.processes, log)
+            if drained:
+                counts = _counts(running, work)
+        except KeyboardInterrupt:
+            interrupted = True
+            log("demo: interrupted; stopping everything")
+        finally:
+            running.stop()
+            shutil.rmtree(work, ignore_errors=True)
     samples = running.sampler.samples if running.sampler else []
     lag_check = running.lag_check.summary() if running.lag_check is not None else None
     run = LiveRun(samples, load_ended_s, drained, running.agent_answer, counts, lag_check)
-    return _finish(out, plan, run, time.monotonic() - started, log, target_recovery_s=base.controller.target_recovery_s)
+    code = _finish(out, plan, run, time.monotonic() - started, log, target_recovery_s=base.controller.target_recovery_s)
+    return INTERRUPTED if interrupted else code
 
 
 def _earlier_demo_outputs(out: Path) -> list[Path]:

@@ -7,8 +7,32 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
+
+# The exit status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within it, SIGTERM (a supervisor, `timeout`, `kill`) interrupts as Ctrl-C does, so that whatever was started
+    is stopped on the way out. Only the main thread receives signals; elsewhere it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
