@@ -288,18 +288,6 @@ HORIZON_CASES = [
         inputs(workload=1500), HORIZON_SETTINGS, 12, Reason.NO_VALID_SCALEOUT_USE_MAX, id="load-above-max-uses-max"
     ),
     pytest.param(inputs(workload=150, since_rescale=60), HORIZON_SETTINGS, 4, Reason.COOLDOWN, id="cooldown"),
-    # Ticks come a few milliseconds early or late: one a hair short of the 180-s cool-down's end is past it, one more
-    # than a tenth of the 60-s interval short (7 s) is not.
-    pytest.param(
-        inputs(workload=150, since_rescale=179.9996),
-        HORIZON_SETTINGS,
-        2,
-        Reason.PLAN_SCALES_IN,
-        id="a-tick-a-jitter-short-of-the-cooldown-is-past-it",
-    ),
-    pytest.param(
-        inputs(workload=150, since_rescale=173), HORIZON_SETTINGS, 4, Reason.COOLDOWN, id="cooldown-until-its-end"
-    ),
     # A forecast falling to 0 after a minute: 1 executor works the minute's 21,000 extra records off in time, but
     # the first step always carries the 450/s observed now: 5.
     pytest.param(

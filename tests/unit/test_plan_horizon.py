@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from daedalus_spark.config import HorizonPlannerConfig
 from daedalus_spark.domain import Reason
+from daedalus_spark.plan.algorithm import plan
 from daedalus_spark.plan.horizon import (
     describe,
     headroom_per_s,
@@ -71,6 +72,19 @@ COOLDOWN_CASES = [
         inputs(workload=350, lag=10_000, since_rescale=60), SETTINGS, 4, Reason.COOLDOWN, id="cooldown-lag-only"
     ),
 ]
+
+
+# Ticks come a few milliseconds early or late: one a hair short of the 180-s cool-down's end is past it, one more than
+# a tenth of the 60-s interval short (7 s) is not. Both planners that hold for the cool-down (Algorithm 1, horizon).
+@pytest.mark.parametrize("planner", [plan, plan_horizon], ids=["paper", "horizon"])
+@pytest.mark.parametrize(
+    ("since_rescale_s", "cooling"),
+    [(179.9996, False), (173.0, True)],
+    ids=["a-jitter-short-of-the-end-is-past-it", "seven-seconds-short-is-not"],
+)
+def test_a_tick_a_jitter_short_of_the_cool_downs_end_is_past_it(planner, since_rescale_s, cooling):
+    decision = planner(inputs(workload=150, since_rescale=since_rescale_s), SETTINGS)
+    assert (decision.reason is Reason.COOLDOWN) is cooling, decision.reason
 
 
 @pytest.mark.parametrize(("plan_inputs", "settings_", "target", "reason"), COOLDOWN_CASES)
