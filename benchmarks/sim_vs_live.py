@@ -73,10 +73,15 @@ def simulated(plan: DemoPlan, seed: int, config: Config | None = None) -> dict[s
     }
 
 
+def run_live(out: Path, plan: DemoPlan) -> None:
+    """One live demo into `out`; an interrupted one (everything it started stopped) ends the benchmark there."""
+    if run_demo(out, plan) == INTERRUPTED:
+        raise SystemExit(INTERRUPTED)
+
+
 def live(plan: DemoPlan, out: Path, reuse: Path | None) -> dict[str, Any]:
     if reuse is None:
-        if run_demo(out, plan) == INTERRUPTED:
-            raise SystemExit(INTERRUPTED)  # everything it started is stopped
+        run_live(out, plan)
         reuse = out
     summary = json.loads((reuse / "summary.json").read_text())
     decisions = [json.loads(line) for line in (reuse / "decisions.jsonl").read_text().splitlines() if line.strip()]

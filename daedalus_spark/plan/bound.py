@@ -161,9 +161,10 @@ def _problem(
     if latency_by_age:  # the records of the last `latency` seconds, whatever the scale-out
         arrived = np.concatenate(([0.0], np.cumsum(w)))
         seconds = np.arange(len(arrived), dtype=float)
-        floors = np.broadcast_to(arrived[1:] - np.interp(seconds[1:] - latency, seconds, arrived), (len(caps), len(w)))
-    else:
-        floors = np.repeat((latency * caps)[:, None], len(w), axis=1)
+        per_second = arrived[1:] - np.interp(seconds[1:] - latency, seconds, arrived)
+    else:  # the objective's seconds of each scale-out's capacity, whatever the second
+        per_second = (latency * caps)[:, None]
+    floors = np.broadcast_to(per_second, (len(caps), len(w)))
     return _Bound(
         w=w,
         interval=max(1, int(interval_s)),

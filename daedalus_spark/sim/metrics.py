@@ -2,9 +2,9 @@
 
 The acceptance rule, the one every judge uses (`passes`): every second outside a recovery has latency within
 `target_latency_s`, and every rescale recovers within `target_recovery_s`; so does the query's start where the load
-begins before it (`RunResult.start`). A recovery runs from a rescale's request
-until, once the rescale has taken effect, latency is back within the objective and holds there for as long again.
-`behind_s` (batches overrunning the trigger) is a diagnostic, not a criterion."""
+begins before it (`RunResult.start`). A recovery runs from a rescale's request until, once the rescale has taken
+effect, latency is back within the objective and holds there for as long again. `behind_s` (batches overrunning the
+trigger) is a diagnostic, not a criterion."""
 
 from __future__ import annotations
 
