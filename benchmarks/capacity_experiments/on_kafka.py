@@ -95,7 +95,7 @@ def run_kafka(args: argparse.Namespace) -> dict[str, Any]:
     ):
         for run in runs:
             pipeline, rounds, per_executor = run
-            topic = f"{pipeline}-{rounds}"
+            topic = f"{pipeline}-{rounds}-{per_executor}"  # one topic per run: runs may share a pipeline
             kafka.create_topic(topic, args.partitions)
             produce(
                 kafka.bootstrap,
