@@ -25,10 +25,11 @@ WITHIN = 0.2  # a capacity within 20 % of the calibrated one counts as close
 
 
 def calibrated(config: Path = DEMO_CONFIG) -> dict[int, float]:
-    """Lines/s at each scale-out within the latency objective, as the demo's calibration measured them."""
+    """Lines/s at each scale-out within the latency objective, as the demo's calibration measured them, times the
+    share the job keeps in the demo."""
     from daedalus_spark.config import load_config
 
-    rates = load_config(config).demo.capacity_lines_per_s
+    rates = load_config(config).demo.capacity_in_demo_per_s
     if not rates:
         raise SystemExit(f"{config}: no demo.capacity_lines_per_s (the demo's calibration)")
     return {n: float(rate) for n, rate in enumerate(rates, start=1)}

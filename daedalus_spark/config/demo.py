@@ -52,9 +52,24 @@ class DemoConfig(Section):
         "capacity_at_objective). Empty: not calibrated.",
     )
 
+    capacity_live_share_ratio: float = setting(
+        1.0,
+        "ratio",
+        "The share of capacity_lines_per_s the job keeps in the demo itself, where the generator, the broker and "
+        "Prometheus share the machine with it (measured from a live run that loaded the maximum past it); the sizing "
+        "rules use the capacities times this.",
+        gt=0,
+        le=1,
+    )
+
     @field_validator("capacity_lines_per_s")
     @classmethod
     def _positive(cls, value: list[float]) -> list[float]:
         if any(not rate > 0 for rate in value):
             raise ValueError(f"every capacity must be > 0, got {value}")
         return value
+
+    @property
+    def capacity_in_demo_per_s(self) -> list[float]:
+        """The calibrated capacities at the objective as the demo keeps them (times capacity_live_share_ratio)."""
+        return [rate * self.capacity_live_share_ratio for rate in self.capacity_lines_per_s]
