@@ -19,6 +19,9 @@ Experiments (--experiment):
   off uncapped while the generator keeps feeding. For every batch: rows, triggerExecution; per phase: records/s
   and executor CPU seconds per record (worker cgroups via the CPU exporter). Fits batch duration = fixed +
   rows x seconds-per-record (least squares) per executor count, and task duration = overhead + records x s.
+- `kafka`: per --kafka-runs entry (pipeline:rounds:records per executor and batch), a topic preloaded on a local
+  broker, read at 1..N executors in batches capped at N x the records; where one pipeline ran at two batch sizes or
+  more, its batch line per executor count and the rate that keeps a record within --target-latency-s.
 
 Noisy: 2 cores shared by the driver, the executors, the generator and other work; every figure is printed with the
 load average. Results (saturation, batch-size) are merged into benchmarks/results/spark_local.json.
@@ -93,7 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--backlog-s", type=float, default=30.0, help="batch-size: seconds to work the backlog off")
     demo.add_argument("--drain-s", type=float, default=20.0, help="batch-size: drain after an unbounded step")
     demo.add_argument("--idle-s", type=float, default=15.0, help="batch-size: idle CPU floor measured this long")
-    demo.add_argument("--trigger-s", type=float, default=1.0, help="batch-size: trigger interval")
+    demo.add_argument("--trigger-s", type=float, default=1.0, help="batch-size, kafka: trigger interval")
+    demo.add_argument(
+        "--target-latency-s",
+        type=float,
+        default=30.0,
+        help="kafka: latency objective the capacity is read at, for runs of one pipeline at two batch sizes or more",
+    )
     demo.add_argument("--query-timeout-s", type=float, default=240.0)
     demo.add_argument(
         "--kafka-runs",

@@ -9,9 +9,11 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
 import sparkbench as sb  # the benchmarks' shared helpers, in benchmarks/
 
 from capacity_experiments.pipelines import PIPELINES
+from daedalus_spark.analyze.batches import BatchFit
 from daedalus_spark.workloads.records import MAKERS
 from daedalus_spark.workloads.source import read_values, write_stream
 
@@ -76,6 +78,33 @@ def kafka_query_rate(
     }
 
 
+def at_objective(runs: list[dict[str, Any]], trigger_s: float, target_latency_s: float) -> list[dict[str, Any]]:
+    """Per pipeline, rounds and executor count measured at two batch sizes or more: the batch line (seconds per batch
+    = fixed + records x seconds per record, least squares over the batches' sizes and the seconds each took at the
+    measured rate) and the rate it gives within the latency objective, read as the controller reads a learned line
+    (analyze/batches.py `at_latency_per_s`: back-to-back batches of at most half the objective)."""
+    sizes: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
+    for run in runs:
+        for row in run["rates"]:
+            key = (run["pipeline"], run["record_cost_rounds"], row["executors"])
+            sizes.setdefault(key, []).append((float(row["batch_rows"]), float(row["records_per_s"])))
+    lines = []
+    for (pipeline, rounds, n), measured in sorted(sizes.items()):
+        if len({size for size, _ in measured}) < 2:
+            continue
+        records = np.array([size for size, _ in measured])
+        per_record_s, fixed_s = np.polyfit(records, records / np.array([rate for _, rate in measured]), 1)
+        row = {"pipeline": pipeline, "record_cost_rounds": rounds, "executors": n}
+        row |= {"fixed_s": round(float(fixed_s), 3), "per_record_ms": round(float(per_record_s) * 1000, 5)}
+        if per_record_s > 0 and fixed_s >= 0:
+            fit = BatchFit(float(fixed_s), float(per_record_s), float(records.max()))
+            row["at_objective_per_s"] = round(fit.at_latency_per_s(trigger_s, target_latency_s) or 0.0)
+        else:
+            row["at_objective_per_s"] = None  # no cost line: records took less time in the larger batches
+        lines.append(row)
+    return lines
+
+
 def run_kafka(args: argparse.Namespace) -> dict[str, Any]:
     from daedalus_spark.kafkacluster.broker import LocalKafka
     from daedalus_spark.kafkacluster.jars import spark_jars_conf
@@ -114,4 +143,11 @@ def run_kafka(args: argparse.Namespace) -> dict[str, Any]:
                     f"(batches of {row['batch_rows']:.0f} in {row['batch_s']:.1f} s; load {row['loadavg']})"
                 )
             result["runs"].append({"pipeline": pipeline, "record_cost_rounds": rounds, "rates": rates})
+    result["at_objective"] = at_objective(result["runs"], args.trigger_s, args.target_latency_s)
+    for row in result["at_objective"]:
+        sb.say(
+            f"{row['pipeline']:9s} rounds={row['record_cost_rounds']:<4d} executors={row['executors']}: batch line "
+            f"{row['fixed_s']:.2f} s + {row['per_record_ms']:.4f} ms per record; within a "
+            f"{args.target_latency_s:g}-s latency objective: {row['at_objective_per_s']} records/s"
+        )
     return result

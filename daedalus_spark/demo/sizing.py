@@ -1,14 +1,11 @@
-"""Demo: whether the demo's load needs autoscaling — its trough and peak (lines/s) against the capacity at the
-latency objective calibrated at 1..max executors (deploy/demo.yaml `demo:`), and when in the run they come."""
+"""Demo: whether the demo's load needs autoscaling — its trough and peak (lines/s) against the saturated throughput
+calibrated at 1..max executors (deploy/demo.yaml `demo:`), and when in the run they come."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from daedalus_spark.analyze.batches import BatchFit
 from daedalus_spark.monitor.files import read_trace
 
 TROUGH_SHARE_MAX = 0.5  # the trough needs one executor: load <= 0.5 x capacity at 1
@@ -33,33 +30,16 @@ def load_extremes(trace: Path, *, start_s: int, seconds: int, scale: float, comp
     return LoadExtremes(float(counts[low]) * rate, float(counts[high]) * rate, low / compression, high / compression)
 
 
-def capacity_at_objective(saturated: list[tuple[float, float]], trigger_s: float, target_latency_s: float) -> float:
-    """Lines/s one scale-out carries within the latency objective, from its saturated throughput measured at two or
-    more batch sizes, `(lines per batch, lines/s)` each: the batch line (seconds per batch = fixed + lines x seconds
-    per line, least squares) read as the controller reads a learned one (analyze/batches.py `at_latency_per_s`)."""
-    if len({lines for lines, _ in saturated}) < 2:
-        raise ValueError(f"the batch line needs two batch sizes or more, got {saturated}")
-    lines = np.array([size for size, _ in saturated], dtype=float)
-    seconds = lines / np.array([rate for _, rate in saturated], dtype=float)
-    per_line_s, fixed_s = np.polyfit(lines, seconds, 1)
-    if per_line_s <= 0 or fixed_s < 0:
-        raise ValueError(f"batch line of {saturated}: fixed {fixed_s:.2f} s, {per_line_s:.2e} s per line; not a cost")
-    fit = BatchFit(fixed_s=float(fixed_s), per_record_s=float(per_line_s), largest_batch_records=float(lines.max()))
-    rate = fit.at_latency_per_s(trigger_s, target_latency_s)
-    assert rate is not None  # a trigger > 0
-    return rate
-
-
-def sizing_problems(load: LoadExtremes, capacity_per_s: list[float], max_scaleout: int) -> list[str]:
+def sizing_problems(load: LoadExtremes, saturated_per_s: list[float], max_scaleout: int) -> list[str]:
     """Why this load does not need 1 executor at its trough and `max_scaleout` at its peak, one line each ([]: it
-    does). `capacity_per_s[n - 1]` is the capacity at the latency objective at n executors."""
-    if len(capacity_per_s) != max_scaleout:
-        return [f"{len(capacity_per_s)} capacities calibrated, expected one per 1..{max_scaleout}"]
-    top, below = capacity_per_s[-1], capacity_per_s[-2] if max_scaleout > 1 else 0.0
+    does). `saturated_per_s[n - 1]` is the saturated throughput at n executors."""
+    if len(saturated_per_s) != max_scaleout:
+        return [f"{len(saturated_per_s)} saturated throughputs calibrated, expected one per 1..{max_scaleout}"]
+    top, below = saturated_per_s[-1], saturated_per_s[-2] if max_scaleout > 1 else 0.0
     problems = []
-    if load.trough_per_s > TROUGH_SHARE_MAX * capacity_per_s[0]:
+    if load.trough_per_s > TROUGH_SHARE_MAX * saturated_per_s[0]:
         problems.append(
-            f"trough {load.trough_per_s:,.0f} lines/s above {TROUGH_SHARE_MAX:g} x {capacity_per_s[0]:,.0f} "
+            f"trough {load.trough_per_s:,.0f} lines/s above {TROUGH_SHARE_MAX:g} x {saturated_per_s[0]:,.0f} "
             "(capacity at 1 executor)"
         )
     if load.peak_per_s < PEAK_SHARE_MIN * top:
