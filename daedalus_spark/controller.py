@@ -210,6 +210,8 @@ class Controller:
         decision = self._plan(obs, now_s, table, forecast, last_target)
         if decision.target_scaleout < decision.current_scaleout:
             decision = self._after_gap(decision)
+        if decision.target_scaleout < decision.current_scaleout:
+            decision = self._after_scale_out(decision)
         notes = table.notes + lost.notes
         return replace(decision, notes=notes + decision.notes) if notes else decision
 
@@ -233,6 +235,25 @@ class Controller:
         )
         for warning in warnings:
             log.warning("%s", warning)
+
+    def _after_scale_out(self, decision: Decision) -> Decision:
+        """A scale-in waits while the last rescale, a scale-out, is still recovering (its recovery not yet measured
+        to an end, for at most controller.target_recovery_s): until then the job has not shown what the new
+        scale-out carries, and its backlog is the scale-out's own stall. A live demo scaled 1 -> 3 and, 30 s later
+        and mid-stall, back to 2 on a capacity at 3 read from the stalled batches; both stalls added up, and the
+        lag reached 69 s of input."""
+        pending = self.knowledge.recovery.pending
+        if pending is None or pending.direction != "out":
+            return decision
+        since_s = decision.time_s - pending.rescale_time_s
+        if since_s >= self.config.controller.target_recovery_s:
+            return decision
+        note = (
+            f"a scale-in to {decision.target_scaleout} waits: the scale-out {pending.from_scaleout} -> "
+            f"{pending.to_scaleout} of {since_s:.0f} s ago has not recovered yet"
+        )
+        held = replace(decision, target_scaleout=decision.current_scaleout, reason=Reason.SCALE_IN_DURING_RECOVERY)
+        return replace(held, evidence=replace(held.evidence, target=None), notes=(*decision.notes, note))
 
     def _after_gap(self, decision: Decision) -> Decision:
         """A scale-in waits, after the monitor could not read the job, until the workload has been seen again for as

@@ -271,6 +271,8 @@ class Reason(StrEnum):
     # controller.max_scaleout 0 (the topic's partition count) before an observation has listed the partitions
     WAITING_FOR_PARTITION_COUNT = "waiting_for_partition_count"
     SCALE_IN_AFTER_GAP = "scale_in_after_monitoring_gap"
+    # a scale-in proposed while the last rescale, a scale-out, is still recovering (controller.py)
+    SCALE_IN_DURING_RECOVERY = "scale_in_during_recovery"
 
 
 class Outcome(StrEnum):

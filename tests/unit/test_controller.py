@@ -231,3 +231,34 @@ def test_after_a_monitoring_gap_a_scale_in_waits_until_the_load_was_seen_as_long
     assert "went unseen for 600 s" in held[0].notes[-1]
     first_in = next(d for d in decisions if d.target_scaleout < d.current_scaleout)
     assert first_in.time_s >= 720.0 + 600.0 - 60.0 and first_in.reason is Reason.PLAN_SCALES_IN
+
+
+def test_a_scale_in_waits_while_the_last_scale_out_is_still_recovering():
+    controller = Controller(CONFIG)
+    rng = np.random.default_rng(0)
+    # 3,000/s on 4 executors of 500/s: behind, a scale-out; the gap between workload and throughput was 1,000/s.
+    out = step(controller, window(60.0, 3000.0, 4, rng=rng), 60.0)
+    assert out.reason is Reason.PLAN_SCALES_OUT
+    # Then the load is a third of it and carried: the planner would scale in, but the gap's jump from its usual
+    # 1,000/s never settles into a run of normal samples, so the scale-out has not recovered.
+    after = [step(controller, window(t, 1000.0, out.target_scaleout, rng=rng), t) for t in range(120, 720, 60)]
+    proposed = [d for d in after if d.reason is not Reason.COOLDOWN]
+    held = [d for d in proposed if d.time_s - 60.0 < CONFIG.controller.target_recovery_s]
+    assert held and all(d.reason is Reason.SCALE_IN_DURING_RECOVERY for d in held), [d.reason for d in after]
+    assert all(d.target_scaleout == out.target_scaleout for d in held)
+    assert f"the scale-out 4 -> {out.target_scaleout} of 180 s ago has not recovered yet" in held[0].notes[-1]
+    # Once controller.target_recovery_s has passed, the recovery is late anyway: the scale-in goes ahead.
+    went = after[-1]
+    assert went.time_s - 60.0 >= CONFIG.controller.target_recovery_s
+    assert went.reason is Reason.PLAN_SCALES_IN and went.target_scaleout < out.target_scaleout
+
+
+def test_a_scale_in_after_a_scale_out_that_recovered_goes_ahead():
+    controller = Controller(CONFIG)
+    rng = np.random.default_rng(0)
+    out = step(controller, window(60.0, 3000.0, 4, rng=rng), 60.0)
+    after = []
+    for t in range(120, 300, 60):
+        controller.knowledge.recovery.pending = None  # measured to its end (the meter's own tests time it)
+        after.append(step(controller, window(t, 1000.0, out.target_scaleout, rng=rng), t))
+    assert [d.reason for d in after] == [Reason.COOLDOWN, Reason.COOLDOWN, Reason.PLAN_SCALES_IN]

@@ -33,7 +33,11 @@ def test_every_reason_of_the_planner_is_covered_by_the_table():
         Reason.BATCH_RATIO_SCALES_IN,
     }
     skips = {Reason.SKIP_MISSING_DATA, Reason.SKIP_WARMUP}
-    controller_only = {Reason.SCALE_IN_AFTER_GAP, Reason.WAITING_FOR_PARTITION_COUNT}  # test_controller.py
+    controller_only = {  # test_controller.py
+        Reason.SCALE_IN_AFTER_GAP,
+        Reason.SCALE_IN_DURING_RECOVERY,
+        Reason.WAITING_FOR_PARTITION_COUNT,
+    }
     planner_reasons = set(Reason) - skips - controller_only - cost_aware_only - horizon_only - batch_ratio_only
     assert planner_reasons <= covered
 
