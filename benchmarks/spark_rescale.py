@@ -12,7 +12,8 @@ for the joining or leaving executor and the job, and a summary:
   median batch before, the job's extra lag (records delayed against steady processing) and the time until the lag
   is back at its level before the rescale;
 - scale-in: leave (the driver no longer lists the executor), failed tasks and stage retries, the same job figures.
-Summaries are merged into benchmarks/results/spark_local.json (section `rescale`).
+Summaries are merged into benchmarks/results/spark_local.json (section `rescale`, or --section).
+--record-cost-rounds gives the demo's job (300); --conf sets the driver's SparkSession (e.g. spark.speculation=true).
 
 The original small run (a 1-CPU worker pair, 300 lines/s, 0.5-s trigger, 2 partitions, join/leave times only) is
   python benchmarks/spark_rescale.py --workers 2 --cpus-per-executor 1 --partitions 2 --rate 300 --trigger-s 0.5 \
@@ -39,6 +40,7 @@ import sparkbench as sb  # the benchmarks' shared helpers, next to this file
 from daedalus_spark import metricnames as names
 from daedalus_spark.workloads import wordcount
 from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.pipeline import with_record_cost
 from daedalus_spark.workloads.source import read_values, write_stream
 
 
@@ -335,8 +337,14 @@ def main() -> int:
     parser.add_argument("--steady-lag-s", type=float, default=10.0, help="wait before a step until lag < this")
     parser.add_argument("--sample-s", type=float, default=0.5)
     parser.add_argument("--no-worker-start", action="store_true", help="do not time one worker's start")
+    parser.add_argument(
+        "--record-cost-rounds", type=int, default=0, help="SHA-256 rounds per line (the demo's job: 300), 0 = none"
+    )
+    parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE for the driver's SparkSession")
     parser.add_argument("--json-out", default=str(sb.RESULTS))
+    parser.add_argument("--section", default="rescale", help="the section of --json-out written")
     args = parser.parse_args()
+    conf = dict(setting.split("=", 1) for setting in args.conf)
     sb.install_sigterm()
     started = time.monotonic()
     result: dict[str, Any] = sb.header("rescale") | {
@@ -346,6 +354,8 @@ def main() -> int:
         "workers": args.workers,
         "cpus_per_executor": args.cpus_per_executor,
         "sample_s": args.sample_s,
+        "record_cost_rounds": args.record_cost_rounds,
+        "conf": conf,
         "steps": [],
     }
     sb.say(f"{sb.command_line()}")
@@ -357,6 +367,7 @@ def main() -> int:
         cpus_per_executor=args.cpus_per_executor,
         initial_executors=args.initial,
         start_workers=None if args.no_worker_start else args.workers - 1,
+        conf=conf,
     ) as job:
         log = LocalLog(job.root / "log")
         log.create_topic(topic, args.partitions)
@@ -369,7 +380,12 @@ def main() -> int:
             sb.generator(job.root / "log", topic, args.partitions, [args.rate] * 3600, job.root) as gen,
         ):
             query = write_stream(
-                wordcount.build(job.spark, read_values(job.spark, source="local", topic=topic, path=str(log.root))),
+                wordcount.build(
+                    job.spark,
+                    with_record_cost(
+                        read_values(job.spark, source="local", topic=topic, path=str(log.root)), args.record_cost_rounds
+                    ),
+                ),
                 sink="noop",
                 name="wordcount",
                 output_mode="update",
@@ -430,9 +446,9 @@ def main() -> int:
     result["wall_s"] = round(time.monotonic() - started, 1)
     print_summary(result["summary"])
     sb.say(f"wall {result['wall_s']:.0f} s")
-    path = sb.write_results("rescale", sb.strict(result), Path(args.json_out))
+    path = sb.write_results(args.section, sb.strict(result), Path(args.json_out))
     print(json.dumps(sb.strict(result["summary"]), indent=1))
-    print(f"written to {path} (section rescale)")
+    print(f"written to {path} (section {args.section})")
     return 0
 
 

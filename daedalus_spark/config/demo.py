@@ -43,16 +43,33 @@ class DemoConfig(Section):
     load_cycle_s: float = setting(
         480, "s", "One 3-hour cycle of the trace is played in this many seconds.", ge=10, le=86400
     )
-    saturated_lines_per_s: list[float] = setting(
+    capacity_lines_per_s: list[float] = setting(
         [],
         "lines/s",
-        "The calibration trace_scale was chosen from: saturated throughput at 1, 2, ... executors, measured with "
-        "benchmarks/spark_capacity.py --experiment kafka (empty: not calibrated).",
+        "The calibration trace_scale was chosen from: the capacity at the latency objective at 1, 2, ... executors, "
+        "the highest rate whose back-to-back batches keep every line within controller.target_latency_s, from the "
+        "saturated throughput at two batch sizes (benchmarks/spark_capacity.py --experiment kafka prints it). Empty: "
+        "not calibrated.",
     )
 
-    @field_validator("saturated_lines_per_s")
+    capacity_live_share_ratio: float = setting(
+        1.0,
+        "ratio",
+        "The share of capacity_lines_per_s the job keeps in the demo itself, where the generator, the broker and "
+        "Prometheus share the machine with it (measured from a live run that loaded the maximum past it); the sizing "
+        "rules use the capacities times this.",
+        gt=0,
+        le=1,
+    )
+
+    @field_validator("capacity_lines_per_s")
     @classmethod
     def _positive(cls, value: list[float]) -> list[float]:
         if any(not rate > 0 for rate in value):
-            raise ValueError(f"every saturated throughput must be > 0, got {value}")
+            raise ValueError(f"every capacity must be > 0, got {value}")
         return value
+
+    @property
+    def capacity_in_demo_per_s(self) -> list[float]:
+        """The calibrated capacities at the objective as the demo keeps them (times capacity_live_share_ratio)."""
+        return [rate * self.capacity_live_share_ratio for rate in self.capacity_lines_per_s]

@@ -22,12 +22,18 @@ def shipped_demo() -> DemoConfig:
     return load_config(DEMO_CONFIG).demo
 
 
+@functools.cache
+def shipped_max_scaleout() -> int:
+    """deploy/demo.yaml's controller.max_scaleout: the workers the demo starts."""
+    return load_config(DEMO_CONFIG).controller.max_scaleout
+
+
 @dataclass(frozen=True)
 class DemoPlan:
     """Sizes measured on this machine (docs/demo.md; the defaults are deploy/demo.yaml's `demo:` section): one
     1-core executor per standalone worker, each worker under a CPU quota."""
 
-    max_scaleout: int = 4  # standalone workers started, one executor each
+    max_scaleout: int = field(default_factory=shipped_max_scaleout)  # standalone workers started, one executor each
     cpus_per_executor: float = field(default_factory=lambda: shipped_demo().cpus_per_executor)
     record_cost_rounds: int = field(default_factory=lambda: shipped_demo().record_cost_rounds)
     partitions: int = 8

@@ -1,5 +1,5 @@
-"""Demo: whether the demo's load needs autoscaling — its trough and peak (lines/s) against the saturated throughput
-calibrated at 1..max executors (deploy/demo.yaml `demo:`), and when in the run they come."""
+"""Demo: whether the demo's load needs autoscaling — its trough and peak (lines/s) against the capacity at the
+latency objective calibrated at 1..max executors (deploy/demo.yaml `demo:`), and when in the run they come."""
 
 from __future__ import annotations
 
@@ -30,16 +30,16 @@ def load_extremes(trace: Path, *, start_s: int, seconds: int, scale: float, comp
     return LoadExtremes(float(counts[low]) * rate, float(counts[high]) * rate, low / compression, high / compression)
 
 
-def sizing_problems(load: LoadExtremes, saturated_per_s: list[float], max_scaleout: int) -> list[str]:
+def sizing_problems(load: LoadExtremes, capacity_per_s: list[float], max_scaleout: int) -> list[str]:
     """Why this load does not need 1 executor at its trough and `max_scaleout` at its peak, one line each ([]: it
-    does). `saturated_per_s[n - 1]` is the saturated throughput at n executors."""
-    if len(saturated_per_s) != max_scaleout:
-        return [f"{len(saturated_per_s)} saturated throughputs calibrated, expected one per 1..{max_scaleout}"]
-    top, below = saturated_per_s[-1], saturated_per_s[-2] if max_scaleout > 1 else 0.0
+    does). `capacity_per_s[n - 1]` is the capacity at the latency objective at n executors."""
+    if len(capacity_per_s) != max_scaleout:
+        return [f"{len(capacity_per_s)} capacities calibrated, expected one per 1..{max_scaleout}"]
+    top, below = capacity_per_s[-1], capacity_per_s[-2] if max_scaleout > 1 else 0.0
     problems = []
-    if load.trough_per_s > TROUGH_SHARE_MAX * saturated_per_s[0]:
+    if load.trough_per_s > TROUGH_SHARE_MAX * capacity_per_s[0]:
         problems.append(
-            f"trough {load.trough_per_s:,.0f} lines/s above {TROUGH_SHARE_MAX:g} x {saturated_per_s[0]:,.0f} "
+            f"trough {load.trough_per_s:,.0f} lines/s above {TROUGH_SHARE_MAX:g} x {capacity_per_s[0]:,.0f} "
             "(capacity at 1 executor)"
         )
     if load.peak_per_s < PEAK_SHARE_MIN * top:

@@ -4,9 +4,13 @@ the cited figures against the measured ones in benchmarks/results/spark_local.js
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from capacity_experiments.on_kafka import at_objective
 
 from daedalus_spark.config import DemoConfig, load_config
 from daedalus_spark.demo.live import DEMO_CONFIG, TRACE
@@ -27,38 +31,39 @@ def extremes(demo: DemoConfig) -> LoadExtremes:
     )
 
 
-def test_the_cited_saturated_throughputs_are_the_measured_ones() -> None:
-    demo, max_scaleout = shipped()
-    section = json.loads(RESULTS.read_text())[f"kafka_{demo.cpus_per_executor:g}cpu"]
-    runs = [
-        r for r in section["runs"] if (r["pipeline"], r["record_cost_rounds"]) == ("wordcount", demo.record_cost_rounds)
-    ]
-    assert len(runs) == 1, f"one WordCount run at {demo.record_cost_rounds} rounds in {RESULTS.name}"
-    measured = [round(row["records_per_s"]) for row in sorted(runs[0]["rates"], key=lambda row: row["executors"])]
-    assert demo.saturated_lines_per_s == measured
-    assert len(measured) == max_scaleout
+def test_the_cited_capacities_are_the_measured_ones_read_at_the_objective() -> None:
+    config = load_config(DEMO_CONFIG)
+    demo = config.demo
+    section = json.loads(RESULTS.read_text())[f"kafka_{demo.cpus_per_executor:g}cpu_objective"]
+    lines = at_objective(section["runs"], config.capacity.trigger_interval_s, config.controller.target_latency_s)
+    measured = {
+        row["executors"]: row["at_objective_per_s"]
+        for row in lines
+        if (row["pipeline"], row["record_cost_rounds"]) == ("wordcount", demo.record_cost_rounds)
+    }
+    assert demo.capacity_lines_per_s == [measured[n] for n in range(1, config.controller.max_scaleout + 1)]
 
 
 def test_the_shipped_scale_needs_one_executor_at_the_trough_and_the_maximum_at_the_peak() -> None:
     demo, max_scaleout = shipped()
-    assert sizing_problems(extremes(demo), demo.saturated_lines_per_s, max_scaleout) == []
+    assert sizing_problems(extremes(demo), demo.capacity_in_demo_per_s, max_scaleout) == []
 
 
 @pytest.mark.parametrize(
     ("change", "named"),
     [
-        ({"trace_scale": 1.5}, "trough"),
-        ({"trace_scale": 0.8}, "not above"),
-        ({"trace_scale": 1.4}, "trough"),
-        ({"capacity_at_1": 0.5}, "trough"),
-        ({"capacity_at_max": 1.4}, "below 0.75"),
+        ({"trace_scale": 2.1}, "trough"),
+        ({"trace_scale": 0.75}, "not above"),
+        ({"trace_scale": 0.98}, "below 0.75"),
+        ({"capacity_at_1": 0.45}, "trough"),
+        ({"capacity_at_max": 1.02}, "below 0.75"),
         ({"capacity_at_max_less_1": 1.3}, "not above"),
     ],
-    ids=["scale-1.5x", "scale-0.8x", "scale-1.4x", "capacity-1-halved", "capacity-max-1.4x", "capacity-3-1.3x"],
+    ids=["scale-2.1x", "scale-0.75x", "scale-0.98x", "capacity-1-0.45x", "capacity-max-1.02x", "capacity-2-1.3x"],
 )
 def test_a_scale_or_figure_changed_alone_breaks_the_sizing(change: dict[str, float], named: str) -> None:
     demo, max_scaleout = shipped()
-    rates = list(demo.saturated_lines_per_s)
+    rates = list(demo.capacity_in_demo_per_s)
     scale = demo.trace_scale * change.get("trace_scale", 1.0)
     rates[0] *= change.get("capacity_at_1", 1.0)
     rates[-1] *= change.get("capacity_at_max", 1.0)

@@ -42,7 +42,7 @@ def test_lag_seconds_across_a_pause_in_the_load():
     [
         pytest.param("daedalus", ["--initial-executors", "2"], id="ours-sets-the-initial-count"),
         pytest.param("batch-ratio", ["--initial-executors", "2"], id="rule-behind-our-actuator"),
-        pytest.param("static", ["--initial-executors", "4"], id="static-holds-the-max"),
+        pytest.param("static", ["--initial-executors", "3"], id="static-holds-the-max"),
     ],
 )
 def test_the_job_gets_its_executors_from_the_autoscaler(autoscaler, expected):
@@ -55,7 +55,7 @@ def test_dynamic_allocation_is_switched_on_in_the_job_with_shuffle_tracking():
     assert "--initial-executors" not in args
     assert confs["spark.dynamicAllocation.enabled"] == "true"
     assert confs["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
-    assert (confs["spark.dynamicAllocation.minExecutors"], confs["spark.dynamicAllocation.maxExecutors"]) == ("1", "4")
+    assert (confs["spark.dynamicAllocation.minExecutors"], confs["spark.dynamicAllocation.maxExecutors"]) == ("1", "3")
 
 
 def _summary(**changes):
