@@ -252,8 +252,7 @@ class Controller:
             f"a scale-in to {decision.target_scaleout} waits: the scale-out {pending.from_scaleout} -> "
             f"{pending.to_scaleout} of {since_s:.0f} s ago has not recovered yet"
         )
-        held = replace(decision, target_scaleout=decision.current_scaleout, reason=Reason.SCALE_IN_DURING_RECOVERY)
-        return replace(held, evidence=replace(held.evidence, target=None), notes=(*decision.notes, note))
+        return _scale_in_held(decision, Reason.SCALE_IN_DURING_RECOVERY, note)
 
     def _after_gap(self, decision: Decision) -> Decision:
         """A scale-in waits, after the monitor could not read the job, until the workload has been seen again for as
@@ -268,8 +267,7 @@ class Controller:
             f"a scale-in to {decision.target_scaleout} waits: the workload went unseen for {gap_s:.0f} s and has been "
             f"seen again for {seen_s:.0f} s of the {wait_s:.0f} s it needs"
         )
-        held = replace(decision, target_scaleout=decision.current_scaleout, reason=Reason.SCALE_IN_AFTER_GAP)
-        return replace(held, evidence=replace(held.evidence, target=None), notes=(*decision.notes, note))
+        return _scale_in_held(decision, Reason.SCALE_IN_AFTER_GAP, note)
 
     def _plan(
         self, obs: Observation, now_s: float, table: CapacityTable, forecast: Forecast, last_target: int | None
@@ -355,6 +353,12 @@ class Controller:
 
     def _hold(self, obs: Observation, now_s: float, reason: Reason, why: SkipEvidence) -> Decision:
         return Decision(now_s, obs.scaleout, obs.scaleout, reason, Evidence(skip=why))
+
+
+def _scale_in_held(decision: Decision, reason: Reason, note: str) -> Decision:
+    """The scale-in `decision` held at the current scale-out for `reason`, without its target, `note` added."""
+    held = replace(decision, target_scaleout=decision.current_scaleout, reason=reason, notes=(*decision.notes, note))
+    return replace(held, evidence=replace(held.evidence, target=None))
 
 
 def provisioned_per_s(forecast: Forecast, settings: ControllerConfig) -> tuple[float, ...]:

@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from daedalus_spark.config import DemoConfig, load_config
+from daedalus_spark.config import Config, DemoConfig, load_config
 from daedalus_spark.monitor.files import BUNDLED_TRACES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,15 +17,19 @@ SOURCES = ("kafka", "local")
 
 
 @functools.cache
+def shipped_config() -> Config:
+    """deploy/demo.yaml, read once."""
+    return load_config(DEMO_CONFIG)
+
+
 def shipped_demo() -> DemoConfig:
     """The `demo:` section of deploy/demo.yaml: the job and load sized by the calibration in docs/demo.md."""
-    return load_config(DEMO_CONFIG).demo
+    return shipped_config().demo
 
 
-@functools.cache
 def shipped_max_scaleout() -> int:
     """deploy/demo.yaml's controller.max_scaleout: the workers the demo starts."""
-    return load_config(DEMO_CONFIG).controller.max_scaleout
+    return shipped_config().controller.max_scaleout
 
 
 @dataclass(frozen=True)
