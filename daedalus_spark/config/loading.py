@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from daedalus_spark.config.fields import OneOf
-from daedalus_spark.config.model import Config
+from daedalus_spark.config.model import Config, planning_warnings
 from daedalus_spark.redact import redact
 
 
@@ -186,8 +186,12 @@ def parse_config(data: Any, source: str = "config") -> Config:
 
 
 def load_config(path: str | Path | None, overlay: dict[str, dict[str, Any]] | None = None) -> Config:
-    """Read a YAML config; None gives the defaults (see load_model for `overlay`)."""
-    return load_model(Config, path, overlay=overlay)
+    """Read a YAML config; None gives the defaults (see load_model for `overlay`). What loads but is worth a
+    warning (model.planning_warnings) is logged, naming the file."""
+    config = load_model(Config, path, overlay=overlay)
+    for warning in planning_warnings(config):
+        log.warning("%s: %s", path or "default config", warning)
+    return config
 
 
 def _bounds(info: Any) -> str:

@@ -149,6 +149,23 @@ class Config(Section):
         return self
 
 
+def planning_warnings(config: Config) -> tuple[str, ...]:
+    """Settings that load but keep the horizon planner from seeing a need in time, one line each: a forecast shorter
+    than a tick, a scale-out's downtime and its recovery target together. A rescale planned at the next tick cannot
+    be followed to its recovery's end, so the plan holds until the load is nearly there (live demos with a 35-s
+    downtime and a 60-s target, on the rise: with a 60-s horizon the plan held 1 executor throughout; at the same
+    tick with 120 s it planned 3 from 40 s on)."""
+    c = config.controller
+    needed = c.loop_interval_s + config.recovery.initial_downtime_scale_out_s + c.target_recovery_s
+    if c.planner != "horizon" or config.forecast.horizon_s >= needed:
+        return ()
+    return (
+        f"forecast.horizon_s ({config.forecast.horizon_s:g} s) is shorter than controller.loop_interval_s + "
+        f"recovery.initial_downtime_scale_out_s + controller.target_recovery_s ({needed:g} s): the horizon planner "
+        "cannot follow a scale-out at the next tick to the end of its recovery, and plans it late",
+    )
+
+
 def with_topic_partitions(config: Config, partitions: int) -> tuple[Config, tuple[str, ...]]:
     """`config` with the settings left at 0 to follow the source topic set from its partition count, and what is
     worth a warning, one line each.

@@ -215,3 +215,47 @@ def test_validate_config_command(tmp_path):
     broken.write_text("controller: [1,\n")
     assert "not valid YAML" in run_cli("validate-config", str(broken)).stderr
     assert "cannot read" in run_cli("validate-config", str(tmp_path / "missing.yaml")).stderr
+
+
+@pytest.mark.parametrize(
+    ("data", "warned"),
+    [
+        pytest.param({}, False, id="defaults-900-s-cover-60-30-600"),
+        pytest.param({"forecast": {"horizon_s": 600}}, True, id="horizon-short-of-tick-downtime-target"),
+        pytest.param(
+            {
+                "forecast": {"horizon_s": 105},
+                "controller": {"loop_interval_s": 10, "target_recovery_s": 60},
+                "recovery": {"initial_downtime_scale_out_s": 35},
+            },
+            False,
+            id="horizon-exactly-covers-them",
+        ),
+        pytest.param(
+            {
+                "forecast": {"horizon_s": 104},
+                "controller": {"loop_interval_s": 10, "target_recovery_s": 60},
+                "recovery": {"initial_downtime_scale_out_s": 35},
+            },
+            True,
+            id="horizon-one-second-short",
+        ),
+        pytest.param(
+            {"forecast": {"horizon_s": 60}, "controller": {"planner": "paper"}}, False, id="paper-planner-has-no-plan"
+        ),
+    ],
+)
+def test_a_horizon_too_short_for_a_scale_outs_recovery_is_warned_about(data, warned, tmp_path, caplog):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with caplog.at_level("WARNING"):
+        load_config(path)
+    hits = [r.getMessage() for r in caplog.records if "forecast.horizon_s" in r.getMessage()]
+    assert bool(hits) == warned
+    assert all(str(path) in hit and "recovery" in hit for hit in hits)
+
+
+def test_the_demo_config_horizon_covers_its_scale_outs_recovery(caplog):
+    with caplog.at_level("WARNING"):
+        load_config(ROOT / "deploy" / "demo.yaml")
+    assert not [r for r in caplog.records if "forecast.horizon_s" in r.getMessage()]
