@@ -10,7 +10,7 @@ from typing import Literal
 
 from daedalus_spark.analyze.forecast import RefitScheduler, WorkloadForecaster
 from daedalus_spark.analyze.losses import LossWatch
-from daedalus_spark.analyze.recovery_measurement import PendingRecovery
+from daedalus_spark.analyze.recovery_measurement import Executors, PendingRecovery
 from daedalus_spark.analyze.recovery_prediction import replay_backlog_records
 from daedalus_spark.analyze.restart import ApplicationWatch
 from daedalus_spark.config import Config, ControllerConfig, with_topic_partitions
@@ -343,16 +343,32 @@ class Controller:
         k = self.knowledge
         totals = [sum(col) for col in zip(*(w.throughput_per_s for w in obs.executors), strict=False)]
         n = len(obs.workload_per_s)
+        behind = _behind_objective(obs, self.config.controller.target_latency_s)
+        worked: set[str] = set()
         for i, (workload, throughput) in enumerate(zip(obs.workload_per_s, totals, strict=False)):
             time_s = obs.time_s - (n - 1 - i) * obs.step_s
+            worked |= {
+                w.executor_id for w in obs.executors if i < len(w.throughput_per_s) and w.throughput_per_s[i] > 0
+            }
             if not (math.isfinite(workload) and math.isfinite(throughput)):
                 continue
-            measured = k.recovery.feed(time_s, workload, throughput, step_s=obs.step_s)
+            executors = Executors(listed=obs.scaleout, working=len(worked))
+            measured = k.recovery.feed(
+                time_s, workload, throughput, step_s=obs.step_s, executors=executors, behind=behind
+            )
             if measured is not None:
                 k.recoveries.append(measured)
 
     def _hold(self, obs: Observation, now_s: float, reason: Reason, why: SkipEvidence) -> Decision:
         return Decision(now_s, obs.scaleout, obs.scaleout, reason, Evidence(skip=why))
+
+
+def _behind_objective(obs: Observation, target_latency_s: float) -> bool:
+    """Whether the tick's lag holds more than `target_latency_s` seconds of the tick's mean arrival rate (the
+    latency the user's rule bounds; False where no arrival rate was seen)."""
+    seen = [w for w in obs.workload_per_s if math.isfinite(w)]
+    arriving = sum(seen) / len(seen) if seen else 0.0
+    return arriving > 0 and obs.consumer_lag_records > target_latency_s * arriving
 
 
 def _scale_in_held(decision: Decision, reason: Reason, note: str) -> Decision:

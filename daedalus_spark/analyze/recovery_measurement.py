@@ -17,6 +17,15 @@ _MAX_SECONDS = 1e9  # a stored duration beyond this (~30 years) is not one we wr
 _MAX_SCALEOUT = 100_000
 
 
+@dataclass(frozen=True)
+class Executors:
+    """The job's executors at a sample: how many are listed, and how many have processed records since the tick's
+    window began."""
+
+    listed: int
+    working: int
+
+
 @dataclass
 class PendingRecovery:
     rescale_time_s: float
@@ -29,6 +38,18 @@ class PendingRecovery:
     overlapping: bool = False  # began while an earlier recovery was still under way: timed, not learned from
     normal_streak_start_s: float | None = None
     normal_streak: int = 0
+    # When the rescale first stood in place: a recovery cannot end before then; None until then.
+    applied_s: float | None = None
+
+    def in_place(self, executors: Executors | None) -> bool:
+        """Whether the rescale stands in place: a scale-out once the target's count of executors have processed
+        records (the joining ones past registration and their first, cold tasks), a scale-in once no more than the
+        target are listed. None: not known, taken as in place."""
+        if executors is None:
+            return True
+        if self.direction == "out":
+            return executors.working >= self.to_scaleout
+        return executors.listed <= self.to_scaleout
 
     @classmethod
     def from_state(cls, raw: Any, where: str) -> PendingRecovery:
@@ -49,6 +70,7 @@ class PendingRecovery:
             overlapping=boolean(p["overlapping"], f"{where}.overlapping"),
             normal_streak_start_s=optional_number(p["normal_streak_start_s"], f"{where}.normal_streak_start_s"),
             normal_streak=integer(p["normal_streak"], f"{where}.normal_streak", lo=0, hi=2**53),
+            applied_s=optional_number(p.get("applied_s"), f"{where}.applied_s"),  # absent in older states
         )
 
 
@@ -117,9 +139,23 @@ class RecoveryMeter:
         return abs(gap - self.moments.mean) > threshold
 
     def feed(
-        self, time_s: float, workload_per_s: float, throughput_per_s: float, *, step_s: float = 1.0
+        self,
+        time_s: float,
+        workload_per_s: float,
+        throughput_per_s: float,
+        *,
+        step_s: float = 1.0,
+        executors: Executors | None = None,
+        behind: bool = False,
     ) -> Recovery | None:
-        """One sample covering `step_s`; returns the measured recovery when this sample completes one."""
+        """One sample covering `step_s`, with the job's executors then (None: unknown) and whether the job was
+        behind its latency objective; returns the measured recovery when this sample completes one.
+
+        A recovery is timed from the rescale's request, but it ends only once the rescale stands in place
+        (`PendingRecovery.in_place`) and the job is within its latency objective. Until the new executors work,
+        the job runs as before, and a quiet stretch then says nothing about the rescale; a job still behind has
+        not recovered by the user's rule, whatever its throughput. (Live, a scale-out 1 -> 3 was read as recovered
+        in 22 s, before its executors had registered; the job then stalled 62 s and stayed behind for minutes.)"""
         p = self.pending
         if p is None:
             # The weight follows the half-life in seconds, whatever the sample step (and the config, after a restart).
@@ -129,8 +165,12 @@ class RecoveryMeter:
         elapsed = time_s - p.rescale_time_s
         if elapsed < 0:
             return None
-        if self.is_anomalous(workload_per_s, throughput_per_s):
+        if p.applied_s is None and p.in_place(executors):
+            p.applied_s = time_s
+        if behind or self.is_anomalous(workload_per_s, throughput_per_s):
             p.anomaly_seen, p.normal_streak, p.normal_streak_start_s = True, 0, None
+        elif p.applied_s is None:
+            p.normal_streak, p.normal_streak_start_s = 0, None
         else:
             if p.normal_streak == 0:
                 p.normal_streak_start_s = time_s
@@ -138,7 +178,7 @@ class RecoveryMeter:
         if p.anomaly_seen and p.normal_streak >= self.config.stable_samples:
             assert p.normal_streak_start_s is not None
             return self._finish(p.normal_streak_start_s - p.rescale_time_s)
-        if not p.anomaly_seen and elapsed >= NO_ANOMALY_GRACE_S:
+        if not p.anomaly_seen and p.applied_s is not None and time_s - p.applied_s >= NO_ANOMALY_GRACE_S:
             return self._finish(0.0)
         if elapsed >= self.config.max_recovery_s:
             self.pending = None  # never settled: no measurement beats a wrong one

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from daedalus_spark.analyze.recovery_measurement import PendingRecovery
 from daedalus_spark.config import parse_config
 from daedalus_spark.controller import Controller, seen_since_gap
 from daedalus_spark.domain import Decision, Observation, Reason
@@ -262,3 +263,26 @@ def test_a_scale_in_after_a_scale_out_that_recovered_goes_ahead():
         controller.knowledge.recovery.pending = None  # measured to its end (the meter's own tests time it)
         after.append(step(controller, window(t, 1000.0, out.target_scaleout, rng=rng), t))
     assert [d.reason for d in after] == [Reason.COOLDOWN, Reason.COOLDOWN, Reason.PLAN_SCALES_IN]
+
+
+def test_a_scale_out_is_not_measured_as_recovered_while_its_joining_executors_have_processed_nothing():
+    """4 -> 7: a blip right after the request, then the old four carry the load while the new executors are listed
+    with no records (registered, first tasks cold). The quiet stretch does not end the recovery; it ends once all
+    seven process records."""
+    controller, rng = Controller(CONFIG), np.random.default_rng(1)
+    step(controller, window(60.0, 1500.0, 4, rng=rng), 60.0)
+    controller.knowledge.last_rescale_s = 60.0
+    pending = PendingRecovery(60.0, "out", 4, 7, predicted_recovery_s=60.0, downtime_used_s=30.0)
+    controller.knowledge.recovery.start(pending)
+    for t in (120.0, 180.0):
+        obs = window(t, 1500.0, 4, rng=rng)
+        blip = [0.0] * 3 if t == 120.0 else []
+        warm = {
+            w.executor_id: (blip + list(w.throughput_per_s[len(blip) :]), w.utilization_ratio) for w in obs.executors
+        }
+        cold = {f"exec-{i}": ([0.0] * 60, [1.0] * 60) for i in range(4, 7)}
+        joined = Observation.of(time_s=t, workload_per_s=obs.workload_per_s, executors=warm | cold, uptime_s=1e6)
+        assert step(controller, joined, t).target_scaleout == 7
+    assert not controller.knowledge.recoveries and pending.anomaly_seen
+    step(controller, window(240.0, 1500.0, 7, rng=rng), 240.0)
+    assert [(r.to_scaleout, r.recovery_s) for r in controller.knowledge.recoveries] == [(7, 121.0)]

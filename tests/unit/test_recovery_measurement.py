@@ -2,7 +2,7 @@
 
 import pytest
 
-from daedalus_spark.analyze.recovery_measurement import NO_ANOMALY_GRACE_S, PendingRecovery, RecoveryMeter
+from daedalus_spark.analyze.recovery_measurement import NO_ANOMALY_GRACE_S, Executors, PendingRecovery, RecoveryMeter
 from daedalus_spark.config import RecoveryConfig
 from daedalus_spark.monitor.files import read_metric_csv
 from tests.conftest import MEASUREMENTS
@@ -125,3 +125,63 @@ def test_a_rescale_during_a_recovery_is_timed_but_does_not_correct_the_downtime(
     result = recovery_after(monitor, 110, lambda i: 0.0 if i < 150 else 1000.0)
     assert result.recovery_s == 40
     assert monitor.downtime_scale_out_s == 30  # unchanged: the backlog was partly the first rescale's
+
+
+# A scale-out 1 -> 3 at 100 s: a blip of lost throughput at 102-104 s, then the old executor keeps up until the new
+# ones work at 130 s (registered at 120 s, their first tasks cold until 130 s). Each case: the executors and whether
+# the job was behind its latency objective, per second; the recovery measured.
+def _live_out(t):
+    return Executors(listed=1 if t < 120 else 3, working=1 if t < 130 else 3)
+
+
+@pytest.mark.parametrize(
+    ("executors_at", "behind_until_s", "recovery_s"),
+    [
+        pytest.param(lambda t: None, 0, 5.0, id="executors-unknown-ends-on-the-quiet-stretch"),
+        pytest.param(_live_out, 0, 30.0, id="ends-once-the-joining-executors-work"),
+        pytest.param(
+            lambda t: Executors(listed=3 if t >= 120 else 1, working=3 if t >= 120 else 1),
+            0,
+            20.0,
+            id="in-place-once-listed-and-working",
+        ),
+        pytest.param(_live_out, 150, 50.0, id="not-while-behind-the-latency-objective"),
+    ],
+)
+def test_a_recovery_ends_only_once_the_rescale_stands_in_place_and_the_job_is_within_its_objective(
+    executors_at, behind_until_s, recovery_s
+):
+    monitor = RecoveryMeter(RecoveryConfig(stable_samples=5))
+    steady(monitor, 100)
+    monitor.start(PendingRecovery(100, "out", 1, 3, predicted_recovery_s=40.0, downtime_used_s=30.0))
+    result = None
+    for t in range(100, 400):
+        throughput = 0.0 if 102 <= t < 105 else 1000.0
+        result = monitor.feed(t, 1000.0, throughput, executors=executors_at(t), behind=t < behind_until_s)
+        if result:
+            break
+    assert result is not None and result.recovery_s == recovery_s
+
+
+def test_a_scale_in_stands_in_place_once_its_leavers_are_no_longer_listed():
+    leaving = PendingRecovery(100, "in", 3, 1, predicted_recovery_s=10.0, downtime_used_s=6.0)
+    assert not leaving.in_place(Executors(listed=2, working=1))
+    assert leaving.in_place(Executors(listed=1, working=1))
+    assert leaving.in_place(None)
+
+
+def test_the_seamless_grace_counts_from_when_the_rescale_stood_in_place():
+    monitor = RecoveryMeter(RecoveryConfig())
+    steady(monitor, 100)
+    monitor.start(pending(100))
+    results = {
+        t: monitor.feed(t, 1000.0, 1000.0, executors=Executors(3 if t >= 140 else 2, 3 if t >= 150 else 2))
+        for t in range(100, 300)
+    }
+    assert [(t, r.recovery_s) for t, r in results.items() if r] == [(150 + int(NO_ANOMALY_GRACE_S), 0.0)]
+
+
+def test_a_pending_recovery_stored_before_applied_s_existed_loads():
+    state = RecoveryMeter(RecoveryConfig(), pending=pending(100)).to_state()
+    del state["pending"]["applied_s"]
+    assert RecoveryMeter.from_state(RecoveryConfig(), state).pending.applied_s is None
