@@ -344,6 +344,9 @@ def main() -> int:
     parser.add_argument("--json-out", default=str(sb.RESULTS))
     parser.add_argument("--section", default="rescale", help="the section of --json-out written")
     args = parser.parse_args()
+    malformed = [setting for setting in args.conf if not setting.partition("=")[1] or not setting.partition("=")[0]]
+    if malformed:
+        parser.error(f"--conf {malformed[0]!r}: expected KEY=VALUE")
     conf = dict(setting.split("=", 1) for setting in args.conf)
     sb.install_sigterm()
     started = time.monotonic()

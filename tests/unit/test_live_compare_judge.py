@@ -108,7 +108,7 @@ def test_each_line_is_a_ratio_to_the_cheapest_static_that_passes_and_to_each_opt
         "static:3": line(1200.0, True),
         "static:4": line(1600.0, True),
     }
-    lines = yardsticks(rows, {"optimum": line(600.0, False)})
+    lines = yardsticks(rows, {"optimum": line(600.0, True)})
     assert lines[:2] == [
         "  1. cheapest static that passes (static:3): 1,200 executor-s",
         "  2. optimum: 600 executor-s",
@@ -117,9 +117,12 @@ def test_each_line_is_a_ratio_to_the_cheapest_static_that_passes_and_to_each_opt
     assert lines[3].split() == ["static:2", "FAIL", "1.", "0.67", "2.", "1.33"]
 
 
-def test_without_a_passing_static_only_the_optima_are_yardsticks() -> None:
+def test_without_a_passing_static_only_the_optima_are_yardsticks_one_that_fails_the_rule_named_a_bound() -> None:
     lines = yardsticks({"daedalus": line(900.0, True), "static:1": line(300.0, False)}, {"optimum": line(600.0, False)})
-    assert lines[:2] == ["  1. optimum: 600 executor-s", "  (no static that passes was run)"]
+    assert lines[:2] == [
+        "  1. optimum (a lower bound: its schedule fails the rule when played): 600 executor-s",
+        "  (no static that passes was run)",
+    ]
     assert lines[2].split() == ["daedalus", "PASS", "1.", "1.50"]
 
 
