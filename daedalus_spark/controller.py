@@ -366,8 +366,7 @@ class Controller:
 def _behind_objective(obs: Observation, target_latency_s: float) -> bool:
     """Whether the tick's lag holds more than `target_latency_s` seconds of the tick's mean arrival rate (the
     latency the user's rule bounds; False where no arrival rate was seen)."""
-    seen = [w for w in obs.workload_per_s if math.isfinite(w)]
-    arriving = sum(seen) / len(seen) if seen else 0.0
+    arriving = obs.mean_workload_per_s
     return arriving > 0 and obs.consumer_lag_records > target_latency_s * arriving
 
 

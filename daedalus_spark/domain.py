@@ -97,6 +97,12 @@ class Observation:
     def executor_ids(self) -> tuple[str, ...]:
         return tuple(w.executor_id for w in self.executors)
 
+    @property
+    def mean_workload_per_s(self) -> float:
+        """The window's mean arrival rate over its finite samples (0 without any)."""
+        arrivals = [x for x in self.workload_per_s if math.isfinite(x)]
+        return sum(arrivals) / len(arrivals) if arrivals else 0.0
+
     @classmethod
     def of(
         cls,

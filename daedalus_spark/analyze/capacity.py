@@ -48,12 +48,6 @@ def _toward(old: float | None, new: float) -> float:
     return new if old is None else old + BACKLOG_FLOOR_LEARNING_RATIO * (new - old)
 
 
-def _mean_arrivals_per_s(obs: Observation) -> float:
-    """The window's mean arrival rate over its finite samples (0 without any)."""
-    arrivals = [x for x in obs.workload_per_s if math.isfinite(x)]
-    return sum(arrivals) / len(arrivals) if arrivals else 0.0
-
-
 @dataclass
 class CapacityModel:
     """What the loop has learned about capacity: one regression per executor, capacities seen per scale-out, the
@@ -199,7 +193,7 @@ class CapacityModel:
         capped 2 and 4 executors in proportion). Saturated, the batches read slower than the arrivals (falling
         behind) or faster (working a backlog off). A batch shorter than the trigger waits for it: it reads over the
         trigger's interval. False without the window's batches."""
-        batches, mean_arrivals = obs.batches, _mean_arrivals_per_s(obs)
+        batches, mean_arrivals = obs.batches, obs.mean_workload_per_s
         if batches is None or not batches.usable:
             return False
         read_per_s = batches.input_records / max(batches.duration_s, batches.batches * self.config.trigger_interval_s)
@@ -232,7 +226,7 @@ class CapacityModel:
         if not backlog:
             # What it carried is the arrival rate: throughput above it was a backlog worked off (one late batch's
             # records land in the next window), not a rate the job keeps up with.
-            mean_arrivals = _mean_arrivals_per_s(obs)
+            mean_arrivals = obs.mean_workload_per_s
             carried = min(throughput, mean_arrivals) if mean_arrivals > 0 else throughput
             kept_up = self.kept_up_per_scaleout.get(obs.scaleout, 0.0)
             self.kept_up_per_scaleout[obs.scaleout] = max(kept_up, carried)
