@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daedalus_spark.config import Config, ConfigError, load_config, render_yaml
+from daedalus_spark.config import Config, ConfigError, load_config, load_model, render_yaml
 from daedalus_spark.demo.counts import WordCounts, kafka_word_counts, word_counts
 from daedalus_spark.demo.plan import AUTOSCALERS as AUTOSCALERS
 from daedalus_spark.demo.plan import DEMO_CONFIG as DEMO_CONFIG
@@ -166,7 +166,8 @@ def _earlier_demo_outputs(out: Path) -> list[Path]:
     if not any(p.exists() or p.is_symlink() for p in kept):
         return logs
     try:
-        earlier = load_config(out / "demo-config.yaml")
+        # Only its paths are read: load_config would warn about the planning of a config about to be replaced.
+        earlier = load_model(Config, out / "demo-config.yaml")
         ours = {Path(p).resolve() for p in (earlier.controller.knowledge_path, earlier.runtime.decision_log)}
     except (ConfigError, OSError):
         ours = set()

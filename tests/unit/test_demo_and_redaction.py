@@ -79,6 +79,32 @@ def test_demo_starts_afresh_over_its_own_earlier_outputs(tmp_path: Path) -> None
     assert {p.name for p in _earlier_demo_outputs(out) if p.exists()} == {"knowledge.sqlite", "decisions.jsonl"}
 
 
+def test_an_earlier_demos_config_is_read_for_its_paths_without_warning_about_its_planning(
+    tmp_path: Path, caplog
+) -> None:
+    """A demo of an older version (forecast horizon 60 s) is replaced: its planning is not the new run's."""
+    from daedalus_spark.config import load_config, render_yaml
+    from daedalus_spark.demo.live import DEMO_CONFIG, _earlier_demo_outputs, controller_config
+
+    out = tmp_path / "out"
+    _earlier_outputs(out)
+    base = load_config(DEMO_CONFIG)
+    short = base.model_copy(update={"forecast": base.forecast.model_copy(update={"horizon_s": 60.0})})
+    earlier = controller_config(
+        short,
+        out,
+        agent_url="http://127.0.0.1:1",
+        scrape_urls=["http://127.0.0.1:1/metrics"],
+        prometheus_url="",
+        metrics_port=0,
+        max_scaleout=4,
+    )
+    (out / "demo-config.yaml").write_text(render_yaml(earlier))
+    caplog.clear()
+    assert {p.name for p in _earlier_demo_outputs(out) if p.exists()} == {"knowledge.sqlite", "decisions.jsonl"}
+    assert not [r for r in caplog.records if "horizon_s" in r.getMessage()]
+
+
 @pytest.mark.parametrize(
     ("token", "text", "shown"),
     [
