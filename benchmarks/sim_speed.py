@@ -13,7 +13,8 @@ from pathlib import Path
 
 from daedalus_spark.config import Config
 from daedalus_spark.monitor.files import read_trace
-from daedalus_spark.sim.cli import DEFAULT_POLICIES, TRACES_DIR
+from daedalus_spark.sim.cli import TRACES_DIR
+from daedalus_spark.sim.command import DEFAULT_POLICIES
 from daedalus_spark.sim.evaluate import evaluate
 from daedalus_spark.sim.jobmodel import load_job_model
 

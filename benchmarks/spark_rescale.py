@@ -38,6 +38,7 @@ from typing import Any
 import sparkbench as sb  # the benchmarks' shared helpers, next to this file
 
 from daedalus_spark import metricnames as names
+from daedalus_spark.cliargs import key_value
 from daedalus_spark.workloads import wordcount
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.pipeline import with_record_cost
@@ -344,10 +345,10 @@ def main() -> int:
     parser.add_argument("--json-out", default=str(sb.RESULTS))
     parser.add_argument("--section", default="rescale", help="the section of --json-out written")
     args = parser.parse_args()
-    malformed = [setting for setting in args.conf if not setting.partition("=")[1] or not setting.partition("=")[0]]
-    if malformed:
-        parser.error(f"--conf {malformed[0]!r}: expected KEY=VALUE")
-    conf = dict(setting.split("=", 1) for setting in args.conf)
+    try:
+        conf = dict(key_value(setting, "--conf") for setting in args.conf)
+    except ValueError as exc:
+        parser.error(str(exc))
     sb.install_sigterm()
     started = time.monotonic()
     result: dict[str, Any] = sb.header("rescale") | {

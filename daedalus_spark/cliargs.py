@@ -17,6 +17,14 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def key_value(setting: str, option: str) -> tuple[str, str]:
+    """`KEY=VALUE` as (key, value), both stripped; a ValueError naming `option` and the setting when it is not one."""
+    key, eq, value = setting.partition("=")
+    if not eq or not key.strip():
+        raise ValueError(f"{option} {setting!r}: expected KEY=VALUE")
+    return key.strip(), value.strip()
+
+
 def integer(lo: int, hi: int) -> Callable[[str], int]:
     """An integer in [lo, hi]: no fractions, no booleans, no huge values that would hang a loop."""
 

@@ -16,7 +16,7 @@ from daedalus_spark.monitor.files import BUNDLED_TRACES_DIR, InputFileError, rea
 from daedalus_spark.progress import Progress
 from daedalus_spark.report.jsonout import strict_json
 from daedalus_spark.report.outfile import replace_file
-from daedalus_spark.sim.command import DEFAULT_POLICIES, DEFAULT_TRACE, register
+from daedalus_spark.sim.command import DEFAULT_TRACE, default_policies, register
 from daedalus_spark.sim.evaluate import TraceEvaluation, compress_trace, controller_config, evaluate
 from daedalus_spark.sim.jobmodel import JobModel, load_job_model
 from daedalus_spark.sim.policies import PolicyNameError, is_offline, needs_microbatch, parse_policy_list
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 def simulate(
     *,
     traces: list[str] | None = None,
-    policies: str = DEFAULT_POLICIES,
+    policies: str | None = None,
     config_path: str | None = None,
     job_model_path: str | None = None,
     seed: int = 1,
@@ -90,7 +90,7 @@ def simulate(
         job_model = load_job_model(job_model_path)
         # the settings the config leaves to the job (the topic's partition count: max_scaleout 0) from the job model
         config = controller_config(config, job_model)
-        names = parse_policy_list(policies, config)
+        names = parse_policy_list(policies or default_policies(config.controller.max_scaleout), config)
         _check_job_model(job_model, config, job_model_path, names)
         paths = [Path(t) for t in (traces or [str(DEFAULT_TRACE)])]
         workloads = [_long_enough(t, compress_trace(read_trace(t), speedup), speedup, config) for t in paths]

@@ -12,6 +12,12 @@ DEFAULT_TRACE = BUNDLED_TRACES["wordcount"]
 DEFAULT_POLICIES = "daedalus,static:12,hpa:0.8,hpa:0.85,flink,oracle,optimum"
 
 
+def default_policies(max_scaleout: int) -> str:
+    """The default list for a config: static at 12 executors, or at its `max_scaleout` where that allows fewer (the
+    demo's config allows 3)."""
+    return DEFAULT_POLICIES.replace("static:12", f"static:{min(12, max_scaleout)}")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `simulate` to the CLI."""
     p = subparsers.add_parser(
@@ -23,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--trace", action="append", metavar="FILE", help=f"workload trace (repeatable; default {DEFAULT_TRACE.name})"
     )
     p.add_argument(
-        "--policies", default=DEFAULT_POLICIES, help=f"comma-separated, of: {KNOWN} (default {DEFAULT_POLICIES})"
+        "--policies",
+        help=f"comma-separated, of: {KNOWN} (default {DEFAULT_POLICIES}, static at most controller.max_scaleout)",
     )
     p.add_argument("--config", metavar="YAML", help="controller settings (daedalus-spark config)")
     p.add_argument(

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
+from daedalus_spark.cliargs import key_value
 from daedalus_spark.kafkacluster import security
 from daedalus_spark.workloads.locallog import LocalLog
 from daedalus_spark.workloads.source import KAFKA_PACKAGE, read_values, write_stream
@@ -125,22 +126,23 @@ def kafka_jars_conf(conf: Sequence[str]) -> list[str]:
 def kafka_options(settings: Sequence[str], secured: security.KafkaSecurity | None = None) -> dict[str, str]:
     """The security settings and then `--kafka-option KEY=VALUE` as Spark's `kafka.KEY` options."""
     options = secured.spark_options() if secured is not None else {}
-    for setting in settings:
-        key, eq, value = setting.partition("=")
-        if not eq or not key.strip():
-            raise SystemExit(f"--kafka-option {setting!r}: expected KEY=VALUE")
-        options[f"kafka.{key.strip().removeprefix('kafka.')}"] = value.strip()
+    for key, value in _settings(settings, "--kafka-option"):
+        options[f"kafka.{key.removeprefix('kafka.')}"] = value
     return options
+
+
+def _settings(settings: Sequence[str], option: str) -> list[tuple[str, str]]:
+    try:
+        return [key_value(setting, option) for setting in settings]
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def session(name: str, master: str = "", conf: Sequence[str] = ()) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(f"daedalus-{name}")
-    for setting in conf:
-        key, eq, value = setting.partition("=")
-        if not eq or not key:
-            raise SystemExit(f"--conf {setting!r}: expected KEY=VALUE")
-        builder = builder.config(key.strip(), value.strip())
+    for key, value in _settings(conf, "--conf"):
+        builder = builder.config(key, value)
     if master:  # otherwise spark-submit's --master, or PySpark's default local[*]
         builder = builder.master(master)
     spark = builder.getOrCreate()

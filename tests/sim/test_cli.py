@@ -219,3 +219,17 @@ def test_simulate_prints_the_optimum_beside_the_oracle(trace: Path, capsys: pyte
     data = json.loads(captured.out)
     assert data["policies"]["optimum"]["vs_optimum"] == pytest.approx(1.0)
     assert data["policies"]["static:12"]["vs_optimum"] >= 1.0
+
+
+def test_the_default_static_line_stays_within_the_configs_maximum(tmp_path: Path, trace: Path) -> None:
+    """A config allowing fewer than 12 executors (the demo's allows 3) once failed on the default list's static:12."""
+    from daedalus_spark.sim.cli import simulate
+
+    config = tmp_path / "c.yaml"
+    config.write_text("controller:\n  max_scaleout: 3\n", encoding="utf-8")
+    rc = simulate(
+        traces=[str(trace)], config_path=str(config), speedup=4, json_path=str(tmp_path / "r.json"), progress=False
+    )
+    assert rc == 0
+    names = json.loads((tmp_path / "r.json").read_text())["policies"]
+    assert "static:3" in names and "static:12" not in names
