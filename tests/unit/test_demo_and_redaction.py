@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from daedalus_spark.cli import main
+from daedalus_spark.config import Config
 from daedalus_spark.redact import RedactingFilter, bearer_token, redact
 
 
@@ -60,14 +61,13 @@ def test_demo_refuses_a_store_no_earlier_demo_wrote_and_leaves_it(tmp_path: Path
     assert {p.name: p.read_bytes() for p in out.iterdir()} == files
 
 
-def test_demo_starts_afresh_over_its_own_earlier_outputs(tmp_path: Path) -> None:
-    from daedalus_spark.config import load_config, render_yaml
-    from daedalus_spark.demo.live import DEMO_CONFIG, _earlier_demo_outputs, controller_config
+def _earlier_demo_config(out: Path, config: Config) -> None:
+    """`out/demo-config.yaml` as an earlier demo wrote it from `config` (its paths under `out`)."""
+    from daedalus_spark.config import render_yaml
+    from daedalus_spark.demo.live import controller_config
 
-    out = tmp_path / "out"
-    _earlier_outputs(out)
     earlier = controller_config(
-        load_config(DEMO_CONFIG),
+        config,
         out,
         agent_url="http://127.0.0.1:1",
         scrape_urls=["http://127.0.0.1:1/metrics"],
@@ -76,6 +76,15 @@ def test_demo_starts_afresh_over_its_own_earlier_outputs(tmp_path: Path) -> None
         max_scaleout=4,
     )
     (out / "demo-config.yaml").write_text(render_yaml(earlier))
+
+
+def test_demo_starts_afresh_over_its_own_earlier_outputs(tmp_path: Path) -> None:
+    from daedalus_spark.config import load_config
+    from daedalus_spark.demo.live import DEMO_CONFIG, _earlier_demo_outputs
+
+    out = tmp_path / "out"
+    _earlier_outputs(out)
+    _earlier_demo_config(out, load_config(DEMO_CONFIG))
     assert {p.name for p in _earlier_demo_outputs(out) if p.exists()} == {"knowledge.sqlite", "decisions.jsonl"}
 
 
@@ -83,23 +92,15 @@ def test_an_earlier_demos_config_is_read_for_its_paths_without_warning_about_its
     tmp_path: Path, caplog
 ) -> None:
     """A demo of an older version (forecast horizon 60 s) is replaced: its planning is not the new run's."""
-    from daedalus_spark.config import load_config, render_yaml
-    from daedalus_spark.demo.live import DEMO_CONFIG, _earlier_demo_outputs, controller_config
+    from daedalus_spark.config import load_config
+    from daedalus_spark.demo.live import DEMO_CONFIG, _earlier_demo_outputs
 
     out = tmp_path / "out"
     _earlier_outputs(out)
     base = load_config(DEMO_CONFIG)
-    short = base.model_copy(update={"forecast": base.forecast.model_copy(update={"horizon_s": 60.0})})
-    earlier = controller_config(
-        short,
-        out,
-        agent_url="http://127.0.0.1:1",
-        scrape_urls=["http://127.0.0.1:1/metrics"],
-        prometheus_url="",
-        metrics_port=0,
-        max_scaleout=4,
+    _earlier_demo_config(
+        out, base.model_copy(update={"forecast": base.forecast.model_copy(update={"horizon_s": 60.0})})
     )
-    (out / "demo-config.yaml").write_text(render_yaml(earlier))
     caplog.clear()
     assert {p.name for p in _earlier_demo_outputs(out) if p.exists()} == {"knowledge.sqlite", "decisions.jsonl"}
     assert not [r for r in caplog.records if "horizon_s" in r.getMessage()]
