@@ -6,8 +6,9 @@ The job, as the schedule sees it (a fluid queue):
 - scale-out n processes up to `capacity_per_s[n]` records a second; the backlog follows the Lindley recursion
   b(t) = max(0, b(t-1) + arrivals(t) - capacity(t));
 - a rescale requested at t gives the old capacity until t + stop.start_s, none until t + stop.end_s (the downtime),
-  then the new capacity, and adds the records processed in the last `replay_s` seconds to the backlog (replay from
-  the checkpoint);
+  then for stop.warm_s seconds the old capacity plus stop.warm_ratio of what the rescale adds (joining executors
+  warming up), then the new capacity, and adds the records processed in the last `replay_s` seconds to the backlog
+  (replay from the checkpoint);
 - constraints: latency (base + the downtime left + backlog / capacity) within the target at every second; outside a
   recovery the backlog stays within `caught_up_records` of that second; a rescale recovers (the backlog back within
   that bound) within the target, and the next rescale waits for it; optionally at most `max_rescales` rescales;
@@ -52,10 +53,14 @@ class ScheduleInfeasible(ValueError):
 
 @dataclass(frozen=True)
 class Stop:
-    """Seconds after a rescale's request: the old capacity before `start_s`, none until `end_s`, then the new one."""
+    """Seconds after a rescale's request: the old capacity before `start_s`, none until `end_s`, then for `warm_s`
+    seconds the old capacity plus `warm_ratio` of the difference (executors that join run slower while they warm up),
+    then the new one."""
 
     start_s: int
     end_s: int
+    warm_s: int = 0
+    warm_ratio: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -156,10 +161,15 @@ class _Problem:
     out_to: int
     in_from: int
     in_to: int
+    out_warm: int
+    out_ratio: float
+    in_warm: int
+    in_ratio: float
     ckpt: int
     horizon: int  # seconds a rescale's recovery is followed
     floor: np.ndarray  # caught up: the backlog within this, per second...
     floor_by_size: np.ndarray  # ...or within this at each scale-out (the latency objective's backlog; 0: none)
+    floor_per_capacity: float  # that bound per record/s of capacity (for a capacity still warming up)
     lat_cap: float  # every second's latency within this (infinite under the latency objective: it binds elsewhere)
     # Column b of every state array: paths that have rescaled b times (one column when rescales are not limited).
     levels: int
@@ -203,10 +213,15 @@ class _Problem:
             out_to=model.scale_out_stop.end_s,
             in_from=model.scale_in_stop.start_s,
             in_to=model.scale_in_stop.end_s,
+            out_warm=model.scale_out_stop.warm_s,
+            out_ratio=float(model.scale_out_stop.warm_ratio),
+            in_warm=model.scale_in_stop.warm_s,
+            in_ratio=float(model.scale_in_stop.warm_ratio),
             ckpt=model.replay_s,
             horizon=horizon,
             floor=floor,
             floor_by_size=np.zeros(len(caps)) if objective is None else (objective - model.base_latency_s) * caps,
+            floor_per_capacity=0.0 if objective is None else objective - model.base_latency_s,
             lat_cap=target if objective is None else math.inf,
             levels=1 if max_rescales is None else max(0, max_rescales) + 1,
             spent=0 if max_rescales is None else 1,
@@ -228,12 +243,22 @@ class _States:
     recovered: np.ndarray  # second by which the backlog has been worked off (no "behind" before)
     gate: np.ndarray  # second from which the next rescale may start (the last one has recovered)
     restart: np.ndarray  # second processing (re)starts after the last rescale
+    warm_end: np.ndarray  # second the last rescale's executors are warm (full capacity from then on)
+    warm_cap: np.ndarray  # capacity until then (from `restart` on)
 
     @classmethod
     def empty(cls, p: _Problem) -> _States:
-        block = np.zeros((6, p.nsz, p.levels))  # one allocation: the DP makes one per decision point
+        block = np.zeros((8, p.nsz, p.levels))  # one allocation: the DP makes one per decision point
         block[0] = math.inf
         return cls(*block)
+
+
+@dataclass(frozen=True)
+class _Warm:
+    """A rescale's warm-up, in seconds after its request: the capacity is `cap` until `end`."""
+
+    end: int
+    cap: float
 
 
 @dataclass(frozen=True)
@@ -302,9 +327,12 @@ def _hold(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarra
     """Hold scale-out i over the interval, if latency stays within the target and the backlog caught up."""
     b_prev, restart = s.backlog[i, b], s.restart[i, b]
     seconds = np.arange(g.t0, g.t1)
-    lag = lindley(b_prev, g.arr, np.where(seconds < restart, 0.0, p.caps[i]))
+    warming = seconds < s.warm_end[i, b]
+    cap = np.where(seconds < restart, 0.0, np.where(warming, s.warm_cap[i, b], p.caps[i]))
+    lag = lindley(b_prev, g.arr, cap)
     wait = np.maximum(restart - seconds, 0.0)
-    behind = (lag > _floors(p, g.t0, g.t1, p.floor_by_size[i])) & (seconds >= s.recovered[i, b])
+    floor_i = np.where(warming, p.floor_per_capacity * s.warm_cap[i, b], p.floor_by_size[i])
+    behind = (lag > _floors(p, g.t0, g.t1, floor_i)) & (seconds >= s.recovered[i, b])
     down_left = int(max(0.0, restart - g.t0))
     if not (float((p.base + wait + lag / p.caps[i]).max()) <= p.lat_cap and not behind.any()):
         return
@@ -314,6 +342,7 @@ def _hold(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.ndarra
         new.backlog[i, b] = lag[-1]
         new.tail[i, b] = _tails(b_prev, g.arr, lag[None, :], p.caps[i : i + 1], np.array([down_left]), p.ckpt)[0]
         new.recovered[i, b], new.gate[i, b], new.restart[i, b] = s.recovered[i, b], s.gate[i, b], restart
+        new.warm_end[i, b], new.warm_cap[i, b] = s.warm_end[i, b], s.warm_cap[i, b]
         parents[i, b] = i
 
 
@@ -328,12 +357,17 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     up = p.sizes[others] > p.sizes[i]
     stop_from = np.where(up, p.out_from, p.in_from)[:, None]
     downs = np.where(up, p.out_to, p.in_to)
+    warm_ends = downs + np.where(up, p.out_warm, p.in_warm)
+    warm_caps = p.caps[i] + np.where(up, p.out_ratio, p.in_ratio) * (p.caps[others] - p.caps[i])
     offset = g.secs[None, :] - g.t0
-    cap_m = np.where(offset < stop_from, p.caps[i], np.where(offset < downs[:, None], 0.0, p.caps[others][:, None]))
+    warming = offset < warm_ends[:, None]
+    new_cap = np.where(warming, warm_caps[:, None], p.caps[others][:, None])
+    cap_m = np.where(offset < stop_from, p.caps[i], np.where(offset < downs[:, None], 0.0, new_cap))
     lags = lindley(backlog, g.arr_h, cap_m)
     waits = np.where(offset >= stop_from, np.maximum(downs[:, None] - offset, 0), 0)
     lat = p.base + waits + lags / p.caps[others][:, None]
-    caught = (lags <= _floors(p, g.t0, g.h1, p.floor_by_size[others][:, None])) & (offset >= downs[:, None])
+    floor_m = np.where(warming, p.floor_per_capacity * warm_caps[:, None], p.floor_by_size[others][:, None])
+    caught = (lags <= _floors(p, g.t0, g.h1, floor_m)) & (offset >= downs[:, None])
     any_hit, hit = np.asarray(caught.any(axis=1)), np.argmax(caught, axis=1)
     rec_at = np.where(any_hit, g.t0 + hit + 1, p.total + 1)
     # once recovered, the lag must stay caught up for the rest of the interval
@@ -359,6 +393,8 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     new.recovered[js, nb] = rec_at[rows]
     new.gate[js, nb] = rec_at[rows]
     new.restart[js, nb] = g.t0 + downs[rows]
+    new.warm_end[js, nb] = g.t0 + warm_ends[rows]
+    new.warm_cap[js, nb] = warm_caps[rows]
     parents[js, nb] = i
 
 
@@ -384,12 +420,16 @@ def _hold_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.
     w, caps, floor, _ = p.small
     b_prev, restart, recovered = float(s.backlog[i, b]), float(s.restart[i, b]), float(s.recovered[i, b])
     cap, base, target, floor0 = caps[i], p.base, p.lat_cap, -b_prev
-    floor_i = float(p.floor_by_size[i])
+    floor_full = float(p.floor_by_size[i])
+    warm_end, warm_cap = float(s.warm_end[i, b]), float(s.warm_cap[i, b])
+    floor_warm = p.floor_per_capacity * warm_cap
     lags: list[float] = []
     total, low = 0.0, math.inf
     for t in range(g.t0, g.t1):
+        warming = t < warm_end
+        floor_i = floor_warm if warming else floor_full
         # lindley's arithmetic: prefix sum, running minimum, backlog (inlined: this loop is the tick's hot spot)
-        net = w[t] - (0.0 if t < restart else cap)
+        net = w[t] - (0.0 if t < restart else (warm_cap if warming else cap))
         total = net if t == g.t0 else total + net
         low = low if low < total else total
         lag = total - (low if low < floor0 else floor0)
@@ -405,6 +445,7 @@ def _hold_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.
         new.backlog[i, b] = lags[-1]
         new.tail[i, b] = _tail_small(b_prev, w[g.t0 : g.t1], lags, cap, down_left, p.ckpt)
         new.recovered[i, b], new.gate[i, b], new.restart[i, b] = s.recovered[i, b], s.gate[i, b], restart
+        new.warm_end[i, b], new.warm_cap[i, b] = warm_end, warm_cap
         parents[i, b] = i
 
 
@@ -421,8 +462,13 @@ def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: 
         c = s.cost[i, b] + float(sizes[j]) * g.seg
         if j == i or c > new.cost[j, nb]:
             continue  # a cheaper path reaches the target already, whatever this rescale would find
-        stop_from, down = (p.out_from, p.out_to) if sizes[j] > sizes[i] else (p.in_from, p.in_to)
-        followed = _follow_rescale(p, g, backlog, (caps[i], caps[j]), float(p.floor_by_size[j]), stop_from, down)
+        up = sizes[j] > sizes[i]
+        stop_from, down = (p.out_from, p.out_to) if up else (p.in_from, p.in_to)
+        warm = _Warm(
+            down + (p.out_warm if up else p.in_warm),
+            caps[i] + (p.out_ratio if up else p.in_ratio) * (caps[j] - caps[i]),
+        )
+        followed = _follow_rescale(p, g, backlog, (caps[i], caps[j]), float(p.floor_by_size[j]), stop_from, down, warm)
         if followed is None or not g.t0 + followed[0] + 1 <= deadline:
             continue
         rec_at, lags = g.t0 + followed[0] + 1, followed[1]
@@ -433,6 +479,7 @@ def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: 
             new.tail[j, nb] = _tail_small(backlog, w[g.t0 : g.t1], lags, caps[j], down, p.ckpt)
             new.recovered[j, nb] = new.gate[j, nb] = rec_at
             new.restart[j, nb] = g.t0 + down
+            new.warm_end[j, nb], new.warm_cap[j, nb] = g.t0 + warm.end, warm.cap
             parents[j, nb] = i
 
 
@@ -444,6 +491,7 @@ def _follow_rescale(
     floor_to: float,
     stop_from: int,
     down: int,
+    warm: _Warm,
 ) -> tuple[int, list[float]] | None:
     """A rescale at the interval's start, second by second until its outcome is known: the offset of its first caught
     up second and the backlog after each second of the interval, or None when it breaks the target (latency, behind
@@ -452,17 +500,19 @@ def _follow_rescale(
     w, _, floor, _ = p.small
     cap_from, cap_to = caps
     t0, seg, base, target, floor0 = g.t0, g.t1 - g.t0, p.base, p.target, -backlog0
+    floor_warm = p.floor_per_capacity * warm.cap
     lags: list[float] = []
     total, low = 0.0, math.inf
     hit = -1
     for k in range(g.h1 - t0):
+        warming = k < warm.end
         # lindley's arithmetic: prefix sum, running minimum, backlog (inlined: this loop is the tick's hot spot)
-        net = w[t0 + k] - (cap_from if k < stop_from else (0.0 if k < down else cap_to))
+        net = w[t0 + k] - (cap_from if k < stop_from else (0.0 if k < down else (warm.cap if warming else cap_to)))
         total = net if k == 0 else total + net
         low = low if low < total else total
         lag = total - (low if low < floor0 else floor0)
         lag = lag if lag > 0.0 else 0.0
-        caught = (lag <= floor[t0 + k] or lag <= floor_to) and k >= down
+        caught = (lag <= floor[t0 + k] or lag <= (floor_warm if warming else floor_to)) and k >= down
         if k < seg:
             lags.append(lag)
             wait = (down - k if down - k > 0 else 0) if k >= stop_from else 0

@@ -208,6 +208,24 @@ def test_offline_schedule_follows_the_load():
     assert describe(schedule) == "1 for 10 s, then 2 for 20 s, then 1 for 40 s"
 
 
+@pytest.mark.parametrize(
+    ("warm_s", "warm_ratio", "expected"),
+    [
+        # 15/s from second 10: the scale-out at 10 is down until 15 (75 records), then 5/s spare: caught up (within
+        # a second's load, 15) 12 s later, 17 s after the request.
+        pytest.param(0, 1.0, (1, 2, 2, 2, 2, 2, 2), id="warm-at-once"),
+        # Half of what the second executor adds for 20 s: 15/s until 35 carries the load and no more; caught up at
+        # 47, 37 s after the request, past the 30-s target. So the scale-out goes at 0, while the load is 8/s.
+        pytest.param(20, 0.5, (2, 2, 2, 2, 2, 2, 2), id="half-for-20-s-goes-early"),
+        # Three quarters: 2.5/s spare until 35 (50 records worked off), then 5/s: caught up at 37, 27 s after it.
+        pytest.param(20, 0.75, (1, 2, 2, 2, 2, 2, 2), id="three-quarters-for-20-s-still-in-time"),
+    ],
+)
+def test_a_scale_out_that_warms_up_is_planned_earlier(warm_s, warm_ratio, expected):
+    queue = replace(QUEUE, scale_out_stop=Stop(0, 5, warm_s, warm_ratio))
+    assert _solve([8] * 10 + [15] * 60, start=Start(1), queue=queue).scaleouts == expected
+
+
 def test_online_schedule_starts_where_the_job_is():
     # Starting at 2 with 8/s throughout: scale in at second 0 (2 s down: 16 records, worked off at 2/s in 8 s).
     assert _solve([8] * 40, start=Start(2)).scaleouts == (1, 1, 1, 1)

@@ -33,8 +33,9 @@ def _random_problem(seed: int) -> tuple[schedule._Problem, Start | None]:
         scaleouts=tuple(sizes),
         capacity_per_s=tuple(caps),
         target_recovery_s=rng.choice([3.0, 7.5, 12.0, 30.0]),
-        scale_out_stop=Stop(stop_out, stop_out + rng.randint(0, 4)),
-        scale_in_stop=Stop(stop_in, stop_in + rng.randint(0, 3)),
+        # a warm-up after half the scale-outs (and a few scale-ins): the capacity between the old and the new
+        scale_out_stop=Stop(stop_out, stop_out + rng.randint(0, 4), *_warm_up(rng, 0.5)),
+        scale_in_stop=Stop(stop_in, stop_in + rng.randint(0, 3), *_warm_up(rng, 0.1)),
         replay_s=rng.choice([0, 1, 3, 9, 12]),  # 9 and 12: a tail summed pairwise
         base_latency_s=rng.choice([0.0, 0.5]),
         target_latency_s=rng.choice([None, None, 1.0, 2.5]),  # the latency objective's caught-up bound
@@ -55,6 +56,12 @@ def _random_problem(seed: int) -> tuple[schedule._Problem, Start | None]:
     return problem, start
 
 
+def _warm_up(rng: random.Random, share: float) -> tuple[int, float]:
+    if rng.random() >= share:
+        return 0, 1.0
+    return rng.randint(1, 12), rng.choice([0.0, 0.5, rng.uniform(0.1, 0.9)])
+
+
 def _run(p: schedule._Problem, start: Start | None) -> list[object]:
     """Every state array after every interval, byte for byte, and the parents (or where it became infeasible)."""
     try:
@@ -69,7 +76,16 @@ def _run(p: schedule._Problem, start: Start | None) -> list[object]:
             states = schedule._advance(p, states, schedule._Segment.of(p, k), parents[k])
         except ScheduleInfeasible as exc:
             return [*seen, "infeasible", exc.t_s]
-        arrays = (states.cost, states.backlog, states.tail, states.recovered, states.gate, states.restart)
+        arrays = (
+            states.cost,
+            states.backlog,
+            states.tail,
+            states.recovered,
+            states.gate,
+            states.restart,
+            states.warm_end,
+            states.warm_cap,
+        )
         seen.append(tuple(a.tobytes() for a in arrays))
     return [*seen, parents.tobytes()]
 
@@ -102,8 +118,8 @@ def _model_of(p: schedule._Problem) -> QueueModel:
         scaleouts=tuple(int(n) for n in p.sizes),
         capacity_per_s=tuple(float(c) for c in p.caps),
         target_recovery_s=p.target,
-        scale_out_stop=Stop(p.out_from, p.out_to),
-        scale_in_stop=Stop(p.in_from, p.in_to),
+        scale_out_stop=Stop(p.out_from, p.out_to, p.out_warm, p.out_ratio),
+        scale_in_stop=Stop(p.in_from, p.in_to, p.in_warm, p.in_ratio),
         replay_s=p.ckpt,
         base_latency_s=p.base,
         target_latency_s=None if math.isfinite(p.lat_cap) else float(p.floor_by_size[0] / p.caps[0] + p.base),
