@@ -288,6 +288,8 @@ class Controller:
             last_rescale_s=k.last_rescale_s,
             downtime_scale_out_s=k.recovery.downtime_scale_out_s,
             downtime_scale_in_s=k.recovery.downtime_scale_in_s,
+            warmup_scale_out_s=self.config.recovery.scale_out_warmup_s,
+            warmup_capacity_ratio=self.config.recovery.scale_out_warmup_capacity_ratio,
             budget=self._rescale_budget(now_s),
             last_target=last_target,
         )

@@ -28,12 +28,15 @@ def predict_recovery_s(
     downtime_s: float,
     replay_records: float,
     lag_records: float,
+    warmup_s: float = 0.0,
+    warmup_capacity_per_s: float | None = None,
 ) -> float:
     """Seconds from the stop until the backlog is worked off, or infinity if not within the forecast.
 
     `forecast_per_second[t]` is the predicted arrival rate t seconds after processing stops. The backlog at the
     restart is the replayed records + the lag + what arrives during the downtime; afterwards every second adds
-    (capacity - arrivals) of headroom until the headroom covers the backlog. Downtime is counted once.
+    (capacity - arrivals) of headroom until the headroom covers the backlog, with `warmup_capacity_per_s` in the
+    place of the capacity for the first `warmup_s` of them (new executors warming up). Downtime is counted once.
     """
     forecast = np.maximum(np.asarray(forecast_per_second, dtype=float), 0.0)
     down = max(0, math.ceil(downtime_s))
@@ -42,7 +45,10 @@ def predict_recovery_s(
     backlog = replay_records + max(lag_records, 0.0) + float(forecast[:down].sum())
     if backlog <= 0:
         return float(down)
-    headroom = np.cumsum(capacity_per_s - forecast[down:])
+    capacity = np.full(len(forecast) - down, float(capacity_per_s))
+    if warmup_capacity_per_s is not None:
+        capacity[: max(0, math.ceil(warmup_s))] = warmup_capacity_per_s
+    headroom = np.cumsum(capacity - forecast[down:])
     caught_up = np.flatnonzero(headroom >= backlog)
     if caught_up.size == 0:
         return math.inf

@@ -335,6 +335,18 @@ class RecoveryConfig(Section):
     initial_downtime_scale_in_s: float = setting(
         15, "s", "Downtime of a scale-in until one has been measured.", ge=0, le=3600
     )
+    scale_out_warmup_s: float = setting(
+        0,
+        "s",
+        "After a scale-out's downtime its new executors run below their capacity this long (JIT compilation on a "
+        "small CPU quota): plans count on the old capacity plus `scale_out_warmup_capacity_ratio` of what the "
+        "scale-out adds until then. 0 = at full capacity at once.",
+        ge=0,
+        le=3600,
+    )
+    scale_out_warmup_capacity_ratio: float = setting(
+        0.5, "ratio", "Share of what a scale-out adds that its new executors carry while they warm up.", ge=0, le=1
+    )
     anomaly_threshold_stddevs: float = setting(
         1.0, "stddevs", "(workload - throughput) further than this from its mean is anomalous.", gt=0, le=10
     )

@@ -120,12 +120,17 @@ def candidate(inputs: PlanInputs, n: int, forecast_per_second: tuple[float, ...]
     capacity = inputs.capacities.at(n)
     # Keeping the scale-out is judged against a failure restart, which costs what a scale-out does.
     downtime = inputs.downtime_scale_in_s if n < inputs.current_scaleout else inputs.downtime_scale_out_s
+    catch_up = inputs.capacities.catch_up_at(n)  # a backlog is worked off in large batches
+    before = inputs.capacities.catch_up_at(inputs.current_scaleout)
     recovery = predict_recovery_s(
-        capacity_per_s=inputs.capacities.catch_up_at(n),  # a backlog is worked off in large batches
+        capacity_per_s=catch_up,
         forecast_per_second=forecast_per_second,
         downtime_s=downtime,
         replay_records=inputs.replay_records,
         lag_records=inputs.consumer_lag_records,
+        # a scale-out's new executors warm up (config recovery.scale_out_warmup_s)
+        warmup_s=inputs.warmup_scale_out_s if n > inputs.current_scaleout else 0.0,
+        warmup_capacity_per_s=before + inputs.warmup_capacity_ratio * (catch_up - before),
     )
     return Candidate(n, capacity, downtime, recovery)
 

@@ -253,7 +253,12 @@ def _solve(
         scaleouts=sizes,
         capacity_per_s=tuple(capacity_at[n - lo] * unit for n in sizes),  # records per unit
         target_recovery_s=target / unit,
-        scale_out_stop=Stop(0, math.ceil(inputs.downtime_scale_out_s / unit)),
+        scale_out_stop=Stop(
+            0,
+            math.ceil(inputs.downtime_scale_out_s / unit),
+            math.ceil(inputs.warmup_scale_out_s / unit),
+            inputs.warmup_capacity_ratio,
+        ),
         scale_in_stop=Stop(0, math.ceil(inputs.downtime_scale_in_s / unit)),
         replay_s=math.ceil(settings.checkpoint_interval_s / unit),
         target_latency_s=objective_s / unit,

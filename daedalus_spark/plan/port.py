@@ -27,6 +27,9 @@ class PlanInputs:
     last_rescale_s: float | None
     downtime_scale_out_s: float
     downtime_scale_in_s: float
+    # After a scale-out's downtime, this long at the old capacity plus this share of what it adds (config recovery)
+    warmup_scale_out_s: float = 0.0
+    warmup_capacity_ratio: float = 1.0
     budget: RescaleBudget = field(default_factory=RescaleBudget)  # built once per tick (plan/budget.py)
     # The scale-out our last rescale asked for (None: none remembered); above the current one while it is on its way.
     last_target: int | None = None

@@ -68,6 +68,19 @@ class InPlaceRescaleModel(_Model):
         default=DowntimeModel(low_s=2, high_s=10),
         description="From a kill until the driver retries the killed executor's unfinished tasks elsewhere.",
     )
+    warmup_s: float = Field(
+        default=0.0,
+        ge=0,
+        le=3600,
+        description="After its stall a new executor runs its tasks at `warmup_capacity_ratio` of its speed this long "
+        "(JIT compilation on a small CPU quota).",
+    )
+    warmup_capacity_ratio: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="A new executor's speed while it warms up, as a share of its speed when warm.",
+    )
 
 
 class StartupModel(_Model):

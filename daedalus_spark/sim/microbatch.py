@@ -64,6 +64,7 @@ class MicroBatchJob(BatchEngine):
             stall = float(self._rng.uniform(spec.stall.low_s, spec.stall.high_s))
             for slot in range(self.scaleout, target):
                 self._ready[slot], self._stall[slot] = now + registration, stall
+                self._joined[slot] = self.warmup_s > 0
                 self._ids[slot], self._next_id = self._next_id, self._next_id + 1
             self.rescales.append(
                 Rescale(
@@ -95,7 +96,7 @@ class MicroBatchJob(BatchEngine):
         b = self._last
         if b is None or b.end <= now or not any(s in killed for s in b.slots):
             return 0.0
-        layout = self.waves.layout(b.slots)
+        layout = self.waves.layout(b.slots, b.warming, self.warm_ratio)
         u0 = b.start + self.overhead_s
         x = now - u0  # the kill, in the batch's task-phase time
         slot_of = layout.core_slot.tolist()
@@ -144,7 +145,7 @@ class MicroBatchJob(BatchEngine):
         b = self._last
         if b is not None and b.end > now:
             replay = b.records
-            layout = self.waves.layout(b.slots)
+            layout = self.waves.layout(b.slots, b.warming, self.warm_ratio)
             u0 = b.start + self.overhead_s
             slot_of = layout.core_slot.tolist()
             for j in range(layout.cores):
@@ -160,12 +161,14 @@ class MicroBatchJob(BatchEngine):
             self._offs.pop()
             self._slots.pop()
             self._avail.pop()
+            self._warming.pop()
             self._taken -= b.records
             self._last = None
         self.rescales.append(Rescale(self.now_s, self.scaleout, target, downtime, replay))
         self.scaleout, self.restart_end_s = target, self.now_s + downtime
         self._ready[:target], self._ready[target:] = now + downtime, math.inf
         self._stall[:] = 0.0
+        self._joined[:], self._warm_until[:] = False, -math.inf
         self._next_start = now + downtime
         self._vector_ok = True
         return True
@@ -178,7 +181,7 @@ class MicroBatchJob(BatchEngine):
         i = bisect.bisect_left(self._starts, t1) - 1
         while i >= 0 and self._ends[i] > t0:
             records = self._offs[i] - (self._offs[i - 1] if i else 0.0)
-            layout = self.waves.layout(self._slots[i])
+            layout = self.waves.layout(self._slots[i], self._warming[i], self.warm_ratio)
             tasks = layout.tasks(records, self._avail[i])
             u0 = self._starts[i] + self.overhead_s
             # a joining executor's state reload runs inside its first task: that task runs from the phase's start

@@ -40,6 +40,7 @@ class _Batch:
     end: float
     records: float
     slots: tuple[int, ...]
+    warming: tuple[int, ...]  # the slots whose executors were still warming up (in_place.warmup_s)
     avail: list[float] | None  # per core, seconds after the task phase starts before it takes tasks (stalls)
     finish: list[float]  # per core, when its last task ends (same origin)
     recs: list[float]  # per core, records
@@ -81,11 +82,15 @@ class BatchEngine(SimulatedJob):
         self._offs: list[float] = []
         self._slots: list[tuple[int, ...]] = []  # per batch: the registered executors it ran on
         self._avail: list[list[float] | None] = []  # per batch: per core, its late start (stalls), or None
+        self._warming: list[tuple[int, ...]] = []  # per batch: the executors still warming up it ran on
         self._lag_from = 0  # first batch that may end after the last flushed second
         self._committed_before = 0.0  # offset committed by then
         self._ready = np.full(slots, -math.inf)  # when each slot's executor registered (inf: not alive)
         self._ready[initial_scaleout:] = math.inf
         self._stall = np.zeros(slots)  # stall pending for the first batch the slot's executor takes
+        self._warm_until = np.full(slots, -math.inf)  # when each slot's executor is warm (after its stall)
+        self._joined = np.zeros(slots, dtype=bool)  # a joining executor whose warm-up starts with its first batch
+        self.warmup_s, self.warm_ratio = model.in_place.warmup_s, model.in_place.warmup_capacity_ratio
         self._ids = list(range(slots))
         self._next_id = initial_scaleout
         self._taken = 0.0  # offset up to which records went into batches
@@ -176,9 +181,14 @@ class BatchEngine(SimulatedJob):
     def _one_batch(self, start: float, waiting: float) -> None:
         records = min(waiting, self.cap) if self.cap is not None else waiting
         slots = self._registered(start)
-        layout = self.waves.layout(slots)
         avail: list[float] | None = None
         stalls = self._stall[list(slots)]
+        for s in (int(s) for s in np.flatnonzero(self._joined[list(slots)])):
+            slot = slots[s]  # its first batch: it warms up after its stall
+            self._warm_until[slot] = start + self.overhead_s + self._stall[slot] + self.warmup_s
+            self._joined[slot] = False
+        warming = tuple(s for s in slots if self._warm_until[s] > start)
+        layout = self.waves.layout(slots, warming, self.warm_ratio)
         if stalls.any():
             avail = [float(stalls[slots.index(int(s))]) for s in layout.core_slot]
             self._stall[list(slots)] = 0.0
@@ -188,7 +198,8 @@ class BatchEngine(SimulatedJob):
         self._record_batch(start, end, records)
         self._slots.append(slots)
         self._avail.append(avail)
-        self._last = _Batch(len(self._ends) - 1, start, end, records, slots, avail, finish, recs)
+        self._warming.append(warming)
+        self._last = _Batch(len(self._ends) - 1, start, end, records, slots, warming, avail, finish, recs)
         self._next_start = max(end, self._next_tick(start))
         self._vector_ok = records >= waiting - _EPS_RECORDS and end - start <= self.trigger_s + _EPS_S
 
@@ -229,7 +240,7 @@ class BatchEngine(SimulatedJob):
         if len(later):
             horizon = min(horizon, float(later.min()))
         slots = self._registered(start)
-        if self._stall[list(slots)].any():
+        if self._stall[list(slots)].any() or (self._warm_until[list(slots)] > start).any():
             return 0
         ticks_left = math.ceil((horizon - start) / t - _EPS_S)
         k = min(ticks_left, self._lookahead)
@@ -281,6 +292,7 @@ class BatchEngine(SimulatedJob):
         self._offs.extend(offs.tolist())
         self._slots.extend([slots] * len(sel))
         self._avail.extend([None] * len(sel))
+        self._warming.extend([()] * len(sel))
         cells = ends.astype(np.int64)
         inside = cells < self.duration_s
         np.add.at(self.batch_count, cells[inside], 1.0)
@@ -293,6 +305,7 @@ class BatchEngine(SimulatedJob):
             float(ends[-1]),
             float(records[i]),
             slots,
+            (),
             None,
             finish[i].tolist(),
             recs[i].tolist(),

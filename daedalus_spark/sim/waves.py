@@ -227,19 +227,25 @@ class WaveModel:
         self.capacity_ratios = np.asarray(capacity_ratios, dtype=float)
         self.task_overhead_s, self.batch_overhead_s = task_overhead_s, batch_overhead_s
         self.trigger_s, self.cap_records = trigger_s, cap_records
-        self._layouts: dict[tuple[int, ...], Layout] = {}
+        self._layouts: dict[object, Layout] = {}
 
-    def layout(self, slots: tuple[int, ...]) -> Layout:
-        found = self._layouts.get(slots)
+    def layout(self, slots: tuple[int, ...], warming: tuple[int, ...] = (), warm_ratio: float = 1.0) -> Layout:
+        """The layout over `slots`, the executors in `warming` at `warm_ratio` of their speed."""
+        key = (slots, warming, warm_ratio) if warming else slots
+        found = self._layouts.get(key)
         if found is None:
-            found = self._layouts[slots] = build_layout(
+            ratios = self.capacity_ratios
+            if warming:
+                ratios = ratios.copy()
+                ratios[list(warming)] *= warm_ratio
+            found = self._layouts[key] = build_layout(
                 slots=slots,
                 weights=self.weights,
                 rule=self.rule,
                 topic=self.topic,
                 cores_per_executor=self.cores_per_executor,
                 core_rate_per_s=self.core_rate_per_s,
-                capacity_ratios=self.capacity_ratios,
+                capacity_ratios=ratios,
                 task_overhead_s=self.task_overhead_s,
             )
         return found

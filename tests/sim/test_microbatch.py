@@ -385,6 +385,25 @@ def test_scale_out_registers_then_stalls_busy_without_records() -> None:
     assert obs.scaleout == 2 and obs.uptime_s == 40
 
 
+@pytest.mark.parametrize(("warmup_s", "warm_batch_s"), [(0.0, 0.25), (10.0, 0.5)], ids=["warm-at-once", "warming-10-s"])
+def test_a_joining_executor_runs_at_the_warm_up_ratio_after_its_stall(warmup_s: float, warm_batch_s: float) -> None:
+    # One partition per executor, 25 records each a second at 100/s per core: 0.25 s a task; warming at half speed,
+    # 0.5 s. 1 -> 2 at 10, registered at 15, stalled until 18, warming until 28 (with a warm-up of 10 s).
+    model = _model([1, 1], rule="kafka", registration_s=5.0, stall_s=3.0)
+    model = model.model_copy(
+        update={"in_place": model.in_place.model_copy(update={"warmup_s": warmup_s, "warmup_capacity_ratio": 0.5})}
+    )
+    job = _job(np.full(40, 50.0), model, scaleout=1)
+    job.advance(10)
+    job.request_scaleout(2)
+    job.advance(40)
+    starts, ends, _ = job.batch_log()
+    durations = dict(zip(starts.tolist(), (ends - starts).tolist(), strict=True))
+    assert [durations[float(t)] for t in range(24, 28)] == pytest.approx([warm_batch_s] * 4)  # caught up by 24
+    assert [durations[float(t)] for t in range(29, 40)] == pytest.approx([0.25] * 11)  # warm from 28 on
+    assert job.busy_ratio[24:28, 1].tolist() == pytest.approx([warm_batch_s] * 4)
+
+
 def test_kafka_task_pinned_to_a_stalled_executor_waits_for_the_stall() -> None:
     # one partition per executor (parity); executor 1's task of the batch at 15 runs [18, 18.25]
     job = _job(np.full(30, 50.0), _model([1, 1], rule="kafka", registration_s=5.0, stall_s=3.0), scaleout=1)

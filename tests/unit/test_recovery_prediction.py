@@ -37,6 +37,30 @@ def test_predicted_recovery(capacity, forecast, downtime, replay, lag, expected)
     assert got == expected
 
 
+@pytest.mark.parametrize(
+    "warmup_s,warm_capacity,expected",
+    [
+        # 1000 records after 10 s down; 150/s warm: 50/s of headroom, 20 s (as downtime-only above).
+        pytest.param(0, None, 30, id="warm-at-once"),
+        # 125/s for 20 s (500 worked off), then 150/s: the other 500 in 10 s.
+        pytest.param(20, 125, 40, id="warming-20-s-at-125"),
+        # 100/s while warming carries the load and no more: 1000 records left after 30 s, then 20 s.
+        pytest.param(30, 100, 60, id="warming-30-s-at-the-load"),
+    ],
+)
+def test_predicted_recovery_with_a_warm_up(warmup_s, warm_capacity, expected):
+    got = predict_recovery_s(
+        capacity_per_s=150,
+        forecast_per_second=[100] * 900,
+        downtime_s=10,
+        replay_records=0,
+        lag_records=0,
+        warmup_s=warmup_s,
+        warmup_capacity_per_s=warm_capacity,
+    )
+    assert got == expected
+
+
 def test_recovery_grows_with_backlog_and_shrinks_with_capacity():
     base = {"forecast_per_second": [100] * 900, "downtime_s": 30, "replay_records": 0}
     assert predict_recovery_s(capacity_per_s=200, lag_records=0, **base) < predict_recovery_s(
