@@ -2,15 +2,17 @@
 property: without rescale costs its first step is the optimum's (the smallest scale-out carrying the interval)."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daedalus_spark.config import HorizonPlannerConfig
-from daedalus_spark.domain import Reason
+from daedalus_spark.config import HorizonPlannerConfig, load_config
+from daedalus_spark.domain import Forecast, Reason
 from daedalus_spark.plan.algorithm import plan
+from daedalus_spark.plan.budget import RescaleBudget
 from daedalus_spark.plan.horizon import (
     describe,
     headroom_per_s,
@@ -29,6 +31,7 @@ from daedalus_spark.plan.schedule import (
 from tests.unit.plan_cases import BUDGET, steps
 from tests.unit.plan_cases import HORIZON_CASES as CASES
 from tests.unit.plan_cases import HORIZON_SETTINGS as SETTINGS
+from tests.unit.plan_inputs import NOW
 from tests.unit.plan_inputs import plan_inputs as inputs
 
 
@@ -224,6 +227,34 @@ def test_offline_schedule_follows_the_load():
 def test_a_scale_out_that_warms_up_is_planned_earlier(warm_s, warm_ratio, expected):
     queue = replace(QUEUE, scale_out_stop=Stop(0, 5, warm_s, warm_ratio))
     assert _solve([8] * 10 + [15] * 60, start=Start(1), queue=queue).scaleouts == expected
+
+
+@pytest.mark.parametrize(
+    ("load", "warmup_s", "target"),
+    [
+        pytest.param(500, 0.0, 1, id="500-at-once-holds"),
+        pytest.param(500, 120.0, 2, id="500-warming-scales-out"),
+        pytest.param(650, 0.0, 1, id="650-at-once-holds"),
+        pytest.param(750, 0.0, 2, id="750-at-once-scales-out"),
+    ],
+)
+def test_the_demos_rise_is_planned_earlier_with_the_warm_up(load, warmup_s, target):
+    # The demo's settings at 1 executor on the rise (12.5 lines/s a second, forecast 2-s steps over 120 s), with the
+    # capacities a live run learned (1 carries 1,153 lines/s; 2 and 3 extrapolated over 8 Kafka partitions).
+    settings = load_config(Path("deploy/demo.yaml")).controller
+    caps = (1153.0, 2190.0, 2920.0)
+    forecast = [load + 25.0 * k for k in range(60)]
+    inputs_ = replace(
+        inputs(current=1, caps=caps, workload=load - 60, forecast=forecast, lag=3 * load, since_rescale=100),
+        forecast=Forecast(NOW, 2.0, tuple(forecast), "linear", ()),
+        replay_records=float(load),
+        downtime_scale_out_s=35.0,
+        downtime_scale_in_s=6.0,
+        warmup_scale_out_s=warmup_s,
+        warmup_capacity_ratio=0.5,
+        budget=RescaleBudget(67.5, 3.0),
+    )
+    assert plan_horizon(inputs_, settings).target_scaleout == target
 
 
 def test_online_schedule_starts_where_the_job_is():
