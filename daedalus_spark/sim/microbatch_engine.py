@@ -183,8 +183,8 @@ class BatchEngine(SimulatedJob):
         slots = self._registered(start)
         avail: list[float] | None = None
         stalls = self._stall[list(slots)]
-        for s in (int(s) for s in np.flatnonzero(self._joined[list(slots)])):
-            slot = slots[s]  # its first batch: it warms up after its stall
+        for slot in (slots[int(i)] for i in np.flatnonzero(self._joined[list(slots)])):
+            # a joining executor's first batch: it warms up after its stall
             self._warm_until[slot] = start + self.overhead_s + self._stall[slot] + self.warmup_s
             self._joined[slot] = False
         warming = tuple(s for s in slots if self._warm_until[s] > start)

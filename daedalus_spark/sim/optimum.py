@@ -96,8 +96,8 @@ def solve_optimum(setup: SimSetup, *, max_rescales: int | None = None) -> Optimu
 def rescale_stops(model: JobModel) -> tuple[tuple[int, int], tuple[int, int]]:
     """(from, to) seconds after a rescale's request in which the optimum gives the job no capacity, for a scale-out
     and a scale-in: the old capacity before `from`, the new one from `to` on, at the job model's best cases. In
-    place: none (the new capacity from the request, which a joining executor only reaches later and a leaving one
-    only loses capacity to); a driver restart: its shortest downtime."""
+    place: none (the new capacity from the request, which a joining executor only reaches later, after its warm-up,
+    and a leaving one only loses capacity to); a driver restart: its shortest downtime."""
     if model.rescale == "in_place":
         return (0, 0), (0, 0)
     return (0, math.floor(model.downtime_scale_out.low_s)), (0, math.floor(model.downtime_scale_in.low_s))
