@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,12 @@ def replay_backlog_records(
     tail = np.asarray(recent_workload_per_s[-steps:], dtype=float)
     # Scale when the sample grid does not fall on the interval exactly (e.g. 15-s samples, 10-s checkpoints).
     return float(tail.sum() * step_s * checkpoint_interval_s / covered_s)
+
+
+def warm_capacity_per_s(before: Any, after: Any, ratio: Any) -> Any:
+    """What a rescale from capacity `before` to `after` carries while its new executors warm up: the old capacity
+    plus `ratio` of the difference (floats or numpy arrays alike, with the same arithmetic)."""
+    return before + ratio * (after - before)
 
 
 def predict_recovery_s(

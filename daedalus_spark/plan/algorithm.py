@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from daedalus_spark.analyze.recovery_prediction import predict_recovery_s
+from daedalus_spark.analyze.recovery_prediction import predict_recovery_s, warm_capacity_per_s
 from daedalus_spark.config import ControllerConfig
 from daedalus_spark.domain import Decision, Reason
 from daedalus_spark.evidence import Evidence, TargetEvidence, TickEvidence
@@ -130,7 +130,7 @@ def candidate(inputs: PlanInputs, n: int, forecast_per_second: tuple[float, ...]
         lag_records=inputs.consumer_lag_records,
         # a scale-out's new executors warm up (config recovery.scale_out_warmup_s)
         warmup_s=inputs.warmup_scale_out_s if n > inputs.current_scaleout else 0.0,
-        warmup_capacity_per_s=before + inputs.warmup_capacity_ratio * (catch_up - before),
+        warmup_capacity_per_s=warm_capacity_per_s(before, catch_up, inputs.warmup_capacity_ratio),
     )
     return Candidate(n, capacity, downtime, recovery)
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from daedalus_spark.analyze.recovery_prediction import warm_capacity_per_s
+
 # A problem this small (scale-outs x seconds a rescale is followed; the horizon planner's is ~100 cells) runs as plain
 # Python floats, second by second: numpy costs a microsecond or more a call whatever the size, and its ~70 calls a
 # state made the planner the largest part of a controller tick. A larger one (12 scale-outs x 601 s) stays vectorized.
@@ -358,7 +360,7 @@ def _rescale(p: _Problem, s: _States, new: _States, g: _Segment, parents: np.nda
     stop_from = np.where(up, p.out_from, p.in_from)[:, None]
     downs = np.where(up, p.out_to, p.in_to)
     warm_ends = downs + np.where(up, p.out_warm, p.in_warm)
-    warm_caps = p.caps[i] + np.where(up, p.out_ratio, p.in_ratio) * (p.caps[others] - p.caps[i])
+    warm_caps = warm_capacity_per_s(p.caps[i], p.caps[others], np.where(up, p.out_ratio, p.in_ratio))
     offset = g.secs[None, :] - g.t0
     warming = offset < warm_ends[:, None]
     new_cap = np.where(warming, warm_caps[:, None], p.caps[others][:, None])
@@ -466,7 +468,7 @@ def _rescale_small(p: _Problem, s: _States, new: _States, g: _Segment, parents: 
         stop_from, down = (p.out_from, p.out_to) if up else (p.in_from, p.in_to)
         warm = _Warm(
             down + (p.out_warm if up else p.in_warm),
-            caps[i] + (p.out_ratio if up else p.in_ratio) * (caps[j] - caps[i]),
+            warm_capacity_per_s(caps[i], caps[j], p.out_ratio if up else p.in_ratio),
         )
         followed = _follow_rescale(p, g, backlog, (caps[i], caps[j]), float(p.floor_by_size[j]), stop_from, down, warm)
         if followed is None or not g.t0 + followed[0] + 1 <= deadline:
