@@ -272,6 +272,10 @@ def _solve(
         caught_up_records=np.zeros(len(per_unit)),  # caught up: latency within the objective
         start=Start(current, inputs.consumer_lag_records, math.ceil(target / unit) if behind else 0),
         max_rescales=allowance,
+        # A scale-out that warms up reaches its capacity only after the horizon when it is made near its end: the plan
+        # then ends where it carries the load the forecast ends on (without a warm-up the horizon sees a scale-out at
+        # the next tick to its end: config.planning_warnings).
+        carry_last=inputs.warmup_scale_out_s > 0,
     )
     return Schedule(interval, schedule.scaleouts, schedule.executor_seconds * unit)
 

@@ -135,17 +135,21 @@ def cheapest_schedule(
     caught_up_records: np.ndarray,
     start: Start | None = None,
     max_rescales: int | None = None,
+    carry_last: bool = False,
 ) -> Schedule:
     """The DP over (decision point, scale-out[, rescales made]). Without `start` the first interval's scale-out is
     free and the backlog empty (the offline optimum); with it the job starts there and the first interval is already
-    a decision (hold or rescale at second 0). Raises ScheduleInfeasible when nothing meets the constraints."""
+    a decision (hold or rescale at second 0). With `carry_last` the schedule ends at a scale-out that carries the
+    last second's load where one can be reached: a load known only this far goes on beyond it (a plan over a
+    forecast), and one that ends in an overload leaves the next plan a backlog that no scale-out works off in time.
+    Raises ScheduleInfeasible when nothing meets the constraints."""
     p = _Problem.of(arrivals, model, interval_s, caught_up_records, max_rescales, start)
     states, first = _first_states(p, start)
     segments = max(1, math.ceil(p.total / p.interval))
     parents = np.full((segments, p.nsz, p.levels), -1, dtype=np.int64)  # the previous interval's scale-out index
     for k in range(first, segments):
         states = _advance(p, states, _Segment.of(p, k), parents[k])
-    return _backtrack(p, states, parents, first, started=start is not None)
+    return _backtrack(p, states, parents, first, started=start is not None, carry_last=carry_last)
 
 
 @dataclass(frozen=True)
@@ -563,10 +567,17 @@ def _pairwise_sum(values: list[float]) -> float:
     return total
 
 
-def _backtrack(p: _Problem, s: _States, parents: np.ndarray, first: int, *, started: bool) -> Schedule:
-    """The cheapest final state's path back through `parents`, as a schedule."""
-    last, b = (int(x) for x in np.unravel_index(int(np.argmin(s.cost)), s.cost.shape))
-    best = float(s.cost[last, b])
+def _backtrack(
+    p: _Problem, s: _States, parents: np.ndarray, first: int, *, started: bool, carry_last: bool
+) -> Schedule:
+    """The cheapest final state's path back through `parents`, as a schedule (with `carry_last`, of the final states
+    whose scale-out carries the last second's load, where one is reachable)."""
+    cost = s.cost
+    if carry_last and p.total > 0:
+        carrying = np.where((p.caps >= p.w[-1])[:, None], cost, math.inf)
+        cost = carrying if np.isfinite(carrying).any() else cost
+    last, b = (int(x) for x in np.unravel_index(int(np.argmin(cost)), cost.shape))
+    best = float(cost[last, b])
     path = [last]
     for k in range(len(parents) - 1, first - 1, -1):
         i = int(parents[k, path[-1], b])

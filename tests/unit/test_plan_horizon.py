@@ -194,10 +194,16 @@ def test_schedule_scaleouts_reach_one_step_of_capacity_above_the_peak_past_equal
 QUEUE = QueueModel((1, 2), (10.0, 20.0), target_recovery_s=30, scale_out_stop=Stop(0, 5), scale_in_stop=Stop(0, 2))
 
 
-def _solve(load, start=None, max_rescales=None, queue=QUEUE):
+def _solve(load, start=None, max_rescales=None, queue=QUEUE, carry_last=False):
     w = np.asarray(load, dtype=float)
     return cheapest_schedule(
-        w, queue, interval_s=10, caught_up_records=np.maximum(w, 1.0), start=start, max_rescales=max_rescales
+        w,
+        queue,
+        interval_s=10,
+        caught_up_records=np.maximum(w, 1.0),
+        start=start,
+        max_rescales=max_rescales,
+        carry_last=carry_last,
     )
 
 
@@ -235,7 +241,9 @@ def test_a_scale_out_that_warms_up_is_planned_earlier(warm_s, warm_ratio, expect
         pytest.param(500, 0.0, 1, id="500-at-once-holds"),
         pytest.param(500, 120.0, 2, id="500-warming-scales-out"),
         pytest.param(650, 0.0, 1, id="650-at-once-holds"),
-        pytest.param(750, 0.0, 2, id="750-at-once-scales-out"),
+        pytest.param(650, 120.0, 3, id="650-warming-scales-out-to-3"),
+        # at once, one scale-out 1 -> 3 a tick later still recovers in time: the plan waits for it
+        pytest.param(950, 0.0, 1, id="950-at-once-holds"),
     ],
 )
 def test_the_demos_rise_is_planned_earlier_with_the_warm_up(load, warmup_s, target):
@@ -255,6 +263,22 @@ def test_the_demos_rise_is_planned_earlier_with_the_warm_up(load, warmup_s, targ
         budget=RescaleBudget(67.5, 3.0),
     )
     assert plan_horizon(inputs_, settings).target_scaleout == target
+
+
+@pytest.mark.parametrize(
+    ("load", "carry_last", "expected"),
+    [
+        # 11/s over the last 6 s: 1 (10/s) ends 6 records behind, within a second's load: it holds.
+        pytest.param([8] * 34 + [11] * 6, False, (1, 1, 1, 1), id="overloaded-at-the-end-holds"),
+        # Ending where it carries the load: the scale-out at 30 is down until 35 (43 records), then works them off at
+        # 9/s within the last 5 s; any earlier costs more.
+        pytest.param([8] * 34 + [11] * 6, True, (1, 1, 1, 2), id="carried-at-the-end-scales-out-at-the-last-tick"),
+        # No scale-out carries 21/s: the cheapest schedule, as without the rule.
+        pytest.param([8] * 39 + [21], True, (1, 1, 1, 1), id="nothing-carries-the-end-the-cheapest"),
+    ],
+)
+def test_a_plan_over_a_forecast_ends_where_it_carries_the_last_load(load, carry_last, expected):
+    assert _solve(load, start=Start(1), carry_last=carry_last).scaleouts == expected
 
 
 def test_online_schedule_starts_where_the_job_is():
