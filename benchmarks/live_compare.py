@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sim_vs_live import demo_config, demo_setup, run_live  # the benchmarks' shared helpers, next to this file
+from sim_vs_live import (
+    demo_config,
+    demo_policy,
+    demo_setup,
+    run_live,
+)  # the benchmarks' shared helpers, next to this file
 
 from daedalus_spark.demo.live import AUTOSCALERS, DemoPlan
 from daedalus_spark.demo.summary import lag_seconds, settled_rescales
@@ -130,7 +135,10 @@ def _counts(s: dict[str, Any]) -> dict[str, Any]:
 
 def simulated(plan: DemoPlan, autoscaler: str, seed: int, targets: tuple[float, float]) -> dict[str, Any]:
     config = demo_config(plan)
-    policy = make_policy(SIMULATED[autoscaler].format(max=plan.static_executors or plan.max_scaleout), config)
+    if autoscaler == "daedalus":
+        policy = demo_policy(plan, config)
+    else:
+        policy = make_policy(SIMULATED[autoscaler].format(max=plan.static_executors or plan.max_scaleout), config)
     return _sim_row(run_policy(demo_setup(plan, config, seed), policy), targets)
 
 

@@ -20,21 +20,19 @@ import numpy as np
 from live_capacity import calibrated
 
 from daedalus_spark.config import Config, load_config
+from daedalus_spark.controller import Controller
 from daedalus_spark.demo.live import DEMO_CONFIG, DemoPlan, run_demo
 from daedalus_spark.demo.processes import INTERRUPTED
-from daedalus_spark.monitor.files import read_trace
 from daedalus_spark.sim.daedalus import DaedalusPolicy
 from daedalus_spark.sim.jobmodel import load_job_model
 from daedalus_spark.sim.runner import SimSetup, make_setup, run_policy
-from daedalus_spark.workloads.pacing import Pacer
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def demo_workload(plan: DemoPlan) -> np.ndarray:
     """Records per wall second as the demo's generator paces the trace (linear within each trace second)."""
-    trace = read_trace(plan.trace)[plan.trace_start_s : plan.trace_start_s + plan.trace_seconds]
-    pacer = Pacer(trace, plan.compression, plan.scale)
+    pacer = plan.pacer()
     due = np.array([pacer.due(w) for w in range(int(plan.duration_s) + 1)], dtype=float)
     return np.diff(due)
 
@@ -46,6 +44,20 @@ def demo_config(plan: DemoPlan) -> Config:
     )
 
 
+def demo_policy(plan: DemoPlan, config: Config) -> DaedalusPolicy:
+    """Daedalus as the demo starts it: its forecaster given the topic's earlier cycles (`plan.history_cycles`), as
+    the live controller reads them back from Prometheus."""
+    policy = DaedalusPolicy(config)
+    if plan.history_cycles > 0:
+        past = np.tile(demo_workload(plan), plan.history_cycles).tolist()
+
+        def read_history(controller: Controller) -> None:
+            controller.learn_past_workload(past, step_s=1.0, end_s=0.0, forecast="afresh")
+
+        policy.warm = read_history
+    return policy
+
+
 def demo_setup(plan: DemoPlan, config: Config, seed: int) -> SimSetup:
     """The demo's workload on the `demo` job profile (its calibrated job), started at the demo's initial executors."""
     job_model = load_job_model("demo").model_copy(update={"initial_scaleout": plan.initial_executors})
@@ -55,7 +67,7 @@ def demo_setup(plan: DemoPlan, config: Config, seed: int) -> SimSetup:
 def simulated(plan: DemoPlan, seed: int, config: Config | None = None) -> dict[str, Any]:
     config = config or demo_config(plan)
     setup = demo_setup(plan, config, seed)
-    policy = DaedalusPolicy(config)
+    policy = demo_policy(plan, config)
     result = run_policy(setup, policy)
     table = policy.controller.knowledge.history.latest_table if policy.controller else None
     return {

@@ -43,6 +43,15 @@ class DemoConfig(Section):
     load_cycle_s: float = setting(
         480, "s", "One 3-hour cycle of the trace is played in this many seconds.", ge=10, le=86400
     )
+    history_cycles: int = setting(
+        0,
+        "cycles",
+        "Load cycles the topic had before the demo, written into the demo's Prometheus as kafka-exporter's offsets "
+        "(Kafka source with Prometheus only); the controller reads them at start (controller.backfill_s). 0: the "
+        "topic is new and the controller starts cold.",
+        ge=0,
+        le=100,
+    )
     capacity_lines_per_s: list[float] = setting(
         [],
         "lines/s",

@@ -24,6 +24,7 @@ from typing import Any
 
 from daedalus_spark.config import Config, ConfigError, load_config, load_model, render_yaml
 from daedalus_spark.demo.counts import WordCounts, kafka_word_counts, word_counts
+from daedalus_spark.demo.history import topic_history, write_topic_history
 from daedalus_spark.demo.plan import AUTOSCALERS as AUTOSCALERS
 from daedalus_spark.demo.plan import DEMO_CONFIG as DEMO_CONFIG
 from daedalus_spark.demo.plan import SOURCES as SOURCES
@@ -34,6 +35,7 @@ from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, 
 from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.httpserve import free_port
 from daedalus_spark.kafkacluster.broker import LocalKafka
+from daedalus_spark.monitor.native import NATIVE_QUERIES
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
 from daedalus_spark.progress import Progress
 from daedalus_spark.report.outfile import replace_file
@@ -251,8 +253,23 @@ def _start_everything(
     )
     log("demo: WordCount starting with the agent ...")
     wait_for_processes(lambda: answers(f"{agent}/healthz"), "the agent", 180, processes)
+    # The load first: the topic's earlier cycles (if any) end where it begins.
+    processes.python(
+        "generator", "daedalus_spark.workloads.generator", "wordcount", *_generator_args(plan, work, running.kafka)
+    )
+    load_started_s = time.time()
     prometheus_url = ""
     if controlled and plan.use_prometheus and find_binary() is not None:
+        if running.kafka is not None and plan.history_cycles > 0:
+            lines = topic_history(
+                plan.pacer(),
+                topic=TOPIC,
+                partitions=plan.partitions,
+                cycles=plan.history_cycles,
+                end_s=math.floor(load_started_s),
+            )
+            write_topic_history(lines, work / "prometheus" / "data")
+            log(f"demo: the topic's {plan.history_cycles} earlier load cycles written into Prometheus's history")
         targets = [u.removeprefix("http://").removesuffix("/metrics") for u in (f"{agent}/metrics", exporter_url)]
         running.prometheus = start_prometheus(
             [*targets, *kafka_targets, f"127.0.0.1:{controller_port}"], workdir=work / "prometheus"
@@ -267,14 +284,16 @@ def _start_everything(
         metrics_port=controller_port,
         max_scaleout=plan.max_scaleout,
     )
+    if kafka_targets and prometheus_url:
+        # The workload from kafka-exporter's offsets, as monitor.metrics native reads it: the broker's at every
+        # scrape, and the topic's earlier cycles (the agent's offsets move only when a batch starts).
+        update = {"query_workload": NATIVE_QUERIES["workload"].replace("$source_selector", f'topic="{TOPIC}"')}
+        config = config.model_copy(update={"monitor": config.monitor.model_copy(update=update)})
     if plan.autoscaler == "batch-ratio":
         config = config.model_copy(
             update={"controller": config.controller.model_copy(update={"planner": "batch_ratio"})}
         )
     replace_file(out / "demo-config.yaml", render_yaml(config).encode())
-    processes.python(
-        "generator", "daedalus_spark.workloads.generator", "wordcount", *_generator_args(plan, work, running.kafka)
-    )
     if controlled:
         processes.start(
             "controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")]

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from daedalus_spark.config import Config, DemoConfig, load_config
-from daedalus_spark.monitor.files import BUNDLED_TRACES
+from daedalus_spark.monitor.files import BUNDLED_TRACES, read_trace
+from daedalus_spark.workloads.pacing import Pacer
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = ROOT / "deploy" / "demo.yaml"
@@ -47,6 +48,7 @@ class DemoPlan:
     duration_s: float = field(default_factory=lambda: shipped_demo().load_cycle_s)  # ...played in 8 minutes
     scale: float = field(default_factory=lambda: shipped_demo().trace_scale)
     initial_executors: int = 2
+    history_cycles: int = field(default_factory=lambda: shipped_demo().history_cycles)  # the topic's earlier cycles
     use_prometheus: bool = True
     autoscaler: str = "daedalus"  # one of AUTOSCALERS
     drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
@@ -56,6 +58,11 @@ class DemoPlan:
     @property
     def compression(self) -> float:
         return self.trace_seconds / self.duration_s
+
+    def pacer(self) -> Pacer:
+        """The generator's pacing of this plan's load cycle."""
+        trace = read_trace(self.trace)[self.trace_start_s : self.trace_start_s + self.trace_seconds]
+        return Pacer(trace, self.compression, self.scale)
 
 
 AUTOSCALERS = ("daedalus", "spark-da", "batch-ratio", "static")
