@@ -11,7 +11,6 @@ Needs /usr/bin/prometheus and promtool (Debian's `prometheus`). Everything it st
 from __future__ import annotations
 
 import argparse
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from daedalus_spark.config import parse_config
 from daedalus_spark.controller import Controller
 from daedalus_spark.monitor.backfill import warm_start
 from daedalus_spark.monitor.prometheus import PrometheusMonitor
-from daedalus_spark.monitor.promserver import start_prometheus
+from daedalus_spark.monitor.promserver import start_prometheus, write_history
 from daedalus_spark.monitor.synthetic_history import SyntheticHistory
 from daedalus_spark.runtime.refit_scheduler import PoolRefits
 from daedalus_spark.runtime.refits import refit_pool
@@ -38,21 +37,7 @@ def main() -> int:
         end_s = int(time.time()) // 3600 * 3600 - 3600
         start_s = end_s - history.duration_s
         started = time.perf_counter()
-        with (workdir / "history.om").open("w", encoding="utf-8") as f:
-            for line in history.openmetrics(start_s):
-                f.write(line + "\n")
-        subprocess.run(
-            [
-                "promtool",
-                "tsdb",
-                "create-blocks-from",
-                "openmetrics",
-                str(workdir / "history.om"),
-                str(workdir / "data"),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        write_history(history.openmetrics(start_s), workdir)
         (workdir / "history.om").unlink()
         print(
             f"{args.hours:g} h of {args.executors} executors at {args.step}-s steps backfilled into Prometheus in "

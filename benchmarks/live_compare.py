@@ -29,12 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sim_vs_live import (
-    demo_config,
-    demo_policy,
-    demo_setup,
-    run_live,
-)  # the benchmarks' shared helpers, next to this file
+
+# the benchmarks' shared helpers, next to this file
+from sim_vs_live import demo_config, demo_policy, demo_setup, run_live
 
 from daedalus_spark.demo.live import AUTOSCALERS, DemoPlan
 from daedalus_spark.demo.summary import lag_seconds, settled_rescales

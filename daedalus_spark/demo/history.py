@@ -1,19 +1,16 @@
 """Demo: the topic's earlier load cycles in the demo's Prometheus before the run — kafka-exporter's end-offset series
-as the generator would have produced them (the trace's cycle repeated), written with `promtool tsdb
-create-blocks-from openmetrics`. A job attached to a topic that has been produced to for days finds this history in
-its Prometheus; the controller reads it at start (`controller.backfill_s`) and forecasts the cycle from it."""
+as the generator would have produced them (the trace's cycle repeated), for `monitor.promserver.write_history`. A job
+attached to a topic that has been produced to for days finds this history in its Prometheus; the controller reads
+it at start (`controller.backfill_s`) and forecasts the cycle from it."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 from daedalus_spark.workloads.pacing import Pacer
 
 OFFSET_SERIES = "kafka_topic_partition_current_offset"  # kafka-exporter's name (kafkacluster/exporter.py)
-PROMTOOL_TIMEOUT_S = 300.0
+PROMTOOL_TIMEOUT_S = 300.0  # writing the history (monitor.promserver.write_history)
 
 
 def topic_history(
@@ -36,21 +33,3 @@ def topic_history(
             offset = due // partitions + (1 if p < due % partitions else 0)
             yield f'{OFFSET_SERIES}{{topic="{topic}",partition="{p}"}} {offset} {start_s + elapsed}'
     yield "# EOF"
-
-
-def write_topic_history(lines: Iterator[str], data_dir: Path) -> None:
-    """The lines as TSDB blocks in `data_dir` (a Prometheus not yet started there loads them at start)."""
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        raise FileNotFoundError("no promtool on PATH (Debian: apt-get install prometheus)")
-    data_dir.mkdir(parents=True, exist_ok=True)
-    source = data_dir.parent / "topic-history.om"
-    source.write_text("\n".join([*lines, ""]), encoding="utf-8")
-    result = subprocess.run(  # noqa: S603 - our own arguments, no shell
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=PROMTOOL_TIMEOUT_S,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"promtool could not write the topic's history into {data_dir}: {result.stderr.strip()}")

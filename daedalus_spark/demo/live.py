@@ -24,7 +24,7 @@ from typing import Any
 
 from daedalus_spark.config import Config, ConfigError, load_config, load_model, render_yaml
 from daedalus_spark.demo.counts import WordCounts, kafka_word_counts, word_counts
-from daedalus_spark.demo.history import topic_history, write_topic_history
+from daedalus_spark.demo.history import PROMTOOL_TIMEOUT_S, topic_history
 from daedalus_spark.demo.plan import AUTOSCALERS as AUTOSCALERS
 from daedalus_spark.demo.plan import DEMO_CONFIG as DEMO_CONFIG
 from daedalus_spark.demo.plan import SOURCES as SOURCES
@@ -36,7 +36,7 @@ from daedalus_spark.demo.timeline import Sampler, plot, write_csv
 from daedalus_spark.httpserve import free_port
 from daedalus_spark.kafkacluster.broker import LocalKafka
 from daedalus_spark.monitor.native import NATIVE_QUERIES
-from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
+from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus, write_history
 from daedalus_spark.progress import Progress
 from daedalus_spark.report.outfile import replace_file
 from daedalus_spark.sparkcluster import LocalCluster, cpu_quota_support
@@ -268,7 +268,7 @@ def _start_everything(
                 cycles=plan.history_cycles,
                 end_s=math.floor(load_started_s),
             )
-            write_topic_history(lines, work / "prometheus" / "data")
+            write_history(lines, work / "prometheus", timeout_s=PROMTOOL_TIMEOUT_S)
             log(f"demo: the topic's {plan.history_cycles} earlier load cycles written into Prometheus's history")
         targets = [u.removeprefix("http://").removesuffix("/metrics") for u in (f"{agent}/metrics", exporter_url)]
         running.prometheus = start_prometheus(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -21,6 +22,28 @@ DEFAULT_BINARY = "/usr/bin/prometheus"  # Debian's package `prometheus`
 def find_binary(binary: str = DEFAULT_BINARY) -> str | None:
     """The Prometheus executable, or None when it is not installed."""
     return binary if Path(binary).is_file() else shutil.which("prometheus")
+
+
+def write_history(lines: Iterable[str], workdir: Path, *, timeout_s: float | None = None) -> None:
+    """Timestamped OpenMetrics `lines` (ending in `# EOF`) as TSDB blocks in the data directory that
+    `start_prometheus(workdir=workdir)` serves, which loads them at start: a past the Prometheus never scraped
+    (`promtool tsdb create-blocks-from openmetrics`; the text is left in workdir/history.om)."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        raise FileNotFoundError("no promtool on PATH (Debian: apt-get install prometheus)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    source = workdir / "history.om"
+    with source.open("w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+    result = subprocess.run(  # noqa: S603 - our own arguments, no shell
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(workdir / "data")],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"promtool could not write {source} into {workdir / 'data'}: {result.stderr.strip()}")
 
 
 def render_config(targets: list[str], scrape_interval_s: float) -> str:

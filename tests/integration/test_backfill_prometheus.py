@@ -5,7 +5,6 @@ small) backfilled with promtool, read back by the monitor's own queries into a c
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from daedalus_spark.execute.dry_run import DryRunActuator
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.monitor.backfill import backfill, warm_start
 from daedalus_spark.monitor.prometheus import PrometheusMonitor
-from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
+from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus, write_history
 from daedalus_spark.monitor.synthetic_history import SyntheticHistory
 from daedalus_spark.report.knowledge_report import build, format_text, load_knowledge
 from daedalus_spark.runtime.wiring import assemble_sidecar
@@ -54,13 +53,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prometheu
     """A Prometheus whose data directory holds the backfilled blocks (within its 15-day retention)."""
     workdir = tmp_path_factory.mktemp("prometheus")
     start_s = (int(time.time()) // 3600 - 4) * 3600
-    (workdir / "history.om").write_text("\n".join([*HISTORY.openmetrics(start_s), ""]))
-    subprocess.run(
-        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(workdir / "history.om"), str(workdir / "data")],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    write_history(HISTORY.openmetrics(start_s), workdir, timeout_s=300)
     prometheus = start_prometheus([], workdir=workdir)
     try:
         yield prometheus, start_s

@@ -10,10 +10,10 @@ import time
 import pytest
 import requests
 
-from daedalus_spark.demo.history import topic_history, write_topic_history
+from daedalus_spark.demo.history import PROMTOOL_TIMEOUT_S, topic_history
 from daedalus_spark.demo.plan import DemoPlan
 from daedalus_spark.monitor.native import NATIVE_QUERIES
-from daedalus_spark.monitor.promserver import find_binary, start_prometheus
+from daedalus_spark.monitor.promserver import find_binary, start_prometheus, write_history
 
 pytestmark = pytest.mark.skipif(
     find_binary() is None or shutil.which("promtool") is None,
@@ -27,7 +27,7 @@ def test_the_workload_query_reads_the_earlier_cycles_at_the_paced_rates(tmp_path
     end_s = int(time.time())
     cycle_s = int(pacer.duration_s)
     lines = topic_history(pacer, topic="wordcount", partitions=plan.partitions, cycles=3, end_s=end_s)
-    write_topic_history(lines, tmp_path / "data")
+    write_history(lines, tmp_path, timeout_s=PROMTOOL_TIMEOUT_S)
     prometheus = start_prometheus([], workdir=tmp_path)
     try:
         query = NATIVE_QUERIES["workload"].replace("$source_selector", 'topic="wordcount"')

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from daedalus_spark import metricnames as names
 from daedalus_spark.cli import main
 from daedalus_spark.config import parse_config
-from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus
+from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus, write_history
 from daedalus_spark.tune import history as history_module
 from daedalus_spark.tune.grid import SplitSettings
 from daedalus_spark.tune.history import from_prometheus
@@ -47,13 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prometheu
     """A Prometheus whose data directory holds the backfilled blocks (within its 15-day retention)."""
     workdir = tmp_path_factory.mktemp("prometheus")
     start_s = (int(time.time()) // 3600 - 4) * 3600
-    (workdir / "history.om").write_text(_openmetrics(start_s))
-    subprocess.run(
-        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(workdir / "history.om"), str(workdir / "data")],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    write_history(_openmetrics(start_s).splitlines(), workdir, timeout_s=120)
     prometheus = start_prometheus([], workdir=workdir)
     try:
         yield prometheus, start_s
