@@ -76,9 +76,9 @@ def median_live(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def timeline_result(rows: list[dict[str, str]], load_s: float) -> RunResult:
     """A live run's timeline over its load cycle, per second, as the acceptance rule reads a simulated run: executors
-    held (the last sample's), lag and records in interpolated, latency the age of the oldest unread record, one
-    rescale at every change of the held count (no stop: Spark rescales in place), and the query's start in effect at
-    its first commit (the load begins with the query)."""
+    held (the last sample's), lag and records in interpolated, latency the age of the oldest unread record, the
+    rescales timed as the simulator times them (`live_rescales`), and the query's start in effect at its first commit
+    (the load begins with the query)."""
     kept = [r for r in rows if all(r[k] not in ("", "nan") for k in ("executors", "lag_records", "records_in"))]
     t = np.array([float(r["t_s"]) for r in kept])
     if t.size < 2:
@@ -90,10 +90,6 @@ def timeline_result(rows: list[dict[str, str]], load_s: float) -> RunResult:
     workload = np.diff(np.concatenate(([records_in[0]], records_in)))
     committed = np.flatnonzero(records_in - lag > records_in[0] - lag[0] + 0.5)
     first_commit = int(committed[0]) if committed.size else grid.size
-    changes = np.flatnonzero(np.diff(executors)) + 1
-    rescales = tuple(
-        Rescale(int(i), int(executors[i - 1]), int(executors[i]), 0, 0.0, kind="in_place") for i in changes
-    )
     return RunResult(
         policy="live",
         workload_per_s=workload,
@@ -103,9 +99,51 @@ def timeline_result(rows: list[dict[str, str]], load_s: float) -> RunResult:
         lag_records=lag,
         latency_s=lag_seconds(grid, records_in, lag),
         capacity_per_s=np.full(grid.size, math.nan),
-        rescales=rescales,
+        rescales=live_rescales(rows, grid, executors.astype(int)),
         start=Rescale(0, 0, int(executors[0]), first_commit, 0.0, kind="start"),
     )
+
+
+def _column(rows: list[dict[str, str]], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The samples' times and values of one column, where it has a value."""
+    pairs = [(float(r["t_s"]), float(r[name])) for r in rows if r.get(name, "") not in ("", "nan")]
+    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+
+def live_rescales(rows: list[dict[str, str]], grid: np.ndarray, executors: np.ndarray) -> tuple[Rescale, ...]:
+    """One in-place rescale per change of the executors held, timed as the simulator times one (sim/job.py
+    `Rescale`): from its request, the change of the applied target before it (the change itself where the timeline
+    has no target: Spark's dynamic allocation requests executors itself). Joined executors take effect once the
+    first batch planned after they joined has committed: the second commit after the join, the first one's batch
+    may have started before it (`stall_s`; none where the timeline has no records out). A leaving executor's
+    capacity is gone when it leaves (`leave_s`). Where the timeline has targets, changes one request made one after
+    the other (executors joining one by one) are one rescale."""
+    target_t, target = _column(rows, "target")
+    requests = target_t[1:][np.diff(target) != 0] if target.size else target_t
+    out_t, out = _column(rows, "records_out")
+    commits = out_t[1:][np.diff(out) > 0] if out.size else out_t
+    t0 = float(grid[0])
+    rescales: list[Rescale] = []
+    previous_change_s = -math.inf
+    for i in np.flatnonzero(np.diff(executors)) + 1:
+        change_s = float(grid[i])
+        asked = requests[(requests > previous_change_s) & (requests <= change_s)]
+        request_s = float(asked[-1]) if asked.size else change_s
+        before, after = int(executors[i - 1]), int(executors[i])
+        same_way = rescales and (after > before) == (rescales[-1].to_scaleout > rescales[-1].from_scaleout)
+        if target.size and not asked.size and same_way:
+            last = rescales.pop()  # the same request, carried on
+            request_s, before = t0 + last.time_s, last.from_scaleout
+        previous_change_s = change_s
+        wait_s = change_s - request_s
+        if after > before:
+            done = commits[commits > change_s]
+            stall_s = 0.0 if not out.size else (float(done[1]) if done.size > 1 else float(grid[-1])) - change_s
+            timing = {"registration_s": wait_s, "stall_s": stall_s}
+        else:
+            timing = {"leave_s": wait_s}
+        rescales.append(Rescale(max(0, round(request_s - t0)), before, after, 0, 0.0, kind="in_place", **timing))
+    return tuple(rescales)
 
 
 def autoscaler_runs(names: list[str], max_scaleout: int) -> dict[str, tuple[str, int]]:
