@@ -78,7 +78,8 @@ bench: $(BIN)/daedalus-spark
 # decommissioning against one by killing (decommission_scale_in, ~10 min, the JVM plugin). The saturation, rescale,
 # placement and native runs merge their figures into benchmarks/results/. Not here, run by hand: live_compare (~30 min),
 # sim_vs_live (the demo, ~12 min), tune_bench, the Prometheus-only loop_speed and backfill_speed, kafka_produce,
-# backfill_warm_start, capacity_tracking, endpoint_load, planning_gap; probes/ holds the bad-input and reliability probes and the soak.
+# backfill_warm_start, capacity_tracking, endpoint_load, planning_gap (~50 min); probes/ holds the bad-input and
+# reliability probes and the soak.
 BENCH_SPARK := "spark_capacity.py --quick" "spark_capacity.py --experiment saturation" "spark_rescale.py" \
 	"kafka_placement.py" "native_capacity.py" "decommission_scale_in.py"
 bench-spark: $(BIN)/daedalus-spark kafka-jars jvm-plugin
