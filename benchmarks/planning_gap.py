@@ -1,16 +1,18 @@
 """Benchmark: where Daedalus's executor-hours above the rescale-limited optimum come from. Per suite trace and seed,
-the `kubernetes` micro-batch model at full length, four runs on the same simulated job (the same draws):
+the `kubernetes` micro-batch model at full length, the yardstick and three controllers on the same simulated job (the
+same draws):
 - `optimum:R`, the yardstick of decision_quality.py;
 - `daedalus` as shipped;
 - `future`: the same controller whose forecast is the trace itself (the mean load of every forecast step to come,
   no interval): what is left is the planner, the capacity it learns, and the rescale budget;
-- `future+capacity`: besides, every tick's capacity table is the simulated job's own (sizing at the steady
-  capacity, recovery at the catch-up rate): what is left is the planner and the budget.
+- `future+capacity`: besides, every tick's capacity table is the simulated job's own (sizing at the plan's latency
+  objective, recovery at the catch-up rate): what is left is the planner, the budget and the bound's relaxations.
 
 The differences split the gap: daedalus - future is the forecast's share, future - future+capacity the learned
-capacity's, future+capacity - optimum:R the planner's and the budget's. A measurement, not a test: it never asserts.
-  python benchmarks/planning_gap.py                              # every suite trace, seed 1 (~25 min here)
+capacity's, future+capacity - optimum:R the rest. A measurement, not a test: it never asserts.
+  python benchmarks/planning_gap.py                              # every suite trace, seed 1 (~50 min here)
   python benchmarks/planning_gap.py --trace taylor_demand --seeds 2
+  python benchmarks/planning_gap.py --config my.yaml             # e.g. another horizon.target_share_ratio
 """
 
 from __future__ import annotations
