@@ -139,6 +139,7 @@ def _demo(args: argparse.Namespace) -> int:
         scale=sized.trace_scale,
         trace_start_s=sized.trace_start_s,
         duration_s=sized.load_cycle_s if args.duration is None else args.duration,
+        history_cycles=sized.history_cycles,
         use_prometheus=not args.no_prometheus,
         autoscaler=args.autoscaler or "daedalus",
         source=args.source or "kafka",
