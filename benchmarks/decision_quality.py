@@ -91,6 +91,15 @@ def trace_names() -> list[str]:
     return [p.stem for p in sorted(TRACES_DIR.glob("*.csv"))] + shape_names()
 
 
+def suite_config(config: Config, job_model: JobModel) -> Config:
+    """The controller's config as the suite deploys it on `job_model`."""
+    if config.controller.max_scaleout == 0:  # the topic's count (24 in the profiles) would be held to the agent's 16:
+        # the suite's deployment may use the executors each trace is sized around, as in every figure it has printed
+        most = {"max_scaleout": job_model.reference_scaleout}
+        config = config.model_copy(update={"controller": config.controller.model_copy(update=most)})
+    return controller_config(config, job_model)
+
+
 def generated_shape(name: str) -> WorkloadShape | None:
     """The suite's shape of that name, None for a bundled trace."""
     return None if (TRACES_DIR / f"{name}.csv").exists() else get_shape(name)
@@ -412,12 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         job_model = load_job_model(args.job_model)
     except JobModelError as exc:
         p.error(exc.one_line())
-    config = load_config(args.config)
-    if config.controller.max_scaleout == 0:  # the topic's count (24 in the profiles) would be held to the agent's 16:
-        # the suite's deployment may use the executors each trace is sized around, as in every figure it has printed
-        most = {"max_scaleout": job_model.reference_scaleout}
-        config = config.model_copy(update={"controller": config.controller.model_copy(update=most)})
-    config = controller_config(config, job_model)
+    config = suite_config(load_config(args.config), job_model)
     target = float(config.controller.target_recovery_s)
     warnings.simplefilter("ignore")  # statsmodels' convergence chatter on short fits
     if args.seeds < 1:

@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 # the benchmarks' shared helpers, next to this file
-from decision_quality import limited_optimum, trace_names
+from decision_quality import generated_shape, limited_optimum, suite_config, trace_names
 
 from daedalus_spark.analyze.capacity import CapacityModel
 from daedalus_spark.analyze.forecast import WorkloadForecaster
@@ -36,12 +36,12 @@ from daedalus_spark.controller import Controller
 from daedalus_spark.domain import CapacityTable, Forecast, Observation
 from daedalus_spark.plan.horizon import planning_objective_s
 from daedalus_spark.sim.daedalus import DaedalusPolicy
-from daedalus_spark.sim.evaluate import controller_config, evaluate
+from daedalus_spark.sim.evaluate import evaluate
 from daedalus_spark.sim.jobmodel import load_job_model
-from daedalus_spark.sim.metrics import passes, summarize
+from daedalus_spark.sim.metrics import summarize
 from daedalus_spark.sim.runner import RunResult, SimSetup, make_setup, run_policy
 from daedalus_spark.sim.skew import SimulatedCapacity
-from daedalus_spark.sim.suite import get_shape, shape_names, suite_workload
+from daedalus_spark.sim.suite import suite_workload
 from daedalus_spark.sim.waves import steady_records
 
 VARIANTS = ("daedalus", "future", "future+capacity")
@@ -127,8 +127,7 @@ def figures(run: RunResult, config: Config) -> tuple[float, bool, int]:
         target_recovery_s=ctl.target_recovery_s,
         target_latency_s=ctl.target_latency_s,
     )
-    ok = passes(run, target_latency_s=ctl.target_latency_s, target_recovery_s=ctl.target_recovery_s)
-    return m.executor_hours, ok, m.rescales
+    return m.executor_hours, m.passes, m.rescales
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,11 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown trace(s) {unknown}; known: {trace_names()}")
     warnings.simplefilter("ignore")  # statsmodels' convergence chatter
     job_model = load_job_model("kubernetes")
-    config = load_config(args.config)
-    if config.controller.max_scaleout == 0:  # as decision_quality.py: the executors each trace is sized around
-        most = {"max_scaleout": job_model.reference_scaleout}
-        config = config.model_copy(update={"controller": config.controller.model_copy(update=most)})
-    config = controller_config(config, job_model)
+    config = suite_config(load_config(args.config), job_model)
     yardstick = limited_optimum(config)
     print(f"executor-hours on the kubernetes model; a '*' marks a run that fails the acceptance rule; {yardstick}")
     print(f"{'trace':28} {'seed':>4} {yardstick:>10} " + " ".join(f"{v:>17}" for v in VARIANTS) + "  wall s")
@@ -156,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(1, args.seeds + 1):
             started = time.perf_counter()
             workload = suite_workload(name, seed)
-            shape = get_shape(name) if name in shape_names() else None
+            shape = generated_shape(name)
             sized_for = float(np.max(workload)) * (shape.sized_for_ratio if shape else 1.0)
             blind = shape.monitor_blind(1) if shape else None
             blind = None if blind is None else blind[: len(workload)]
