@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from daedalus_spark import metricnames as names
 from daedalus_spark.config import Config, ConfigError, load_config, load_model, render_yaml
 from daedalus_spark.demo.counts import WordCounts, kafka_word_counts, word_counts
 from daedalus_spark.demo.history import PROMTOOL_TIMEOUT_S, topic_history
@@ -32,9 +33,10 @@ from daedalus_spark.demo.plan import TRACE as TRACE
 from daedalus_spark.demo.plan import DemoPlan as DemoPlan
 from daedalus_spark.demo.processes import INTERRUPTED, Processes, sigterm_interrupts
 from daedalus_spark.demo.summary import LiveRun, failed_checks, format_summary, summarize
-from daedalus_spark.demo.timeline import Sampler, plot, write_csv
+from daedalus_spark.demo.timeline import OFFSETS, QUERY_RECORDS, Sampler, plot, totals, write_csv
 from daedalus_spark.httpserve import free_port
 from daedalus_spark.kafkacluster.broker import LocalKafka
+from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 from daedalus_spark.monitor.native import NATIVE_QUERIES
 from daedalus_spark.monitor.promserver import PrometheusServer, find_binary, start_prometheus, write_history
 from daedalus_spark.progress import Progress
@@ -44,6 +46,8 @@ from daedalus_spark.waiting import wait_until
 
 TOPIC = "wordcount"  # the pipeline's and the generator's default topic
 GROUP = "daedalus-wordcount"  # the consumer group the job commits its batches' end offsets for (Kafka)
+WARMUP_WRITE_S = 300.0  # the generator writing the warm-up lines (a second or two)
+WARMUP_BATCH_S = 900.0  # the query's first batch on cold executors (25-135 s measured, docs/demo.md)
 
 
 def autoscaler_job_args(plan: DemoPlan) -> list[str]:
@@ -248,11 +252,19 @@ def _start_everything(
     agent_port, controller_port = free_port(), free_port()
     agent = f"http://127.0.0.1:{agent_port}"
     processes = running.processes
+    if plan.warmup_s > 0:
+        args = _generator_args(plan, work, running.kafka, warmup=True)
+        processes.run("warmup", "daedalus_spark.workloads.generator", "wordcount", *args, timeout_s=WARMUP_WRITE_S)
     processes.python(
         "wordcount", "daedalus_spark.workloads.wordcount", *_job_args(plan, running, work, agent_port, config_path)
     )
     log("demo: WordCount starting with the agent ...")
     wait_for_processes(lambda: answers(f"{agent}/healthz"), "the agent", 180, processes)
+    if plan.warmup_s > 0:
+        log(f"demo: the query's first batch works off {plan.warmup_s:g} s of load on cold executors (warm-up) ...")
+        wait_for_processes(lambda: _worked_off(f"{agent}/metrics"), "the warm-up batch", WARMUP_BATCH_S, processes)
+    broker = BrokerOffsets(running.kafka.bootstrap) if running.kafka is not None else None
+    end_offsets = list(broker.latest_offsets(TOPIC).values()) if broker is not None else None
     # The load first: the topic's earlier cycles (if any) end where it begins.
     processes.python(
         "generator", "daedalus_spark.workloads.generator", "wordcount", *_generator_args(plan, work, running.kafka)
@@ -260,13 +272,14 @@ def _start_everything(
     load_started_s = time.time()
     prometheus_url = ""
     if controlled and plan.use_prometheus and find_binary() is not None:
-        if running.kafka is not None and plan.history_cycles > 0:
+        if end_offsets is not None and plan.history_cycles > 0:
             lines = topic_history(
                 plan.pacer(),
                 topic=TOPIC,
                 partitions=plan.partitions,
                 cycles=plan.history_cycles,
                 end_s=math.floor(load_started_s),
+                end_offsets=end_offsets,
             )
             write_history(lines, work / "prometheus", timeout_s=PROMTOOL_TIMEOUT_S)
             log(f"demo: the topic's {plan.history_cycles} earlier load cycles written into Prometheus's history")
@@ -299,13 +312,11 @@ def _start_everything(
             "controller", [sys.executable, "-m", "daedalus_spark.cli", "run", "--config", str(out / "demo-config.yaml")]
         )
     running.sampler = sampler = Sampler(f"{agent}/metrics").start()
-    if running.kafka is not None and running.prometheus is not None:
+    if broker is not None and running.prometheus is not None:
         from daedalus_spark.demo.lagcheck import LagCheck
-        from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 
-        offsets = BrokerOffsets(running.kafka.bootstrap)
         trigger_s = config.capacity.trigger_interval_s
-        running.lag_check = LagCheck(running.prometheus.url, offsets, TOPIC, GROUP, trigger_s=trigger_s).start()
+        running.lag_check = LagCheck(running.prometheus.url, broker, TOPIC, GROUP, trigger_s=trigger_s).start()
     running.agent_answer = _agent_status(agent, processes)
     log(
         f"demo: load cycle of {plan.duration_s:.0f} s running; autoscaler {plan.autoscaler}"
@@ -359,16 +370,18 @@ def _job_args(plan: DemoPlan, running: _Running, work: Path, agent_port: int, co
     ]
 
 
-def _generator_args(plan: DemoPlan, work: Path, kafka: LocalKafka | None) -> list[str]:
+def _generator_args(plan: DemoPlan, work: Path, kafka: LocalKafka | None, *, warmup: bool = False) -> list[str]:
+    """The load cycle; with `warmup`, the plan's `warmup_s` of the load before it, written within a second."""
+    trace_s = min(round(plan.warmup_s * plan.compression), plan.trace_start_s) if warmup else plan.trace_seconds
     return [
         "--trace",
         str(plan.trace),
         "--start-s",
-        str(plan.trace_start_s),
+        str(plan.trace_start_s - trace_s if warmup else plan.trace_start_s),
         "--duration-s",
-        str(plan.trace_seconds),
+        str(trace_s),
         "--compression",
-        f"{plan.compression:.6g}",
+        f"{trace_s if warmup else plan.compression:.6g}",
         "--scale",
         f"{plan.scale:g}",
         *(["--sink", "kafka", "--bootstrap-servers", kafka.bootstrap] if kafka else ["--log-dir", str(work / "log")]),
@@ -403,6 +416,17 @@ def _agent_status(agent_url: str, processes: Processes) -> dict[str, Any]:
     except TimeoutError:
         return {}
     return answer
+
+
+def _worked_off(agent_metrics_url: str) -> bool:
+    """Whether the query has committed a batch and read every record the source holds (the warm-up's)."""
+    try:
+        with urllib.request.urlopen(agent_metrics_url, timeout=5) as r:  # noqa: S310 - loopback
+            now = totals(r.read().decode())
+    except (OSError, ValueError):
+        return False  # the driver is busy in its first batch
+    read = now.get(QUERY_RECORDS, 0.0)
+    return read > 0 and now.get(names.LAG_RECORDS) == 0 and read >= now.get(OFFSETS, math.inf)
 
 
 def _drain(sampler: Sampler, drain_s: float, processes: Processes, log: Any) -> bool:

@@ -51,6 +51,10 @@ class DemoPlan:
     history_cycles: int = field(default_factory=lambda: shipped_demo().history_cycles)  # the topic's earlier cycles
     use_prometheus: bool = True
     autoscaler: str = "daedalus"  # one of AUTOSCALERS
+    # Before the query starts, this many seconds of the load that precedes the cycle are written at once: its first
+    # batch then runs on cold executors before the cycle begins, as a job in production has long since (25-30 s on
+    # the machine the demo was sized on, 105-135 s on one where the job ran 0.8 x as fast; docs/demo.md).
+    warmup_s: float = 10.0
     drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
     source: str = "kafka"  # one of SOURCES: a local Kafka broker, or the local partitioned log
     static_executors: int = 0  # autoscaler static: this many held (0: max_scaleout)

@@ -57,6 +57,16 @@ class Processes:
     def python(self, name: str, module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         return self.start(name, [sys.executable, "-m", module, *args], env)
 
+    def run(self, name: str, module: str, *args: str, timeout_s: float) -> None:
+        """Runs a Python module to its end, its output in `name`.log; an exit other than 0, or a run longer than
+        `timeout_s`, is an error (the process is killed on the way out, also on Ctrl-C)."""
+        with (self.log_dir / f"{name}.log").open("ab") as log:
+            done = subprocess.run(  # noqa: S603 - our own arguments, no shell
+                [sys.executable, "-m", module, *args], stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s
+            )
+        if done.returncode != 0:
+            raise RuntimeError(f"{name} exited with {done.returncode}; see {self.log_dir / (name + '.log')}")
+
     def stop(self, process: subprocess.Popen[bytes], grace_s: float = 20.0) -> int | None:
         """SIGTERM the process group, wait, SIGKILL what is left; returns the exit code."""
         for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):

@@ -11,12 +11,16 @@ import pytest
 from daedalus_spark.demo.history import OFFSET_SERIES, topic_history
 from daedalus_spark.workloads.pacing import Pacer
 
-LINE = re.compile(OFFSET_SERIES + r'\{topic="t",partition="(\d+)"\} (\d+) (\d+)$')
+LINE = re.compile(OFFSET_SERIES + r'\{topic="t",partition="(\d+)"\} (-?\d+) (\d+)$')
 PACER = Pacer(np.array([100.0, 300.0, 200.0, 50.0]), compression=2.0, scale=1.5)  # a 2-s cycle: 975 records
 
 
-def _samples(cycles: int, end_s: int, partitions: int = 3) -> dict[int, list[tuple[int, int]]]:
-    lines = list(topic_history(PACER, topic="t", partitions=partitions, cycles=cycles, end_s=end_s))
+def _samples(
+    cycles: int, end_s: int, partitions: int = 3, end_offsets: list[int] | None = None
+) -> dict[int, list[tuple[int, int]]]:
+    lines = list(
+        topic_history(PACER, topic="t", partitions=partitions, cycles=cycles, end_s=end_s, end_offsets=end_offsets)
+    )
     assert lines[0] == f"# TYPE {OFFSET_SERIES} gauge" and lines[-1] == "# EOF"
     by_partition: dict[int, list[tuple[int, int]]] = {}
     for line in lines[1:-1]:
@@ -43,6 +47,27 @@ def test_offsets_only_grow() -> None:
     for series in _samples(cycles=4, end_s=50).values():
         values = [v for _, v in series]
         assert values == sorted(values)
+
+
+def test_the_history_ends_at_the_offsets_the_live_topic_goes_on_from() -> None:
+    """The demo's warm-up lines are in the topic before the load begins: the history leads up to their offsets, so
+    that no rate over the seam sees a counter reset; each partition grows as it does from 0."""
+    end_offsets = [40, 39, 39]
+    shifted = _samples(cycles=3, end_s=1_000, end_offsets=end_offsets)
+    plain = _samples(cycles=3, end_s=1_000)
+    for p, end in enumerate(end_offsets):
+        steps = np.diff([v for _, v in shifted[p]])
+        assert list(steps) == list(np.diff([v for _, v in plain[p]]))
+        last_second = plain[p][-1][1] - plain[p][-2][1]
+        assert shifted[p][-1][1] == end - (
+            3 * PACER.total // 3 + (1 if p < 3 * PACER.total % 3 else 0) - plain[p][-1][1]
+        )
+        assert end - shifted[p][-1][1] <= last_second + 1  # the next second reaches the live offset
+
+
+def test_end_offsets_need_one_per_partition() -> None:
+    with pytest.raises(ValueError, match="end_offsets has 2 values for 3 partitions"):
+        list(topic_history(PACER, topic="t", partitions=3, cycles=1, end_s=100, end_offsets=[1, 2]))
 
 
 @pytest.mark.parametrize(
