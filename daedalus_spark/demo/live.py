@@ -47,7 +47,7 @@ from daedalus_spark.waiting import wait_until
 TOPIC = "wordcount"  # the pipeline's and the generator's default topic
 GROUP = "daedalus-wordcount"  # the consumer group the job commits its batches' end offsets for (Kafka)
 WARMUP_WRITE_S = 300.0  # the generator writing the warm-up lines (a second or two)
-WARMUP_BATCH_S = 900.0  # the query's first batch on cold executors (25-135 s measured, docs/demo.md)
+WARMUP_BATCH_S = 900.0  # the query's first batch on cold executors (25-119 s measured, docs/demo.md)
 
 
 def autoscaler_job_args(plan: DemoPlan) -> list[str]:

@@ -53,7 +53,7 @@ class DemoPlan:
     autoscaler: str = "daedalus"  # one of AUTOSCALERS
     # Before the query starts, this many seconds of the load that precedes the cycle are written at once: its first
     # batch then runs on cold executors before the cycle begins, as a job in production has long since (25-30 s on
-    # the machine the demo was sized on, 105-135 s on one where the job ran 0.8 x as fast; docs/demo.md).
+    # the machine the demo was sized on, 119 s on one where the job ran at 0.6-0.8 of that speed; docs/demo.md).
     warmup_s: float = 10.0
     drain_s: float = 120.0  # after the load cycle: how long the job may take to work off its lag before counting
     source: str = "kafka"  # one of SOURCES: a local Kafka broker, or the local partitioned log

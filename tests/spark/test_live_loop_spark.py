@@ -3,9 +3,9 @@
 A local cluster of 2 workers (0.25 CPU each), WordCount in this process with the agent and a memory sink, the CPU
 exporter, a generator thread replaying low -> high -> low, and the runtime as a subprocess with time settings scaled
 down (5-s loop). The runtime is killed with SIGKILL after its first scale-out and restarted: the knowledge it left
-must be the one it had, and give the same next decision. Twice: on the local log, and on a real Kafka broker
-(Spark's Kafka source, the broker's live end offsets, placement as the Kafka source pins partitions); the exact
-counts are checked against every record in the log or the topic.
+must be the one it had, and give the same next decision. On a real Kafka broker (Spark's Kafka source, the broker's
+live end offsets, placement as the Kafka source pins partitions); the exact counts are checked against every record
+in the topic. The loop on the local log runs in test_live_faults_spark.py, through faults.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ from daedalus_spark.kafkacluster.offsets import BrokerOffsets
 from daedalus_spark.knowledge.sqlite_store import SqliteKnowledgeStore
 from daedalus_spark.sparkcluster import LocalCluster
 from daedalus_spark.workloads import wordcount
-from daedalus_spark.workloads.generator import Generator, KafkaSink, LocalLogSink, RecordSink
-from daedalus_spark.workloads.locallog import LocalLog
+from daedalus_spark.workloads.generator import Generator, KafkaSink, RecordSink
 from daedalus_spark.workloads.pacing import PaceKeeper, Pacer
 from daedalus_spark.workloads.records import wordcount_line
 from daedalus_spark.workloads.source import read_values, write_stream
@@ -55,8 +54,6 @@ from tests.spark.jobs import PARTITIONS, Runtime, applied, decisions, live_confi
 pytestmark = pytest.mark.spark
 TOPIC, QUERY = "words", "wordcount_live"
 CPUS = 0.25
-# lines/s: one 0.25-CPU executor carries LOW easily and HIGH not at all; two carry HIGH (docs/demo.md sizing)
-LOW, HIGH = 250.0, 1100.0
 LOW_S, HIGH_S, TAIL_S = 30, 70, 75
 # The high load holds until the scale-out has come and the runtime has been killed and restarted (at least HIGH_S),
 # at most this long: on a loaded machine the runtime starts, learns and decides more slowly, and a load that fell on
@@ -76,35 +73,6 @@ def next_decision(config: Config, store_path: Path, scaleout: int, now_s: float)
     d = controller.tick(probe(scaleout, now_s), now_s)
     table = controller.knowledge.history.latest_table
     return d.reason, d.target_scaleout, None if table is None else table.per_scaleout_per_s
-
-
-class LogSource:
-    """The local partitioned log: what the job reads, how the generator writes it, and every line in it."""
-
-    assignment = "any_core"  # a Python data source declares no preferred locations
-    low, high = LOW, HIGH
-
-    def __init__(self, root: Path) -> None:
-        self.root = root / "log"
-        self.log = LocalLog(self.root)
-        self.log.create_topic(TOPIC, PARTITIONS)
-
-    def read(self, spark: SparkSession) -> Any:
-        return read_values(spark, source="local", topic=TOPIC, path=str(self.root))
-
-    def sink(self) -> RecordSink:
-        return LocalLogSink(self.log, TOPIC, PARTITIONS)
-
-    def latest_offsets(self) -> Mapping[int, int]:
-        return self.log.latest_offsets(TOPIC)
-
-    def lines(self) -> Iterator[str]:
-        for partition, end in self.log.latest_offsets(TOPIC).items():
-            for _, line in self.log.read(TOPIC, partition, 0, end):
-                yield line
-
-    def close(self) -> None:
-        return None
 
 
 class KafkaSource:
@@ -159,12 +127,9 @@ class KafkaSource:
         self.kafka.stop()
 
 
-Source = LogSource | KafkaSource
-
-
-@pytest.fixture(params=["local-log", "kafka"])
-def job(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[SparkSession, str, str, Source]]:
-    source: Source = LogSource(tmp_path) if request.param == "local-log" else KafkaSource()
+@pytest.fixture
+def job(tmp_path: Path) -> Iterator[tuple[SparkSession, str, str, KafkaSource]]:
+    source = KafkaSource()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     with (
         contextlib.closing(source),
@@ -235,7 +200,7 @@ class JobSampler:
         return (run[-1][1] - run[0][1]) / (run[-1][0] - run[0][0]), run[-1][2] > run[0][2]
 
 
-def expected_counts(source: Source) -> dict[str, int]:
+def expected_counts(source: KafkaSource) -> dict[str, int]:
     words: Counter[str] = Counter()
     for line in source.lines():
         words.update(line.split())
@@ -243,7 +208,7 @@ def expected_counts(source: Source) -> dict[str, int]:
 
 
 def test_runtime_scales_out_and_in_on_a_step_trace_exactly_once_and_survives_sigkill(
-    job: tuple[SparkSession, str, str, Source], tmp_path: Path
+    job: tuple[SparkSession, str, str, KafkaSource], tmp_path: Path
 ) -> None:
     spark, agent_url, exporter_url, source = job
     config = live_config(tmp_path, agent_url, exporter_url, source.assignment)
