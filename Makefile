@@ -44,7 +44,7 @@ test: preflight $(BIN)/daedalus-spark kafka-jars k8s-bins jvm-plugin
 test-spark: $(BIN)/daedalus-spark kafka-jars k8s-bins jvm-plugin
 	$(BIN)/python -m pytest -q -m "spark and not demo"
 
-# The whole live demo as a test (~12 min): `make demo` with its figures checked.
+# The whole live demo as a test (12-15 min): `make demo` with its figures checked.
 test-demo: preflight $(BIN)/daedalus-spark kafka-jars
 	$(BIN)/python -m pytest -q -m demo
 
