@@ -4,6 +4,7 @@ count is the one of the last batch that updated it)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,10 +48,18 @@ def words_in_kafka(bootstrap: str, topic: str, *, timeout_s: float = 120.0) -> t
         }
         left = {p: high for p, (low, high) in ends.items() if high > low}
         consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in left])
+        last_read = time.monotonic()
         while left:
-            messages = consumer.consume(10_000, timeout=timeout_s)
+            # consume() waits its whole timeout for the 10,000 unless they come: short waits, so that the last records
+            # are counted when they arrive rather than a timeout later
+            messages = consumer.consume(10_000, timeout=1.0)
             if not messages:
-                raise TimeoutError(f"reading topic {topic!r} back: nothing for {timeout_s:g} s, {left} offsets left")
+                if time.monotonic() - last_read > timeout_s:
+                    raise TimeoutError(
+                        f"reading topic {topic!r} back: nothing for {timeout_s:g} s, {left} offsets left"
+                    )
+                continue
+            last_read = time.monotonic()
             for message in messages:
                 if message.error() is not None:
                     raise RuntimeError(f"reading topic {topic!r} back: {message.error()}")
