@@ -372,16 +372,20 @@ def _job_args(plan: DemoPlan, running: _Running, work: Path, agent_port: int, co
 
 def _generator_args(plan: DemoPlan, work: Path, kafka: LocalKafka | None, *, warmup: bool = False) -> list[str]:
     """The load cycle; with `warmup`, the plan's `warmup_s` of the load before it, written within a second."""
-    trace_s = min(round(plan.warmup_s * plan.compression), plan.trace_start_s) if warmup else plan.trace_seconds
+    if warmup:
+        seconds = min(round(plan.warmup_s * plan.compression), plan.trace_start_s)
+        start, compression = plan.trace_start_s - seconds, float(seconds)
+    else:
+        start, seconds, compression = plan.trace_start_s, plan.trace_seconds, plan.compression
     return [
         "--trace",
         str(plan.trace),
         "--start-s",
-        str(plan.trace_start_s - trace_s if warmup else plan.trace_start_s),
+        str(start),
         "--duration-s",
-        str(trace_s),
+        str(seconds),
         "--compression",
-        f"{trace_s if warmup else plan.compression:.6g}",
+        f"{compression:.6g}",
         "--scale",
         f"{plan.scale:g}",
         *(["--sink", "kafka", "--bootstrap-servers", kafka.bootstrap] if kafka else ["--log-dir", str(work / "log")]),
